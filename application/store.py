@@ -1,0 +1,242 @@
+"""The event store application: loads and saves the three aggregates, returns log positions.
+
+First-terminal-wins across processes comes from the aggregate plus optimistic concurrency: a
+terminal command is decided on the latest stream; if another process appended first, the save
+conflicts, the run is reloaded and the command decided again, so the loser gets the existing
+termination back and no exception escapes.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+from uuid import UUID
+
+from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.persistence import (
+    IntegrityError,
+    JSONTranscoder,
+    Mapper,
+    PersistenceError,
+    Transcoder,
+)
+from eventsourcing.utils import Environment
+
+from application.transcodings import TupleRestoringMapper, register_all
+from domain.collection import Collection, collection_id
+from domain.errors import ConcurrentWriteError, UnknownAggregateError
+from domain.run import Run
+from domain.tool_invocation import ToolInvocation
+from domain.values import DEFAULT_LIMITS, Budget, Termination
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Mapping
+    from datetime import datetime
+
+    from domain.states import BudgetKind, CancellationReason, FailureCode
+
+A = TypeVar("A", Run, ToolInvocation, Collection)
+T = TypeVar("T")
+
+MAX_CONFLICT_RETRIES = 50
+"""How often a terminal command is re-decided after losing a write race before giving up."""
+
+
+class StoreError(Exception):
+    """The event store could not serve the request; nothing was appended."""
+
+
+class StoreUnavailableError(StoreError):
+    """The database is unreachable or failed; retry later."""
+
+
+class StoreNotInitialisedError(StoreError):
+    """The event tables do not exist yet."""
+
+
+@dataclass(frozen=True)
+class TerminalResult:
+    """The run's one termination, and the log position if this call appended it."""
+
+    termination: Termination
+    position: int | None
+
+
+class HarnessStore(Application[UUID]):
+    """The event-sourced application holding every Run, ToolInvocation and Collection."""
+
+    name = "Harness"
+
+    def __init__(
+        self,
+        env: Mapping[str, str] | None = None,
+        no_gain_threshold: int = 3,
+        violation_threshold: int = 2,
+    ) -> None:
+        """Build from an explicit environment (see ``infrastructure.eventstore``)."""
+        super().__init__(env=dict(env or {}))
+        self.no_gain_threshold = no_gain_threshold
+        self.violation_threshold = violation_threshold
+
+    def construct_env(self, name: str, env: Mapping[str, str] | None = None) -> Environment:
+        """Use only the given environment, never ``os.environ``: settings are the one source."""
+        return Environment(name, dict(env or {}))
+
+    def construct_mapper(self) -> Mapper[UUID]:
+        """A mapper that restores tuples in decoded events."""
+        return self.factory.mapper(
+            transcoder=self.construct_transcoder(), mapper_class=TupleRestoringMapper
+        )
+
+    def register_transcodings(self, transcoder: JSONTranscoder) -> None:
+        """UUID, Decimal and datetime, plus every domain enum and value object."""
+        super().register_transcodings(transcoder)
+        register_all(transcoder)
+
+    def construct_transcoder(self) -> Transcoder:
+        """The JSON transcoder with the domain's transcodings."""
+        return super().construct_transcoder()
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def get_run(self, run_id: UUID) -> Run:
+        """The run, rebuilt from its stream; :class:`UnknownAggregateError` if there is none."""
+        return self._get(Run, run_id, "run")
+
+    def get_invocation(self, invocation_id: UUID) -> ToolInvocation:
+        """The tool invocation; :class:`UnknownAggregateError` if there is none."""
+        return self._get(ToolInvocation, invocation_id, "tool invocation")
+
+    def get_collection(self, run_id: UUID) -> Collection:
+        """The run's collection; :class:`UnknownAggregateError` if it was never started."""
+        return self._get(Collection, collection_id(run_id), f"collection of run {run_id!r}, id")
+
+    def head(self) -> int:
+        """The last log position (0 for an empty log)."""
+        with self._store_errors():
+            return self.recorder.max_notification_id() or 0
+
+    def check_ready(self) -> None:
+        """Raise a clear error unless the tables exist and the database answers."""
+        try:
+            self.head()
+        except StoreUnavailableError as error:
+            text = str(error)
+            if "does not exist" in text or "no such table" in text:
+                raise StoreNotInitialisedError(
+                    "the event store tables do not exist: run `harness db init` once first"
+                ) from error
+            raise
+
+    # -- writes --------------------------------------------------------------------------------
+
+    def save_all(self, *aggregates: Run | ToolInvocation | Collection) -> int | None:
+        """Append the pending events of all given aggregates in one transaction.
+
+        Returns the log position of the last event appended, or None when nothing was pending.
+        Raises :class:`ConcurrentWriteError` if another writer appended to one of the streams.
+        """
+        try:
+            with self._store_errors():
+                recordings = self.save(*aggregates)
+        except IntegrityError as error:
+            ids = ", ".join(repr(a.id) for a in aggregates)
+            raise ConcurrentWriteError(
+                aggregates[0].id, f"another writer appended first to one of {ids}; reload"
+            ) from error
+        return recordings[-1].notification.id if recordings else None
+
+    def start_run(
+        self,
+        session_id: str,
+        query: str,
+        deadline: datetime,
+        limits: Budget = DEFAULT_LIMITS,
+        run_id: UUID | None = None,
+    ) -> tuple[UUID, int]:
+        """Start a run; returns its id and the log position of ``RUN_STARTED``."""
+        run = Run.start(session_id, query, deadline, limits, run_id)
+        position = self.save_all(run)
+        assert position is not None
+        return run.id, position
+
+    def start_collection(self, run_id: UUID) -> int:
+        """Start the run's one collection with the configured thresholds."""
+        self.get_run(run_id).check_active()
+        collection = Collection.start(run_id, self.no_gain_threshold, self.violation_threshold)
+        position = self.save_all(collection)
+        assert position is not None
+        return position
+
+    def cancel(self, run_id: UUID, reason: CancellationReason) -> TerminalResult:
+        """Cancel a run (first reason wins); a loser gets the existing termination back."""
+        return self._decide_terminal(run_id, lambda run: run.cancel(reason))
+
+    def time_out(self, run_id: UUID) -> TerminalResult:
+        """Terminate TIMED_OUT (deadline path); first terminal wins."""
+        return self._decide_terminal(run_id, lambda run: run.time_out())
+
+    def fail(self, run_id: UUID, code: FailureCode) -> TerminalResult:
+        """Terminate FAILED with a failure code; first terminal wins."""
+        return self._decide_terminal(run_id, lambda run: run.fail(code))
+
+    def complete(self, run_id: UUID) -> TerminalResult:
+        """Terminate SUCCESS after the release decision; first terminal wins."""
+        return self._decide_terminal(run_id, lambda run: run.complete())
+
+    def exhaust_budget(self, run_id: UUID, kind: BudgetKind) -> TerminalResult:
+        """Terminate BUDGET_EXHAUSTED and stop the collection (never SATURATED), in one save."""
+        return self._decide_terminal(run_id, lambda run: run.exhaust_budget(kind), stop=True)
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _decide_terminal(
+        self, run_id: UUID, command: Callable[[Run], Termination], *, stop: bool = False
+    ) -> TerminalResult:
+        for _ in range(MAX_CONFLICT_RETRIES):
+            run = self.get_run(run_id)
+            termination = command(run)
+            pending: list[Run | Collection] = [run]
+            if stop and run.pending_events:
+                pending.extend(self._stopped_collection(run_id))
+            try:
+                return TerminalResult(termination, self.save_all(*pending))
+            except ConcurrentWriteError:
+                continue  # another process appended first: reload and decide again
+        raise StoreUnavailableError(
+            f"run {run_id!r}: gave up after {MAX_CONFLICT_RETRIES} write conflicts in a row"
+        )
+
+    def _stopped_collection(self, run_id: UUID) -> list[Collection]:
+        try:
+            collection = self.get_collection(run_id)
+        except UnknownAggregateError:
+            return []
+        collection.stop_for_budget()
+        return [collection]
+
+    def _get(self, cls: type[A], aggregate_id: UUID, what: str) -> A:
+        try:
+            with self._store_errors():
+                aggregate: object = self.repository.get(aggregate_id)
+        except AggregateNotFoundError:
+            raise UnknownAggregateError(aggregate_id, f"no {what} {aggregate_id!r}") from None
+        if not isinstance(aggregate, cls):
+            raise UnknownAggregateError(aggregate_id, f"{aggregate_id!r} is not a {what}")
+        return aggregate
+
+    @contextmanager
+    def _store_errors(self) -> Iterator[None]:
+        """Translate driver failures into StoreUnavailableError; conflicts pass through."""
+        try:
+            yield
+        except IntegrityError:
+            raise
+        except (PersistenceError, OSError) as error:
+            raise StoreUnavailableError(f"the event store failed: {error}") from error
+
+
+def events_of(store: HarnessStore, aggregate_id: UUID) -> list[Any]:
+    """Every stored domain event of one stream, in order (for audits and tests)."""
+    return list(store.events.get(aggregate_id))

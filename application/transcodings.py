@@ -1,0 +1,79 @@
+"""Transcodings for every enum and value object stored in events (transcoding is by exact type)."""
+
+from __future__ import annotations
+
+import dataclasses
+from enum import Enum
+from typing import Any, Generic, TypeVar
+from uuid import UUID
+
+from eventsourcing.persistence import JSONTranscoder, Mapper, Transcoding
+
+from domain.states import ALL_ENUMS
+from domain.values import Budget, Fact, Termination
+
+E = TypeVar("E", bound=Enum)
+V = TypeVar("V")
+
+VALUE_OBJECTS: tuple[type[Any], ...] = (Budget, Termination, Fact)
+
+
+class EnumAsValue(Transcoding, Generic[E]):
+    """Stores an enum member as its value under the enum's class name."""
+
+    def __init__(self, enum_class: type[E]) -> None:
+        """One transcoding per enum class."""
+        self.type = enum_class
+        self.name = enum_class.__name__
+        self._enum = enum_class
+
+    def encode(self, obj: E) -> str:
+        """The member's value."""
+        return str(obj.value)
+
+    def decode(self, data: str) -> E:
+        """The member with this value."""
+        return self._enum(data)
+
+
+class DataclassAsDict(Transcoding, Generic[V]):
+    """Stores a frozen dataclass as its fields; JSON arrays come back as tuples."""
+
+    def __init__(self, value_class: type[V]) -> None:
+        """One transcoding per value-object class."""
+        self.type = value_class
+        self.name = value_class.__name__
+        self._class = value_class
+
+    def encode(self, obj: V) -> dict[str, Any]:
+        """The fields, shallowly: nested values are transcoded by their own types."""
+        return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}  # type: ignore[arg-type]
+
+    def decode(self, data: dict[str, Any]) -> V:
+        """Rebuild the value object."""
+        return self._class(**{k: _tuples(v) for k, v in data.items()})
+
+
+def register_all(transcoder: JSONTranscoder) -> None:
+    """Register a transcoding for every enum and value object the domain stores."""
+    for enum_class in ALL_ENUMS:
+        transcoder.register(EnumAsValue(enum_class))
+    for value_class in VALUE_OBJECTS:
+        transcoder.register(DataclassAsDict(value_class))
+
+
+class TupleRestoringMapper(Mapper[UUID]):
+    """Restores the tuples that JSON turned into lists at the top level of an event."""
+
+    def to_domain_event(self, stored_event: Any) -> Any:
+        """Decode as usual, then turn top-level lists back into tuples (events use tuples)."""
+        event = super().to_domain_event(stored_event)
+        state = vars(event)
+        for key, value in state.items():
+            if isinstance(value, list):
+                state[key] = tuple(value)
+        return event
+
+
+def _tuples(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value

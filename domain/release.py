@@ -1,0 +1,76 @@
+"""The release rules of SPEC §10 as data: which release decision each guard stage allows.
+
+The Run aggregate consults :func:`release_refusal` before it records a ``RELEASE_DECISION``, so a
+decision that skips a guard, or a fallback type that the guard results do not support, can never be
+recorded (SPEC §16 invariants 7, 8 and 9).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import assert_never
+
+from domain.states import FallbackType, GuardStage, Intent, ReleaseOutcome, SemanticVerdict
+
+
+@dataclass(frozen=True)
+class GuardProgress:
+    """What the run's guard events have established so far."""
+
+    stage: GuardStage = GuardStage.NONE
+    has_conclusion: bool = False
+    evidence_valid: bool = False
+    verdict: SemanticVerdict | None = None
+    semantic_unavailable: bool = False
+
+
+_AFTER_EVIDENCE_CHECK = frozenset(GuardStage) - {GuardStage.NONE, GuardStage.DECIDED}
+
+
+def release_refusal(
+    intent: Intent | None,
+    guards: GuardProgress,
+    outcome: ReleaseOutcome,
+    fallback_type: FallbackType | None,
+) -> str | None:
+    """Why this release decision may not be recorded now, or None when it may."""
+    if outcome not in (ReleaseOutcome.SUCCESS, ReleaseOutcome.FALLBACK):
+        return f"a release decides SUCCESS or FALLBACK, not {outcome.value}"
+    if (outcome is ReleaseOutcome.FALLBACK) != (fallback_type is not None):
+        return "a FALLBACK needs a fallback type and a SUCCESS must not have one"
+    if guards.stage is GuardStage.DECIDED:
+        return "the release was already decided"
+    if intent is not Intent.DIAGNOSIS:
+        if outcome is ReleaseOutcome.SUCCESS and intent is not None:
+            return None
+        return "only a routed SYSTEM_CHAT or KNOWLEDGE_QUERY answer is released without guards"
+    if guards.stage not in _AFTER_EVIDENCE_CHECK:
+        return "a diagnosis is released only after the evidence guard has run"
+    return _diagnosis_refusal(guards, fallback_type)
+
+
+def _diagnosis_refusal(guards: GuardProgress, fallback_type: FallbackType | None) -> str | None:
+    decided = guards.stage is GuardStage.SEMANTIC_DECIDED
+    match fallback_type:
+        case None:
+            ok = decided and guards.verdict is SemanticVerdict.SUPPORTED
+            need = "a SUPPORTED semantic verdict"
+        case FallbackType.SEMANTIC_UNSUPPORTED:
+            ok = decided and guards.verdict is SemanticVerdict.UNSUPPORTED
+            need = "an UNSUPPORTED semantic verdict"
+        case FallbackType.SEMANTIC_UNAVAILABLE:
+            ok = decided and guards.semantic_unavailable
+            need = "an unavailable semantic guard"
+        case FallbackType.EVIDENCE_VALIDATION_FAILED:
+            ok = guards.stage is GuardStage.RECHECKED and not guards.evidence_valid
+            need = "a failed evidence recheck after the one repair"
+        case FallbackType.MISSING_REQUIRED_CONTEXT:
+            ok = guards.stage is GuardStage.EVIDENCE_CHECKED and not guards.has_conclusion
+            need = "a draft without conclusion"
+        case FallbackType.INSUFFICIENT_EVIDENCE:
+            ok = True
+            need = ""
+        case _:
+            assert_never(fallback_type)
+    name = fallback_type.value if fallback_type else "SUCCESS"
+    return None if ok else f"{name} requires {need}"

@@ -1,0 +1,561 @@
+"""The Run aggregate: one request's lifecycle, budget, cancellation, guards and release."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+from uuid import UUID, uuid4
+
+from eventsourcing.domain import Aggregate
+
+from domain.errors import IllegalTransitionError, InvalidCommandError, RunNotActiveError
+from domain.release import GuardProgress, release_refusal
+from domain.states import (
+    BudgetKind,
+    CancellationReason,
+    ChatApplicationStatus,
+    CompletionReason,
+    DiagnosisStopReason,
+    FailureCode,
+    FallbackType,
+    GuardStage,
+    Intent,
+    ModelStepOutcome,
+    ModelStepPurpose,
+    ReleaseOutcome,
+    RunState,
+    SemanticVerdict,
+    ToolRejectionCode,
+)
+from domain.values import DEFAULT_LIMITS, Budget, Termination
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+
+class Run(Aggregate):
+    """One request's execution: identity, deadline, budget and exactly one termination."""
+
+    class RunStarted(Aggregate.Created):
+        """A run started RUNNING with its identity, query, deadline and budget limits."""
+
+        class_version = 1
+        session_id: str
+        query: str
+        deadline: datetime
+        limits: Budget
+
+        def apply(self, aggregate: Run) -> None:
+            """Set the run's identity and limits."""
+            aggregate.session_id = self.session_id
+            aggregate.query = self.query
+            aggregate.deadline = self.deadline
+            aggregate.limits = self.limits
+
+    class RoutingAttempt(Aggregate.Event):
+        """The router was asked to classify the query."""
+
+        class_version = 1
+        attempt: int
+
+        def apply(self, aggregate: Run) -> None:
+            """Count the attempt."""
+            aggregate.routing_attempts = self.attempt
+
+    class RoutingDecision(Aggregate.Event):
+        """The router decided an intent, or failed with an error."""
+
+        class_version = 1
+        intent: Intent | None
+        error: str
+
+        def apply(self, aggregate: Run) -> None:
+            """Remember the intent."""
+            aggregate.routing_decided = True
+            aggregate.intent = self.intent
+
+    class ApplicationStatusChanged(Aggregate.Event):
+        """A user-visible phase began (the SSE ``status``)."""
+
+        class_version = 1
+        status: ChatApplicationStatus
+
+        def apply(self, aggregate: Run) -> None:
+            """Remember the last phase."""
+            aggregate.status = self.status
+
+    class AgentModelStep(Aggregate.Event):
+        """One model call with its purpose, usage, latency and outcome; charges the budget."""
+
+        class_version = 1
+        purpose: ModelStepPurpose
+        tokens_in: int
+        tokens_out: int
+        latency_ms: int
+        outcome: ModelStepOutcome
+        detail: str
+
+        def apply(self, aggregate: Run) -> None:
+            """Charge one model call and its tokens."""
+            usage = aggregate.usage.plus(BudgetKind.MODEL_CALLS, 1)
+            aggregate.usage = usage.plus(BudgetKind.TOKENS, self.tokens_in + self.tokens_out)
+
+    class BudgetCharged(Aggregate.Event):
+        """A tool call or tool-output bytes were charged to the run's budget."""
+
+        class_version = 1
+        kind: BudgetKind
+        amount: int
+        ref: str
+
+        def apply(self, aggregate: Run) -> None:
+            """Add the charge to the usage."""
+            aggregate.usage = aggregate.usage.plus(self.kind, self.amount)
+
+    class BudgetExhausted(Aggregate.Event):
+        """A hard budget was exceeded; the run terminates BUDGET_EXHAUSTED."""
+
+        class_version = 1
+        kind: BudgetKind
+        limit: int
+        used: int
+        stop_reason: DiagnosisStopReason
+
+    class ToolRequestRejected(Aggregate.Event):
+        """A tool request failed preflight; there is no invocation record (SPEC §8)."""
+
+        class_version = 2
+        tool: str
+        code: ToolRejectionCode
+        detail: str
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            """Version 1 had no ``detail``; old rejections read as having none."""
+            state["detail"] = ""
+
+    class EvidenceGuardInitial(Aggregate.Event):
+        """The EvidenceGuard checked the draft's or progress's references."""
+
+        class_version = 1
+        has_conclusion: bool
+        valid: bool
+        invalid_references: tuple[str, ...]
+
+        def apply(self, aggregate: Run) -> None:
+            """Open the guard chain."""
+            aggregate._advance_guards(
+                stage=GuardStage.EVIDENCE_CHECKED,
+                has_conclusion=self.has_conclusion,
+                evidence_valid=self.valid,
+            )
+
+    class EvidenceRepair(Aggregate.Event):
+        """The one repair of a conclusion whose evidence was invalid."""
+
+        class_version = 1
+        detail: str
+
+        def apply(self, aggregate: Run) -> None:
+            """Advance to REPAIRED."""
+            aggregate._advance_guards(stage=GuardStage.REPAIRED)
+
+    class EvidenceGuardRecheck(Aggregate.Event):
+        """The EvidenceGuard checked the repaired conclusion."""
+
+        class_version = 1
+        valid: bool
+        invalid_references: tuple[str, ...]
+
+        def apply(self, aggregate: Run) -> None:
+            """Advance to RECHECKED."""
+            aggregate._advance_guards(stage=GuardStage.RECHECKED, evidence_valid=self.valid)
+
+    class SemanticGuardAttempt(Aggregate.Event):
+        """The semantic judge was asked whether the evidence supports the conclusion."""
+
+        class_version = 1
+
+        def apply(self, aggregate: Run) -> None:
+            """Advance to SEMANTIC_ATTEMPTED."""
+            aggregate._advance_guards(stage=GuardStage.SEMANTIC_ATTEMPTED)
+
+    class SemanticGuardDecision(Aggregate.Event):
+        """The judge's verdict, or why it was unavailable."""
+
+        class_version = 1
+        verdict: SemanticVerdict | None
+        unavailable: str
+
+        def apply(self, aggregate: Run) -> None:
+            """Remember the verdict."""
+            aggregate._advance_guards(
+                stage=GuardStage.SEMANTIC_DECIDED,
+                verdict=self.verdict,
+                semantic_unavailable=self.verdict is None,
+            )
+
+    class ReleaseDecision(Aggregate.Event):
+        """Release decided SUCCESS or FALLBACK and the safe content to publish."""
+
+        class_version = 1
+        outcome: ReleaseOutcome
+        fallback_type: FallbackType | None
+        content: dict[str, Any]
+
+        def apply(self, aggregate: Run) -> None:
+            """Remember the decision."""
+            aggregate.release = (self.outcome, self.fallback_type)
+            aggregate._advance_guards(stage=GuardStage.DECIDED)
+
+    class CancellationRequested(Aggregate.Event):
+        """The run was asked to stop; the first reason wins."""
+
+        class_version = 1
+        reason: CancellationReason
+
+        def apply(self, aggregate: Run) -> None:
+            """Remember the first reason."""
+            aggregate.cancellation = aggregate.cancellation or self.reason
+
+    class RunTerminated(Aggregate.Event):
+        """The run's one termination: its final state and reason."""
+
+        class_version = 1
+        state: RunState
+        reason: CancellationReason | FailureCode | CompletionReason
+
+        def apply(self, aggregate: Run) -> None:
+            """Set the termination."""
+            aggregate.termination = Termination(state=self.state, reason=self.reason)
+
+    class RunFinished(Aggregate.Event):
+        """The run's result was persisted: release outcome, usage against budget, duration."""
+
+        class_version = 1
+        release_outcome: ReleaseOutcome
+        usage: Budget
+        limits: Budget
+        duration_ms: int
+
+        def apply(self, aggregate: Run) -> None:
+            """Close the run."""
+            aggregate.finished_outcome = self.release_outcome
+
+    def __init__(self) -> None:
+        """Fields are assigned by the events' ``apply`` methods."""
+        self.session_id = ""
+        self.query = ""
+        self.deadline: datetime
+        self.limits = DEFAULT_LIMITS
+        self.usage = Budget()
+        self.routing_attempts = 0
+        self.routing_decided = False
+        self.intent: Intent | None = None
+        self.status: ChatApplicationStatus | None = None
+        self.guards = GuardProgress()
+        self.release: tuple[ReleaseOutcome, FallbackType | None] | None = None
+        self.cancellation: CancellationReason | None = None
+        self.termination: Termination | None = None
+        self.finished_outcome: ReleaseOutcome | None = None
+
+    # -- creation and queries ------------------------------------------------------------------
+
+    @classmethod
+    def start(
+        cls,
+        session_id: str,
+        query: str,
+        deadline: datetime,
+        limits: Budget = DEFAULT_LIMITS,
+        run_id: UUID | None = None,
+    ) -> Run:
+        """Start a RUNNING run (``RUN_STARTED``)."""
+        run_key = run_id or uuid4()
+        if not session_id.strip() or not query.strip():
+            raise InvalidCommandError(
+                run_key, f"run {run_key!r}: session_id and query are required"
+            )
+        if deadline.tzinfo is None:
+            raise InvalidCommandError(
+                run_key, f"run {run_key!r}: the deadline must be timezone-aware"
+            )
+        if min(limits.get(kind) for kind in BudgetKind) < 0:
+            raise InvalidCommandError(run_key, f"run {run_key!r}: budget limits must be >= 0")
+        return cls._create(
+            cls.RunStarted,
+            id=run_key,
+            session_id=session_id,
+            query=query,
+            deadline=deadline,
+            limits=limits,
+        )
+
+    @property
+    def state(self) -> RunState:
+        """RUNNING until the one termination, then its state."""
+        return self.termination.state if self.termination else RunState.RUNNING
+
+    @property
+    def is_active(self) -> bool:
+        """True while no termination exists: work may still be recorded."""
+        return self.termination is None
+
+    @property
+    def is_finished(self) -> bool:
+        """True once ``RUN_FINISHED`` was recorded; nothing may follow it."""
+        return self.finished_outcome is not None
+
+    def deadline_passed(self, now: datetime) -> bool:
+        """Whether ``now`` is at or after the run's deadline."""
+        return now >= self.deadline
+
+    def would_exceed(self, kind: BudgetKind, amount: int) -> bool:
+        """Whether charging ``amount`` of ``kind`` would take the run over its limit."""
+        return self.usage.get(kind) + amount > self.limits.get(kind)
+
+    def check_active(self) -> None:
+        """Raise :class:`RunNotActiveError` when the run already has a termination."""
+        if self.termination is not None:
+            raise RunNotActiveError(
+                self.id,
+                f"run {self.id!r} is already {self.termination.state.value} "
+                f"({self.termination.reason.value}); no further work is accepted",
+            )
+
+    # -- routing, status and model steps -------------------------------------------------------
+
+    def attempt_routing(self) -> None:
+        """Record a routing attempt (``ROUTING_ATTEMPT``)."""
+        self.check_active()
+        self._refuse_if(self.routing_decided, "routing was already decided")
+        self.trigger_event(self.RoutingAttempt, attempt=self.routing_attempts + 1)
+
+    def decide_routing(self, intent: Intent | None, error: str = "") -> None:
+        """Record the router's intent or its error (``ROUTING_DECISION``)."""
+        self.check_active()
+        self._refuse_if(self.routing_attempts == 0, "no routing attempt was recorded")
+        self._refuse_if(self.routing_decided, "routing was already decided")
+        self._invalid_if((intent is None) == (not error), "give exactly one of intent and error")
+        self.trigger_event(self.RoutingDecision, intent=intent, error=error)
+
+    def change_status(self, status: ChatApplicationStatus) -> None:
+        """Record a user-visible phase (``APPLICATION_STATUS_CHANGED``)."""
+        if not (status is ChatApplicationStatus.SAFETY_VALIDATING and self._in_release_window()):
+            self.check_active()
+        self._refuse_if(self.is_finished, "the run is finished")
+        self.trigger_event(self.ApplicationStatusChanged, status=status)
+
+    def record_model_step(
+        self,
+        purpose: ModelStepPurpose,
+        tokens_in: int,
+        tokens_out: int,
+        latency_ms: int,
+        outcome: ModelStepOutcome = ModelStepOutcome.OK,
+        detail: str = "",
+    ) -> None:
+        """Record one model call and charge it (``AGENT_MODEL_STEP``); exhaust if over budget."""
+        self.check_active()
+        self._invalid_if(min(tokens_in, tokens_out, latency_ms) < 0, "usage must be >= 0")
+        self.trigger_event(
+            self.AgentModelStep,
+            purpose=purpose,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            latency_ms=latency_ms,
+            outcome=outcome,
+            detail=detail,
+        )
+        self._exhaust_if_over()
+
+    def charge(self, kind: BudgetKind, amount: int, ref: str = "") -> None:
+        """Charge a tool call or tool-output bytes (``BUDGET_CHARGED``); exhaust if over budget."""
+        self.check_active()
+        self._invalid_if(amount < 0, "a charge must be >= 0")
+        self.trigger_event(self.BudgetCharged, kind=kind, amount=amount, ref=ref)
+        self._exhaust_if_over()
+
+    def reject_tool_request(self, tool: str, code: ToolRejectionCode, detail: str) -> None:
+        """Audit a preflight rejection (``TOOL_REQUEST_REJECTED``); no invocation record exists."""
+        self._refuse_if(self.is_finished, "the run is finished")
+        self.trigger_event(self.ToolRequestRejected, tool=tool, code=code, detail=detail)
+
+    # -- guards and release --------------------------------------------------------------------
+
+    def check_evidence(
+        self, has_conclusion: bool, valid: bool, invalid_references: tuple[str, ...] = ()
+    ) -> None:
+        """Record the initial EvidenceGuard result (``EVIDENCE_GUARD_INITIAL``)."""
+        self._check_guard_step(GuardStage.NONE)
+        self.trigger_event(
+            self.EvidenceGuardInitial,
+            has_conclusion=has_conclusion,
+            valid=valid,
+            invalid_references=tuple(invalid_references),
+        )
+
+    def repair_evidence(self, detail: str = "") -> None:
+        """Record the one EvidenceRepair of an invalid conclusion (``EVIDENCE_REPAIR``)."""
+        self.check_active()
+        self._check_guard_step(GuardStage.EVIDENCE_CHECKED)
+        self._refuse_if(not self.guards.has_conclusion, "only a conclusion is repaired")
+        self._refuse_if(self.guards.evidence_valid, "the evidence is already valid")
+        self.trigger_event(self.EvidenceRepair, detail=detail)
+
+    def recheck_evidence(self, valid: bool, invalid_references: tuple[str, ...] = ()) -> None:
+        """Record the EvidenceGuard recheck after the repair (``EVIDENCE_GUARD_RECHECK``)."""
+        self._check_guard_step(GuardStage.REPAIRED)
+        self.trigger_event(
+            self.EvidenceGuardRecheck, valid=valid, invalid_references=tuple(invalid_references)
+        )
+
+    def attempt_semantic_guard(self) -> None:
+        """Record the start of the semantic check (``SEMANTIC_GUARD_ATTEMPT``)."""
+        self.check_active()
+        self._check_guard_step(GuardStage.EVIDENCE_CHECKED, GuardStage.RECHECKED)
+        self._refuse_if(
+            not (self.guards.has_conclusion and self.guards.evidence_valid),
+            "the semantic guard runs only on a conclusion whose evidence is valid",
+        )
+        self.trigger_event(self.SemanticGuardAttempt)
+
+    def decide_semantic_guard(self, verdict: SemanticVerdict | None, unavailable: str = "") -> None:
+        """Record the judge's verdict, or why it was unavailable (``SEMANTIC_GUARD_DECISION``)."""
+        self._check_guard_step(GuardStage.SEMANTIC_ATTEMPTED)
+        self._invalid_if((verdict is None) == (not unavailable), "give a verdict or a reason")
+        self.trigger_event(self.SemanticGuardDecision, verdict=verdict, unavailable=unavailable)
+
+    def decide_release(
+        self,
+        outcome: ReleaseOutcome,
+        fallback_type: FallbackType | None,
+        content: dict[str, Any],
+    ) -> None:
+        """Record what is published (``RELEASE_DECISION``), checked against SPEC §10."""
+        self._check_release_window()
+        budget_window = self.state is RunState.BUDGET_EXHAUSTED
+        self._refuse_if(
+            budget_window and fallback_type is not FallbackType.INSUFFICIENT_EVIDENCE,
+            "after budget exhaustion only an INSUFFICIENT_EVIDENCE fallback may be released",
+        )
+        refusal = release_refusal(self.intent, self.guards, outcome, fallback_type)
+        self._refuse_if(refusal is not None, refusal or "")
+        self.trigger_event(
+            self.ReleaseDecision, outcome=outcome, fallback_type=fallback_type, content=content
+        )
+
+    # -- termination (first terminal wins) -----------------------------------------------------
+
+    def cancel(self, reason: CancellationReason) -> Termination:
+        """Cancel: record the reason and terminate by it; a no-op once terminated (SPEC §5)."""
+        if self.termination is not None:
+            return self.termination
+        self.trigger_event(self.CancellationRequested, reason=reason)
+        return self._terminate(reason)
+
+    def complete(self) -> Termination:
+        """Terminate SUCCESS after a release decision; a no-op once terminated."""
+        if self.termination is not None:
+            return self.termination
+        self._refuse_if(self.release is None, "a run completes only after its release decision")
+        return self._terminate(CompletionReason.COMPLETED)
+
+    def fail(self, code: FailureCode) -> Termination:
+        """Terminate FAILED with a failure code; a no-op once terminated."""
+        if self.termination is not None:
+            return self.termination
+        return self._terminate(code)
+
+    def time_out(self) -> Termination:
+        """Terminate TIMED_OUT, then cancel to stop further work; a no-op once terminated."""
+        if self.termination is not None:
+            return self.termination
+        termination = self._terminate(CancellationReason.DEADLINE_EXCEEDED)
+        self.trigger_event(self.CancellationRequested, reason=CancellationReason.DEADLINE_EXCEEDED)
+        return termination
+
+    def exhaust_budget(self, kind: BudgetKind) -> Termination:
+        """Terminate BUDGET_EXHAUSTED naming the budget, then cancel; a no-op once terminated."""
+        if self.termination is not None:
+            return self.termination
+        self.trigger_event(
+            self.BudgetExhausted,
+            kind=kind,
+            limit=self.limits.get(kind),
+            used=self.usage.get(kind),
+            stop_reason=DiagnosisStopReason.BUDGET_LIMIT_REACHED,
+        )
+        termination = self._terminate(CancellationReason.BUDGET_EXHAUSTED)
+        self.trigger_event(self.CancellationRequested, reason=CancellationReason.BUDGET_EXHAUSTED)
+        return termination
+
+    def finish(self, now: datetime) -> ReleaseOutcome:
+        """Record ``RUN_FINISHED`` with the release outcome, usage against budget and duration."""
+        self._refuse_if(self.termination is None, "a run finishes only after its termination")
+        self._refuse_if(self.is_finished, "the run is already finished")
+        outcome = self._final_outcome()
+        duration_ms = max(0, int((now - self.created_on).total_seconds() * 1000))
+        self.trigger_event(
+            self.RunFinished,
+            release_outcome=outcome,
+            usage=self.usage,
+            limits=self.limits,
+            duration_ms=duration_ms,
+        )
+        return outcome
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _terminate(
+        self, reason: CancellationReason | FailureCode | CompletionReason
+    ) -> Termination:
+        termination = Termination.for_reason(reason)
+        self.trigger_event(self.RunTerminated, state=termination.state, reason=reason)
+        return termination
+
+    def _exhaust_if_over(self) -> None:
+        kind = self.usage.first_exceeded(self.limits)
+        if kind is not None:
+            self.exhaust_budget(kind)
+
+    def _final_outcome(self) -> ReleaseOutcome:
+        state = self.state
+        released = self.release[0] if self.release else None
+        if state is RunState.CANCELLED:
+            return ReleaseOutcome.CANCELLED
+        if state is RunState.SUCCESS and released is not None:
+            return released
+        if state is RunState.BUDGET_EXHAUSTED and released is ReleaseOutcome.FALLBACK:
+            return ReleaseOutcome.FALLBACK
+        return ReleaseOutcome.FAILED
+
+    def _in_release_window(self) -> bool:
+        """Active, or exhausted by budget (the one terminal state that may still publish)."""
+        return not self.is_finished and self.state in (RunState.RUNNING, RunState.BUDGET_EXHAUSTED)
+
+    def _check_release_window(self) -> None:
+        if not self._in_release_window():
+            self.check_active()
+            self._refuse_if(True, "the run is finished")
+
+    def _check_guard_step(self, *allowed: GuardStage) -> None:
+        self._check_release_window()
+        self._refuse_if(self.intent is not Intent.DIAGNOSIS, "guards run only for a DIAGNOSIS")
+        stage = self.guards.stage
+        self._refuse_if(
+            stage not in allowed,
+            f"guard stage is {stage.value}, expected {' or '.join(s.value for s in allowed)}",
+        )
+
+    def _refuse_if(self, condition: bool, why: str) -> None:
+        if condition:
+            error = RunNotActiveError if self.is_finished else IllegalTransitionError
+            raise error(self.id, f"run {self.id!r}: {why}")
+
+    def _invalid_if(self, condition: bool, why: str) -> None:
+        if condition:
+            raise InvalidCommandError(self.id, f"run {self.id!r}: {why}")
+
+    def _advance_guards(self, **changes: Any) -> None:
+        self.guards = replace(self.guards, **changes)

@@ -1,0 +1,134 @@
+"""The ToolInvocation aggregate: a preflight-passed tool call and its projected evidence."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Literal
+from uuid import UUID, uuid4
+
+from eventsourcing.domain import Aggregate
+
+from domain.errors import InvalidCommandError, InvocationClosedError
+from domain.states import EvidenceStatus, InvocationStatus
+
+ReadyEvidence = Literal[EvidenceStatus.EVIDENCE_FOUND, EvidenceStatus.NO_EVIDENCE]
+"""The only evidence statuses a READY invocation can carry (SPEC §16 invariant 4)."""
+
+
+class ToolInvocation(Aggregate):
+    """One call of a read-only tool inside one run: PROJECTING, then READY or ERROR."""
+
+    class ToolInvocationStarted(Aggregate.Created):
+        """The canonical begin: preflight passed and the tool is being called."""
+
+        class_version = 1
+        run_id: UUID
+        tool: str
+        normalized_scope: str
+        arguments: dict[str, Any]
+
+        def apply(self, aggregate: ToolInvocation) -> None:
+            """Record what was called, for which run."""
+            aggregate.run_id = self.run_id
+            aggregate.tool = self.tool
+            aggregate.normalized_scope = self.normalized_scope
+            aggregate.arguments = self.arguments
+
+    class ToolInvocationReady(Aggregate.Event):
+        """The result was projected into bounded evidence content."""
+
+        class_version = 1
+        evidence_status: EvidenceStatus
+        content: str
+        byte_size: int
+        content_hash: str
+
+        def apply(self, aggregate: ToolInvocation) -> None:
+            """Make the invocation referenceable."""
+            aggregate.status = InvocationStatus.READY
+            aggregate.evidence_status = self.evidence_status
+            aggregate.content = self.content
+
+    class ToolInvocationFailed(Aggregate.Event):
+        """Execution, projection, size, budget or store failed."""
+
+        class_version = 1
+        error_code: str
+        message: str
+
+        def apply(self, aggregate: ToolInvocation) -> None:
+            """Close the invocation as ERROR."""
+            aggregate.status = InvocationStatus.ERROR
+            aggregate.evidence_status = EvidenceStatus.ERROR
+            aggregate.error_code = self.error_code
+
+    def __init__(self) -> None:
+        """Fields are assigned by the events' ``apply`` methods."""
+        self.run_id: UUID
+        self.tool = ""
+        self.normalized_scope = ""
+        self.arguments: dict[str, Any] = {}
+        self.status = InvocationStatus.PROJECTING
+        self.evidence_status: EvidenceStatus | None = None
+        self.content = ""
+        self.error_code = ""
+
+    @classmethod
+    def begin(
+        cls,
+        run_id: UUID,
+        tool: str,
+        normalized_scope: str,
+        arguments: dict[str, Any],
+        invocation_id: UUID | None = None,
+    ) -> ToolInvocation:
+        """Begin an invocation in PROJECTING (``TOOL_INVOCATION_STARTED``)."""
+        key = invocation_id or uuid4()
+        if not tool.strip():
+            raise InvalidCommandError(key, f"invocation {key!r}: the tool name is required")
+        return cls._create(
+            cls.ToolInvocationStarted,
+            id=key,
+            run_id=run_id,
+            tool=tool,
+            normalized_scope=normalized_scope,
+            arguments=dict(arguments),
+        )
+
+    @property
+    def is_referenceable(self) -> bool:
+        """Only READY invocations may be cited as evidence (SPEC §16 invariant 3)."""
+        return self.status is InvocationStatus.READY
+
+    def mark_ready(self, evidence: ReadyEvidence, content: str) -> None:
+        """Record the projected evidence (``TOOL_INVOCATION_READY``)."""
+        self._check_projecting()
+        if evidence not in (EvidenceStatus.EVIDENCE_FOUND, EvidenceStatus.NO_EVIDENCE):
+            raise InvalidCommandError(
+                self.id, f"invocation {self.id!r}: READY needs EVIDENCE_FOUND or NO_EVIDENCE"
+            )
+        if evidence is EvidenceStatus.EVIDENCE_FOUND and not content.strip():
+            raise InvalidCommandError(
+                self.id, f"invocation {self.id!r}: EVIDENCE_FOUND needs non-empty content"
+            )
+        data = content.encode("utf-8")
+        self.trigger_event(
+            self.ToolInvocationReady,
+            evidence_status=evidence,
+            content=content,
+            byte_size=len(data),
+            content_hash=hashlib.sha256(data).hexdigest(),
+        )
+
+    def fail(self, error_code: str, message: str) -> None:
+        """Record a failure (``TOOL_INVOCATION_FAILED``)."""
+        self._check_projecting()
+        if not error_code.strip():
+            raise InvalidCommandError(self.id, f"invocation {self.id!r}: an error code is required")
+        self.trigger_event(self.ToolInvocationFailed, error_code=error_code, message=message)
+
+    def _check_projecting(self) -> None:
+        if self.status is not InvocationStatus.PROJECTING:
+            raise InvocationClosedError(
+                self.id, f"invocation {self.id!r} is already {self.status.value}; it is final"
+            )

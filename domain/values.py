@@ -1,0 +1,66 @@
+"""Frozen value objects carried by events; each has a registered transcoding in the store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from domain.states import BudgetKind, RunState, TerminationReason, state_for_reason
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Amounts of the four hard budgets: used as limits and as usage."""
+
+    model_calls: int = 0
+    tool_calls: int = 0
+    tokens: int = 0
+    bytes: int = 0
+
+    def get(self, kind: BudgetKind) -> int:
+        """The amount for one budget kind."""
+        return int(getattr(self, _FIELD[kind]))
+
+    def plus(self, kind: BudgetKind, amount: int) -> Budget:
+        """A copy with ``amount`` added to one budget kind."""
+        field = _FIELD[kind]
+        return replace(self, **{field: getattr(self, field) + amount})
+
+    def first_exceeded(self, limits: Budget) -> BudgetKind | None:
+        """The first budget kind whose amount is over the given limits, if any."""
+        for kind in BudgetKind:
+            if self.get(kind) > limits.get(kind):
+                return kind
+        return None
+
+
+_FIELD: dict[BudgetKind, str] = {
+    BudgetKind.MODEL_CALLS: "model_calls",
+    BudgetKind.TOOL_CALLS: "tool_calls",
+    BudgetKind.TOKENS: "tokens",
+    BudgetKind.BYTES: "bytes",
+}
+
+DEFAULT_LIMITS = Budget(model_calls=20, tool_calls=12, tokens=60_000, bytes=512_000)
+"""Budget limits used when a run is started without explicit ones."""
+
+
+@dataclass(frozen=True)
+class Termination:
+    """The one termination of a run: its final state and why (SPEC §4, §5)."""
+
+    state: RunState
+    reason: TerminationReason
+
+    @classmethod
+    def for_reason(cls, reason: TerminationReason) -> Termination:
+        """The termination a reason leads to, by the one reason→state mapping."""
+        return cls(state=state_for_reason(reason), reason=reason)
+
+
+@dataclass(frozen=True)
+class Fact:
+    """A fact the agent claims, tied to evidence references and an optional quoted excerpt."""
+
+    statement: str
+    references: tuple[str, ...]
+    excerpt: str | None = None

@@ -1,0 +1,1 @@
+"""Adapters: settings, event-store wiring and (later) SQL tables, model providers and tools."""

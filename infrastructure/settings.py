@@ -1,0 +1,100 @@
+"""The one ``Settings`` object, read from ``HARNESS_*`` environment variables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+from urllib.parse import unquote, urlsplit
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_DATABASE_URL = "sqlite:///./harness.db"
+
+
+@dataclass(frozen=True)
+class DatabaseTarget:
+    """A parsed ``HARNESS_DATABASE_URL``: an SQLite file or a PostgreSQL database."""
+
+    kind: Literal["sqlite", "postgres"]
+    path: str = ""
+    host: str = ""
+    port: int = 5432
+    user: str = ""
+    password: str = ""
+    dbname: str = ""
+
+    def describe(self) -> str:
+        """A human description without the password, safe for logs and errors."""
+        if self.kind == "sqlite":
+            return f"SQLite file {self.path}"
+        return f"PostgreSQL database {self.dbname!r} at {self.host}:{self.port} as {self.user!r}"
+
+
+def parse_database_url(url: str) -> DatabaseTarget:
+    """Parse ``sqlite:///PATH`` or ``postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME``."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.split("+", 1)[0]
+    if scheme == "sqlite":
+        path = unquote(url.split("://", 1)[1])
+        path = path[1:] if path.startswith("/") else path
+        if not path:
+            raise ValueError(f"{url!r} names no file: use sqlite:///./harness.db")
+        return DatabaseTarget(kind="sqlite", path=path)
+    if scheme in ("postgresql", "postgres"):
+        dbname = parts.path.lstrip("/")
+        if not (parts.hostname and dbname):
+            raise ValueError(
+                "a PostgreSQL URL needs a host and a database: "
+                "postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME"
+            )
+        return DatabaseTarget(
+            kind="postgres",
+            host=parts.hostname,
+            port=parts.port or 5432,
+            user=unquote(parts.username or "postgres"),
+            password=unquote(parts.password or ""),
+            dbname=dbname,
+        )
+    raise ValueError(
+        f"unsupported database URL scheme {parts.scheme!r}: use sqlite:///PATH or postgresql://…"
+    )
+
+
+class Settings(BaseSettings):
+    """Configuration of every process; each field is ``HARNESS_<NAME>`` in the environment."""
+
+    model_config = SettingsConfigDict(env_prefix="HARNESS_", extra="ignore", frozen=True)
+
+    database_url: str = Field(
+        default=DEFAULT_DATABASE_URL,
+        description="Event store: sqlite:///PATH (default) or postgresql://USER@HOST:PORT/DB.",
+    )
+    database_schema: str = Field(
+        default="public", description="PostgreSQL schema holding the tables."
+    )
+    db_lock_timeout: int = Field(
+        default=5, ge=1, description="Seconds a write waits for a lock before failing."
+    )
+    db_connect_timeout: int = Field(default=5, ge=1, description="PostgreSQL connect timeout (s).")
+    db_pool_size: int = Field(default=5, ge=1, description="PostgreSQL connections kept open.")
+    db_max_overflow: int = Field(default=10, ge=0, description="Extra connections under load.")
+    no_gain_threshold: int = Field(
+        default=3, ge=1, description="Consecutive NO_GAIN results that saturate a collection."
+    )
+    violation_threshold: int = Field(
+        default=2, ge=1, description="Consecutive progress-protocol violations that saturate it."
+    )
+    host: str = Field(default="127.0.0.1", description="Address `harness serve` binds to.")
+    port: int = Field(default=8000, ge=1, le=65535, description="Port `harness serve` binds to.")
+
+    @field_validator("database_url")
+    @classmethod
+    def _check_url(cls, value: str) -> str:
+        parse_database_url(value)
+        return value
+
+    @property
+    def database(self) -> DatabaseTarget:
+        """The parsed database target."""
+        return parse_database_url(self.database_url)

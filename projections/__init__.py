@@ -1,0 +1,1 @@
+"""Read side: projections of the event log (built by the read-side issue)."""
