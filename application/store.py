@@ -134,9 +134,12 @@ class HarnessStore(Application[UUID]):
     def save_all(self, *aggregates: Run | ToolInvocation | Collection) -> int | None:
         """Append the pending events of all given aggregates in one transaction.
 
-        Returns the log position of the last event appended, or None when nothing was pending.
+        When a run among them was just exhausted by its budget, its collection is stopped with
+        BUDGET_LIMIT_REACHED in the same transaction. Returns the log position of the last event
+        appended, or None when nothing was pending.
         Raises :class:`ConcurrentWriteError` if another writer appended to one of the streams.
         """
+        aggregates = aggregates + self._collections_stopped_by_budget(aggregates)
         try:
             with self._store_errors():
                 recordings = self.save(*aggregates)
@@ -186,35 +189,49 @@ class HarnessStore(Application[UUID]):
         return self._decide_terminal(run_id, lambda run: run.complete())
 
     def exhaust_budget(self, run_id: UUID, kind: BudgetKind) -> TerminalResult:
-        """Terminate BUDGET_EXHAUSTED and stop the collection (never SATURATED), in one save."""
-        return self._decide_terminal(run_id, lambda run: run.exhaust_budget(kind), stop=True)
+        """Terminate BUDGET_EXHAUSTED; the collection stops (never SATURATED) in the same save."""
+        return self._decide_terminal(run_id, lambda run: run.exhaust_budget(kind))
 
     # -- helpers -------------------------------------------------------------------------------
 
     def _decide_terminal(
-        self, run_id: UUID, command: Callable[[Run], Termination], *, stop: bool = False
+        self, run_id: UUID, command: Callable[[Run], Termination]
     ) -> TerminalResult:
         for _ in range(MAX_CONFLICT_RETRIES):
             run = self.get_run(run_id)
             termination = command(run)
-            pending: list[Run | Collection] = [run]
-            if stop and run.pending_events:
-                pending.extend(self._stopped_collection(run_id))
             try:
-                return TerminalResult(termination, self.save_all(*pending))
+                return TerminalResult(termination, self.save_all(run))
             except ConcurrentWriteError:
                 continue  # another process appended first: reload and decide again
         raise StoreUnavailableError(
             f"run {run_id!r}: gave up after {MAX_CONFLICT_RETRIES} write conflicts in a row"
         )
 
-    def _stopped_collection(self, run_id: UUID) -> list[Collection]:
+    def _collections_stopped_by_budget(
+        self, aggregates: tuple[Run | ToolInvocation | Collection, ...]
+    ) -> tuple[Collection, ...]:
+        """Budget exhaustion stops the run's collection in the same transaction (SPEC §9)."""
+        extra: list[Collection] = []
+        given = {a.run_id: a for a in aggregates if isinstance(a, Collection)}
+        for run in aggregates:
+            exhausted = isinstance(run, Run) and any(
+                isinstance(e, Run.BudgetExhausted) for e in run.pending_events
+            )
+            if not exhausted:
+                continue
+            collection = given.get(run.id) or self._find_collection(run.id)
+            if collection is not None:
+                collection.stop_for_budget()
+                if run.id not in given:
+                    extra.append(collection)
+        return tuple(extra)
+
+    def _find_collection(self, run_id: UUID) -> Collection | None:
         try:
-            collection = self.get_collection(run_id)
+            return self.get_collection(run_id)
         except UnknownAggregateError:
-            return []
-        collection.stop_for_budget()
-        return [collection]
+            return None
 
     def _get(self, cls: type[A], aggregate_id: UUID, what: str) -> A:
         try:

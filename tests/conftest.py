@@ -1,0 +1,78 @@
+"""Shared fixtures: real SQLite files and real PostgreSQL schemas, one per test."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from application.store import HarnessStore
+from infrastructure.eventstore import init_store
+from infrastructure.settings import Settings
+
+PG_URL = os.environ.get("HARNESS_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/harness_test")
+"""The test database; `.ci/run` creates it. Each test gets its own schema inside it."""
+
+
+def _pg_admin_url() -> str:
+    return PG_URL.rsplit("/", 1)[0] + "/postgres"
+
+
+def _ensure_pg_database() -> str | None:
+    """Create the test database if needed; return why PostgreSQL is unusable, or None."""
+    dbname = PG_URL.rsplit("/", 1)[1]
+    try:
+        with psycopg.connect(_pg_admin_url(), autocommit=True, connect_timeout=3) as conn:
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (dbname,))
+            if exists.fetchone() is None:
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
+    except psycopg.Error as error:
+        return f"PostgreSQL at {PG_URL} is not reachable: {error}"
+    return None
+
+
+@pytest.fixture(scope="session")
+def pg_available() -> None:
+    """Skip PostgreSQL tests with a reason when the server is absent, except under CI=true."""
+    why = _ensure_pg_database()
+    if why is None:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{why} (under CI=true the PostgreSQL tests must run)")
+    pytest.skip(why)
+
+
+@pytest.fixture
+def pg_settings(pg_available: None) -> Iterator[Settings]:
+    """Settings for a fresh PostgreSQL schema, dropped after the test."""
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    yield Settings(database_url=PG_URL, database_schema=schema)
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+@pytest.fixture
+def sqlite_settings(tmp_path: Path) -> Settings:
+    """Settings for a fresh SQLite file."""
+    return Settings(database_url=f"sqlite:///{tmp_path / 'harness.db'}")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def settings(request: pytest.FixtureRequest) -> Settings:
+    """Both stores: every test using it runs on an SQLite file and on PostgreSQL."""
+    name = "sqlite_settings" if request.param == "sqlite" else "pg_settings"
+    value: Settings = request.getfixturevalue(name)
+    return value
+
+
+@pytest.fixture
+def store(settings: Settings) -> Iterator[HarnessStore]:
+    """An initialised store on each backend."""
+    app = init_store(settings)
+    yield app
+    app.close()
