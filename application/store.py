@@ -78,6 +78,8 @@ class HarnessStore(Application[UUID]):
         super().__init__(env=dict(env or {}))
         self.no_gain_threshold = no_gain_threshold
         self.violation_threshold = violation_threshold
+        self.conflicts_resolved = 0
+        """How many times a terminal command lost a write race and was decided again."""
 
     def construct_env(self, name: str, env: Mapping[str, str] | None = None) -> Environment:
         """Use only the given environment, never ``os.environ``: settings are the one source."""
@@ -203,7 +205,7 @@ class HarnessStore(Application[UUID]):
             try:
                 return TerminalResult(termination, self.save_all(run))
             except ConcurrentWriteError:
-                continue  # another process appended first: reload and decide again
+                self.conflicts_resolved += 1  # another process appended first: decide again
         raise StoreUnavailableError(
             f"run {run_id!r}: gave up after {MAX_CONFLICT_RETRIES} write conflicts in a row"
         )

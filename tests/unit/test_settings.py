@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from infrastructure.eventstore import store_environment
+from infrastructure.settings import Settings, parse_database_url
+
+
+def test_the_default_is_an_sqlite_file_in_the_working_directory() -> None:
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert settings.database.kind == "sqlite"
+    assert settings.database.path == "./harness.db"
+    env = store_environment(settings, create_tables=False)
+    assert env["PERSISTENCE_MODULE"] == "eventsourcing.sqlite"
+    assert env["CREATE_TABLE"] == "n"
+
+
+def test_settings_are_read_from_harness_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HARNESS_DATABASE_URL", "postgresql://ops:p%40ss@db.internal:6543/harness")
+    monkeypatch.setenv("HARNESS_DB_LOCK_TIMEOUT", "7")
+    settings = Settings()
+    target = settings.database
+    assert (target.kind, target.host, target.port, target.user, target.password, target.dbname) == (
+        "postgres",
+        "db.internal",
+        6543,
+        "ops",
+        "p@ss",
+        "harness",
+    )
+    env = store_environment(settings, create_tables=True)
+    assert env["POSTGRES_LOCK_TIMEOUT"] == "7"
+    assert env["POSTGRES_ENABLE_DB_FUNCTIONS"] == "n"
+    assert env["CREATE_TABLE"] == "y"
+    assert "p@ss" not in target.describe()
+
+
+@pytest.mark.parametrize(
+    ("url", "path"),
+    [
+        ("sqlite:///./harness.db", "./harness.db"),
+        ("sqlite:////var/lib/harness/h.db", "/var/lib/harness/h.db"),
+        ("sqlite:///relative/h.db", "relative/h.db"),
+    ],
+)
+def test_sqlite_urls(url: str, path: str) -> None:
+    assert parse_database_url(url).path == path
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("mysql://root@localhost/db", "unsupported database URL scheme 'mysql'"),
+        ("postgresql://localhost", "needs a host and a database"),
+        ("sqlite:///", "names no file"),
+    ],
+)
+def test_bad_urls_are_named(url: str, message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        Settings(database_url=url)
+
+
+def test_thresholds_must_be_positive() -> None:
+    with pytest.raises(ValidationError, match="no_gain_threshold"):
+        Settings(no_gain_threshold=0)
