@@ -214,18 +214,18 @@ class HarnessStore(Application[UUID]):
         self, aggregates: tuple[Run | ToolInvocation | Collection, ...]
     ) -> tuple[Collection, ...]:
         """Budget exhaustion stops the run's collection in the same transaction (SPEC §9)."""
+        exhausted = [
+            a
+            for a in aggregates
+            if type(a) is Run and any(type(e) is Run.BudgetExhausted for e in a.pending_events)
+        ]
         extra: list[Collection] = []
-        given = {a.run_id: a for a in aggregates if isinstance(a, Collection)}
-        for run in aggregates:
-            exhausted = isinstance(run, Run) and any(
-                isinstance(e, Run.BudgetExhausted) for e in run.pending_events
-            )
-            if not exhausted:
-                continue
-            collection = given.get(run.id) or self._find_collection(run.id)
+        for run in exhausted:
+            given = [a for a in aggregates if type(a) is Collection and a.run_id == run.id]
+            collection = given[0] if given else self._find_collection(run.id)
             if collection is not None:
                 collection.stop_for_budget()
-                if run.id not in given:
+                if not given:
                     extra.append(collection)
         return tuple(extra)
 

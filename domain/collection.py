@@ -7,7 +7,12 @@ from uuid import NAMESPACE_URL, UUID, uuid5
 
 from eventsourcing.domain import Aggregate
 
-from domain.errors import CollectionClosedError, ControlledStopError, InvalidCommandError
+from domain.errors import (
+    CollectionClosedError,
+    ControlledStopError,
+    IllegalTransitionError,
+    InvalidCommandError,
+)
 from domain.states import CollectionState, DiagnosisStopReason, GainSource, InformationGain
 
 if TYPE_CHECKING:
@@ -48,10 +53,11 @@ class Collection(Aggregate):
         facts: tuple[Fact, ...]
 
         def apply(self, aggregate: Collection) -> None:
-            """GAINED resets the no-gain count; any valid report resets the violation count."""
+            """GAINED resets the no-gain count; an agent's valid report resets the violations."""
             no_gain = self.gain is InformationGain.NO_GAIN
             aggregate.consecutive_no_gain = aggregate.consecutive_no_gain + 1 if no_gain else 0
-            aggregate.consecutive_violations = 0
+            if self.source is GainSource.AGENT:
+                aggregate.consecutive_violations = 0
             aggregate.facts = aggregate.facts + tuple(self.facts)
 
     class ProgressProtocolViolation(Aggregate.Event):
@@ -172,7 +178,7 @@ class Collection(Aggregate):
     def deliver_stop_required(self) -> None:
         """Record that the stop instruction reached the agent (``STOP_REQUIRED_DELIVERED``)."""
         if self.state is not CollectionState.SATURATED:
-            raise InvalidCommandError(
+            raise IllegalTransitionError(
                 self.id, f"collection {self.id!r}: stop is only required once SATURATED"
             )
         if self.stop_required_delivered:

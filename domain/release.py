@@ -22,7 +22,10 @@ class GuardProgress:
     evidence_valid: bool = False
     verdict: SemanticVerdict | None = None
     semantic_unavailable: bool = False
+    verified_facts: int = 0
 
+
+_BUDGET_ONLY = "after budget exhaustion only an INSUFFICIENT_EVIDENCE fallback may be released"
 
 _AFTER_EVIDENCE_CHECK = frozenset(GuardStage) - {GuardStage.NONE, GuardStage.DECIDED}
 
@@ -32,8 +35,14 @@ def release_refusal(
     guards: GuardProgress,
     outcome: ReleaseOutcome,
     fallback_type: FallbackType | None,
+    *,
+    budget_exhausted: bool = False,
 ) -> str | None:
-    """Why this release decision may not be recorded now, or None when it may."""
+    """Why this release decision may not be recorded now, or None when it may.
+
+    ``budget_exhausted`` is the one terminal state that may still publish: only an
+    INSUFFICIENT_EVIDENCE fallback over verified progress, wherever the guard chain stopped.
+    """
     if outcome not in (ReleaseOutcome.SUCCESS, ReleaseOutcome.FALLBACK):
         return f"a release decides SUCCESS or FALLBACK, not {outcome.value}"
     if (outcome is ReleaseOutcome.FALLBACK) != (fallback_type is not None):
@@ -42,15 +51,20 @@ def release_refusal(
         return "the release was already decided"
     if intent is not Intent.DIAGNOSIS:
         if outcome is ReleaseOutcome.SUCCESS and intent is not None:
-            return None
+            return _BUDGET_ONLY if budget_exhausted else None
         return "only a routed SYSTEM_CHAT or KNOWLEDGE_QUERY answer is released without guards"
     if guards.stage not in _AFTER_EVIDENCE_CHECK:
         return "a diagnosis is released only after the evidence guard has run"
-    return _diagnosis_refusal(guards, fallback_type)
+    if budget_exhausted and fallback_type is not FallbackType.INSUFFICIENT_EVIDENCE:
+        return _BUDGET_ONLY
+    return _diagnosis_refusal(guards, fallback_type, budget_exhausted)
 
 
-def _diagnosis_refusal(guards: GuardProgress, fallback_type: FallbackType | None) -> str | None:
+def _diagnosis_refusal(
+    guards: GuardProgress, fallback_type: FallbackType | None, budget_exhausted: bool
+) -> str | None:
     decided = guards.stage is GuardStage.SEMANTIC_DECIDED
+    without_conclusion = guards.stage is GuardStage.EVIDENCE_CHECKED and not guards.has_conclusion
     match fallback_type:
         case None:
             ok = decided and guards.verdict is SemanticVerdict.SUPPORTED
@@ -65,11 +79,11 @@ def _diagnosis_refusal(guards: GuardProgress, fallback_type: FallbackType | None
             ok = guards.stage is GuardStage.RECHECKED and not guards.evidence_valid
             need = "a failed evidence recheck after the one repair"
         case FallbackType.MISSING_REQUIRED_CONTEXT:
-            ok = guards.stage is GuardStage.EVIDENCE_CHECKED and not guards.has_conclusion
-            need = "a draft without conclusion"
+            ok = without_conclusion and guards.verified_facts == 0
+            need = "a draft without conclusion and without verified progress"
         case FallbackType.INSUFFICIENT_EVIDENCE:
-            ok = True
-            need = ""
+            ok = (without_conclusion or budget_exhausted) and guards.verified_facts > 0
+            need = "verified progress, without a conclusion or after budget exhaustion"
         case _:
             assert_never(fallback_type)
     name = fallback_type.value if fallback_type else "SUCCESS"

@@ -97,8 +97,8 @@ class Run(Aggregate):
 
         def apply(self, aggregate: Run) -> None:
             """Charge one model call and its tokens."""
-            usage = aggregate.usage.plus(BudgetKind.MODEL_CALLS, 1)
-            aggregate.usage = usage.plus(BudgetKind.TOKENS, self.tokens_in + self.tokens_out)
+            tokens = self.tokens_in + self.tokens_out
+            aggregate.usage = aggregate.usage.add(model_calls=1, tokens=tokens)
 
     class BudgetCharged(Aggregate.Event):
         """A tool call or tool-output bytes were charged to the run's budget."""
@@ -141,6 +141,7 @@ class Run(Aggregate):
         has_conclusion: bool
         valid: bool
         invalid_references: tuple[str, ...]
+        verified_facts: int
 
         def apply(self, aggregate: Run) -> None:
             """Open the guard chain."""
@@ -148,6 +149,7 @@ class Run(Aggregate):
                 stage=GuardStage.EVIDENCE_CHECKED,
                 has_conclusion=self.has_conclusion,
                 evidence_valid=self.valid,
+                verified_facts=self.verified_facts,
             )
 
     class EvidenceRepair(Aggregate.Event):
@@ -280,7 +282,7 @@ class Run(Aggregate):
             raise InvalidCommandError(
                 run_key, f"run {run_key!r}: the deadline must be timezone-aware"
             )
-        if min(limits.get(kind) for kind in BudgetKind) < 0:
+        if limits.is_negative():
             raise InvalidCommandError(run_key, f"run {run_key!r}: budget limits must be >= 0")
         return cls._create(
             cls.RunStarted,
@@ -357,6 +359,7 @@ class Run(Aggregate):
     ) -> None:
         """Record one model call and charge it (``AGENT_MODEL_STEP``); exhaust if over budget."""
         self.check_active()
+        self._refuse_if(self.release is not None, "the release was already decided")
         self._invalid_if(min(tokens_in, tokens_out, latency_ms) < 0, "usage must be >= 0")
         self.trigger_event(
             self.AgentModelStep,
@@ -372,6 +375,7 @@ class Run(Aggregate):
     def charge(self, kind: BudgetKind, amount: int, ref: str = "") -> None:
         """Charge a tool call or tool-output bytes (``BUDGET_CHARGED``); exhaust if over budget."""
         self.check_active()
+        self._refuse_if(self.release is not None, "the release was already decided")
         self._invalid_if(amount < 0, "a charge must be >= 0")
         self.trigger_event(self.BudgetCharged, kind=kind, amount=amount, ref=ref)
         self._exhaust_if_over()
@@ -384,15 +388,25 @@ class Run(Aggregate):
     # -- guards and release --------------------------------------------------------------------
 
     def check_evidence(
-        self, has_conclusion: bool, valid: bool, invalid_references: tuple[str, ...] = ()
+        self,
+        has_conclusion: bool,
+        valid: bool,
+        invalid_references: tuple[str, ...] = (),
+        verified_facts: int = 0,
     ) -> None:
-        """Record the initial EvidenceGuard result (``EVIDENCE_GUARD_INITIAL``)."""
+        """Record the initial EvidenceGuard result (``EVIDENCE_GUARD_INITIAL``).
+
+        ``verified_facts`` counts the ProgressSnapshot facts whose references resolved to READY +
+        EVIDENCE_FOUND invocations of this run and whose excerpts occur in their content.
+        """
         self._check_guard_step(GuardStage.NONE)
+        self._invalid_if(verified_facts < 0, "verified_facts must be >= 0")
         self.trigger_event(
             self.EvidenceGuardInitial,
             has_conclusion=has_conclusion,
             valid=valid,
             invalid_references=tuple(invalid_references),
+            verified_facts=verified_facts,
         )
 
     def repair_evidence(self, detail: str = "") -> None:
@@ -434,12 +448,13 @@ class Run(Aggregate):
     ) -> None:
         """Record what is published (``RELEASE_DECISION``), checked against SPEC §10."""
         self._check_release_window()
-        budget_window = self.state is RunState.BUDGET_EXHAUSTED
-        self._refuse_if(
-            budget_window and fallback_type is not FallbackType.INSUFFICIENT_EVIDENCE,
-            "after budget exhaustion only an INSUFFICIENT_EVIDENCE fallback may be released",
+        refusal = release_refusal(
+            self.intent,
+            self.guards,
+            outcome,
+            fallback_type,
+            budget_exhausted=self.state is RunState.BUDGET_EXHAUSTED,
         )
-        refusal = release_refusal(self.intent, self.guards, outcome, fallback_type)
         self._refuse_if(refusal is not None, refusal or "")
         self.trigger_event(
             self.ReleaseDecision, outcome=outcome, fallback_type=fallback_type, content=content
@@ -448,9 +463,19 @@ class Run(Aggregate):
     # -- termination (first terminal wins) -----------------------------------------------------
 
     def cancel(self, reason: CancellationReason) -> Termination:
-        """Cancel: record the reason and terminate by it; a no-op once terminated (SPEC §5)."""
+        """Cancel: record the reason and terminate by it; a no-op once terminated (SPEC §5).
+
+        DEADLINE_EXCEEDED takes the deadline path (:meth:`time_out`); BUDGET_EXHAUSTED must name
+        the budget, so it is only recorded through :meth:`exhaust_budget`.
+        """
         if self.termination is not None:
             return self.termination
+        if reason is CancellationReason.DEADLINE_EXCEEDED:
+            return self.time_out()
+        self._invalid_if(
+            reason is CancellationReason.BUDGET_EXHAUSTED,
+            "budget exhaustion names its budget: use exhaust_budget(kind)",
+        )
         self.trigger_event(self.CancellationRequested, reason=reason)
         return self._terminate(reason)
 
@@ -526,7 +551,8 @@ class Run(Aggregate):
             return ReleaseOutcome.CANCELLED
         if state is RunState.SUCCESS and released is not None:
             return released
-        if state is RunState.BUDGET_EXHAUSTED and released is ReleaseOutcome.FALLBACK:
+        budget_fallback = (ReleaseOutcome.FALLBACK, FallbackType.INSUFFICIENT_EVIDENCE)
+        if state is RunState.BUDGET_EXHAUSTED and self.release == budget_fallback:
             return ReleaseOutcome.FALLBACK
         return ReleaseOutcome.FAILED
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import assert_never
 
 from domain.states import BudgetKind, RunState, TerminationReason, state_for_reason
 
@@ -18,19 +19,48 @@ class Budget:
 
     def get(self, kind: BudgetKind) -> int:
         """The amount for one budget kind."""
-        return int(getattr(self, _FIELD[kind]))
+        match kind:
+            case BudgetKind.MODEL_CALLS:
+                return self.model_calls
+            case BudgetKind.TOOL_CALLS:
+                return self.tool_calls
+            case BudgetKind.TOKENS:
+                return self.tokens
+            case BudgetKind.BYTES:
+                return self.bytes
+            case _:
+                assert_never(kind)
 
     def plus(self, kind: BudgetKind, amount: int) -> Budget:
         """A copy with ``amount`` added to one budget kind."""
-        field = _FIELD[kind]
-        return replace(self, **{field: getattr(self, field) + amount})
+        return self.add(**{_FIELD[kind]: amount})
+
+    def add(
+        self, model_calls: int = 0, tool_calls: int = 0, tokens: int = 0, bytes: int = 0
+    ) -> Budget:
+        """A copy with the given amounts added (one construction, on the hot path of replay)."""
+        return Budget(
+            self.model_calls + model_calls,
+            self.tool_calls + tool_calls,
+            self.tokens + tokens,
+            self.bytes + bytes,
+        )
 
     def first_exceeded(self, limits: Budget) -> BudgetKind | None:
         """The first budget kind whose amount is over the given limits, if any."""
-        for kind in BudgetKind:
-            if self.get(kind) > limits.get(kind):
-                return kind
+        if self.model_calls > limits.model_calls:
+            return BudgetKind.MODEL_CALLS
+        if self.tool_calls > limits.tool_calls:
+            return BudgetKind.TOOL_CALLS
+        if self.tokens > limits.tokens:
+            return BudgetKind.TOKENS
+        if self.bytes > limits.bytes:
+            return BudgetKind.BYTES
         return None
+
+    def is_negative(self) -> bool:
+        """Whether any amount is below zero."""
+        return min(self.model_calls, self.tool_calls, self.tokens, self.bytes) < 0
 
 
 _FIELD: dict[BudgetKind, str] = {

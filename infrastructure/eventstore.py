@@ -36,7 +36,7 @@ def store_environment(settings: Settings, *, create_tables: bool) -> dict[str, s
         "POSTGRES_CONNECT_TIMEOUT": str(settings.db_connect_timeout),
         "POSTGRES_POOL_SIZE": str(settings.db_pool_size),
         "POSTGRES_MAX_OVERFLOW": str(settings.db_max_overflow),
-        "POSTGRES_PRE_PING": "y",
+        "POSTGRES_PRE_PING": "y" if settings.db_pre_ping else "n",
         # Off on purpose: with it on, concurrent writers interleaved notification ids.
         "POSTGRES_ENABLE_DB_FUNCTIONS": "n",
     }

@@ -79,6 +79,10 @@ class Settings(BaseSettings):
     db_connect_timeout: int = Field(default=5, ge=1, description="PostgreSQL connect timeout (s).")
     db_pool_size: int = Field(default=5, ge=1, description="PostgreSQL connections kept open.")
     db_max_overflow: int = Field(default=10, ge=0, description="Extra connections under load.")
+    db_pre_ping: bool = Field(
+        default=False,
+        description="Check each pooled PostgreSQL connection before use (costs a round trip).",
+    )
     no_gain_threshold: int = Field(
         default=3, ge=1, description="Consecutive NO_GAIN results that saturate a collection."
     )
