@@ -533,7 +533,7 @@ def report(results: list[Result], mean_state: float, events: int) -> None:
     if any(r.backend == "postgres" for r in results):
         print(
             "postgres: raw has no LOCK TABLE/NOTIFY; project runs with store_environment() "
-            "(POSTGRES_PRE_PING=y), bare-es with eventsourcing's default (off)"
+            "(HARNESS_DB_PRE_PING off by default), bare-es with eventsourcing's defaults"
         )
     print()
     print(f"target: project / bare eventsourcing >= {TARGET}")

@@ -8,7 +8,7 @@ from infrastructure.settings import Settings, parse_database_url
 
 
 def test_the_default_is_an_sqlite_file_in_the_working_directory() -> None:
-    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    settings = Settings()
     assert settings.database.kind == "sqlite"
     assert settings.database.path == "./harness.db"
     env = store_environment(settings, create_tables=False)
