@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from pydantic import ValidationError
 from rich.console import Console
 
-from application.store import StoreError
+from application.store import HarnessStore, StoreError
 from infrastructure.eventstore import init_store, open_store
 from infrastructure.settings import Settings
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 app = typer.Typer(
     help="Diagnosis Harness: an event-sourced backend for operational-diagnosis agents.\n\n"
@@ -40,16 +43,23 @@ def _fail(message: str) -> NoReturn:
     raise typer.Exit(code=2)
 
 
+def _head(settings: Settings, opener: Callable[[Settings], HarnessStore]) -> int:
+    """Open the store with ``opener``, read the log head and close it; exit 2 on failure."""
+    try:
+        store = opener(settings)
+        try:
+            return store.head()
+        finally:
+            store.close()
+    except StoreError as error:
+        _fail(str(error))
+
+
 @db_app.command("init")
 def db_init() -> None:
     """Create the event store tables once (safe to run again); run it before starting workers."""
     settings = _settings()
-    try:
-        store = init_store(settings)
-        head = store.head()
-        store.close()
-    except StoreError as error:
-        _fail(str(error))
+    head = _head(settings, init_store)
     console.print(f"event store ready: {settings.database.describe()}, log head at {head}")
 
 
@@ -57,12 +67,7 @@ def db_init() -> None:
 def db_status() -> None:
     """Show which store is configured and its last log position."""
     settings = _settings()
-    try:
-        store = open_store(settings)
-        head = store.head()
-        store.close()
-    except StoreError as error:
-        _fail(str(error))
+    head = _head(settings, open_store)
     typer.echo(f"{settings.database.describe()}: log head at {head}")
 
 

@@ -2,41 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable
 from uuid import UUID
 
 import pytest
-from eventsourcing.domain import Aggregate, CanMutateAggregate
 
 from domain.collection import Collection, collection_id
 from domain.errors import (
     CollectionClosedError,
     ControlledStopError,
-    DomainError,
     IllegalTransitionError,
     InvalidCommandError,
 )
 from domain.states import CollectionState, DiagnosisStopReason, GainSource, InformationGain
 from domain.values import Fact
+from tests.unit.gwt import Payloads, replay, then_events, then_refused
 
 RUN_ID = UUID("00000000-0000-4000-8000-000000000001")
 INVOCATION_ID = UUID("00000000-0000-4000-8000-0000000000a1")
 FACT = Fact("checkout p99 rose to 850ms at 10:02", (str(INVOCATION_ID),), "p99=850ms")
 
 Step = Callable[[Collection], object]
-Payloads = list[tuple[type[object], dict[str, Any]]]
-
-_ENVELOPE = {"originator_id", "originator_version", "timestamp", "originator_topic"}
-
-
-def replay(events: Sequence[CanMutateAggregate[UUID]]) -> Collection:
-    """A fresh collection built only from events."""
-    collection: Collection | None = None
-    for event in events:
-        collection = event.mutate(collection)
-    assert collection is not None
-    return collection
 
 
 def given(*steps: Step, no_gain_threshold: int = 3, violation_threshold: int = 2) -> Collection:
@@ -44,27 +30,7 @@ def given(*steps: Step, no_gain_threshold: int = 3, violation_threshold: int = 2
     collection = Collection.start(RUN_ID, no_gain_threshold, violation_threshold)
     for step in steps:
         step(collection)
-    return replay(collection.collect_events())
-
-
-def then_events(aggregate: Aggregate) -> Payloads:
-    """The new pending events as (class, payload) pairs; collecting clears them."""
-    return [
-        (type(event), {k: v for k, v in vars(event).items() if k not in _ENVELOPE})
-        for event in aggregate.collect_events()
-    ]
-
-
-def then_refused(collection: Collection, error: type[DomainError], command: Step) -> None:
-    """Run ``command``: it must raise exactly ``error`` naming the collection and append nothing."""
-    version = collection.version
-    with pytest.raises(error) as caught:
-        command(collection)
-    assert type(caught.value) is error
-    assert caught.value.aggregate_id == collection.id
-    assert repr(collection.id) in str(caught.value)
-    assert collection.collect_events() == []
-    assert collection.version == version
+    return replay(Collection, collection.collect_events())
 
 
 def gained(collection: Collection) -> None:
@@ -481,7 +447,7 @@ def test_replaying_the_events_reproduces_the_collection() -> None:
     collection.deliver_stop_required()
     events = collection.collect_events()
 
-    replayed = replay(events)
+    replayed = replay(Collection, events)
 
     assert replayed == collection
     assert replayed.version == len(events)

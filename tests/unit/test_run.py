@@ -6,13 +6,12 @@ new events (class and payload), or a typed DomainError naming the run with nothi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
 import pytest
-from eventsourcing.domain import Aggregate, CanMutateAggregate
 
 from domain.errors import (
     DomainError,
@@ -39,6 +38,7 @@ from domain.states import (
     ToolRejectionCode,
 )
 from domain.values import DEFAULT_LIMITS, Budget, Termination
+from tests.unit.gwt import Payloads, replay, then_events, then_refused
 
 RUN_ID = UUID("00000000-0000-4000-8000-000000000001")
 DEADLINE = datetime(2030, 1, 1, tzinfo=UTC)
@@ -46,21 +46,9 @@ LIMITS = Budget(model_calls=3, tool_calls=2, tokens=100, bytes=1_000)
 CONTENT: dict[str, Any] = {"summary": "safe content"}
 
 Step = Callable[[Run], object]
-Payloads = list[tuple[type[object], dict[str, Any]]]
-
-_ENVELOPE = {"originator_id", "originator_version", "timestamp", "originator_topic"}
 
 
 # -- given / then helpers ------------------------------------------------------------------------
-
-
-def replay(events: Sequence[CanMutateAggregate[UUID]]) -> Run:
-    """A fresh run built only from events."""
-    run: Run | None = None
-    for event in events:
-        run = event.mutate(run)
-    assert run is not None
-    return run
 
 
 def given(*steps: Step, limits: Budget = LIMITS) -> Run:
@@ -68,28 +56,7 @@ def given(*steps: Step, limits: Budget = LIMITS) -> Run:
     run = Run.start("session-1", "why is checkout slow?", DEADLINE, limits=limits, run_id=RUN_ID)
     for step in steps:
         step(run)
-    return replay(run.collect_events())
-
-
-def then_events(aggregate: Aggregate) -> Payloads:
-    """The new pending events as (class, payload) pairs; collecting clears them."""
-    return [
-        (type(event), {k: v for k, v in vars(event).items() if k not in _ENVELOPE})
-        for event in aggregate.collect_events()
-    ]
-
-
-def then_refused(run: Run, error: type[DomainError], command: Step) -> DomainError:
-    """Run ``command`` and check it raised exactly ``error`` naming the run, appending nothing."""
-    version = run.version
-    with pytest.raises(error) as caught:
-        command(run)
-    assert type(caught.value) is error
-    assert caught.value.aggregate_id == run.id
-    assert repr(run.id) in str(caught.value)
-    assert run.collect_events() == []
-    assert run.version == version
-    return caught.value
+    return replay(Run, run.collect_events())
 
 
 # -- steps used to build the given runs ----------------------------------------------------------
@@ -2122,7 +2089,7 @@ def test_replaying_the_events_reproduces_the_run() -> None:
     run.finish(run.created_on + timedelta(seconds=3))
     events = run.collect_events()
 
-    replayed = replay(events)
+    replayed = replay(Run, events)
 
     assert replayed == run
     assert replayed.version == len(events)

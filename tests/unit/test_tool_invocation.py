@@ -3,34 +3,22 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
 import pytest
-from eventsourcing.domain import Aggregate, CanMutateAggregate
 
-from domain.errors import DomainError, InvalidCommandError, InvocationClosedError
+from domain.errors import InvalidCommandError, InvocationClosedError
 from domain.states import EvidenceStatus, InvocationStatus
 from domain.tool_invocation import ReadyEvidence, ToolInvocation
+from tests.unit.gwt import replay, then_events, then_refused
 
 RUN_ID = UUID("00000000-0000-4000-8000-000000000001")
 INVOCATION_ID = UUID("00000000-0000-4000-8000-0000000000a1")
 ARGUMENTS: dict[str, Any] = {"service": "checkout", "window": "15m"}
 
 Step = Callable[[ToolInvocation], object]
-Payloads = list[tuple[type[object], dict[str, Any]]]
-
-_ENVELOPE = {"originator_id", "originator_version", "timestamp", "originator_topic"}
-
-
-def replay(events: Sequence[CanMutateAggregate[UUID]]) -> ToolInvocation:
-    """A fresh invocation built only from events."""
-    invocation: ToolInvocation | None = None
-    for event in events:
-        invocation = event.mutate(invocation)
-    assert invocation is not None
-    return invocation
 
 
 def given(*steps: Step) -> ToolInvocation:
@@ -40,27 +28,7 @@ def given(*steps: Step) -> ToolInvocation:
     )
     for step in steps:
         step(invocation)
-    return replay(invocation.collect_events())
-
-
-def then_events(aggregate: Aggregate) -> Payloads:
-    """The new pending events as (class, payload) pairs; collecting clears them."""
-    return [
-        (type(event), {k: v for k, v in vars(event).items() if k not in _ENVELOPE})
-        for event in aggregate.collect_events()
-    ]
-
-
-def then_refused(invocation: ToolInvocation, error: type[DomainError], command: Step) -> None:
-    """Run ``command``: it must raise exactly ``error`` naming the invocation and append nothing."""
-    version = invocation.version
-    with pytest.raises(error) as caught:
-        command(invocation)
-    assert type(caught.value) is error
-    assert caught.value.aggregate_id == invocation.id
-    assert repr(invocation.id) in str(caught.value)
-    assert invocation.collect_events() == []
-    assert invocation.version == version
+    return replay(ToolInvocation, invocation.collect_events())
 
 
 def ready_with_evidence(invocation: ToolInvocation) -> None:
@@ -280,7 +248,7 @@ def test_replaying_the_events_reproduces_the_invocation(close: Step) -> None:
     close(invocation)
     events = invocation.collect_events()
 
-    replayed = replay(events)
+    replayed = replay(ToolInvocation, events)
 
     assert replayed == invocation
     assert replayed.version == len(events) == 2
