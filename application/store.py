@@ -19,13 +19,12 @@ from eventsourcing.persistence import (
     JSONTranscoder,
     Mapper,
     PersistenceError,
-    Transcoder,
 )
 from eventsourcing.utils import Environment
 
 from application.transcodings import TupleRestoringMapper, register_all
 from domain.collection import Collection, collection_id
-from domain.errors import ConcurrentWriteError, UnknownAggregateError
+from domain.errors import ConcurrentWriteError, IllegalTransitionError, UnknownAggregateError
 from domain.run import Run
 from domain.tool_invocation import ToolInvocation
 from domain.values import DEFAULT_LIMITS, Budget, Termination
@@ -96,10 +95,6 @@ class HarnessStore(Application[UUID]):
         super().register_transcodings(transcoder)
         register_all(transcoder)
 
-    def construct_transcoder(self) -> Transcoder:
-        """The JSON transcoder with the domain's transcodings."""
-        return super().construct_transcoder()
-
     # -- reads ---------------------------------------------------------------------------------
 
     def get_run(self, run_id: UUID) -> Run:
@@ -169,6 +164,10 @@ class HarnessStore(Application[UUID]):
     def start_collection(self, run_id: UUID) -> int:
         """Start the run's one collection with the configured thresholds."""
         self.get_run(run_id).check_active()
+        if self._find_collection(run_id) is not None:
+            raise IllegalTransitionError(
+                collection_id(run_id), f"run {run_id!r} already has its collection"
+            )
         collection = Collection.start(run_id, self.no_gain_threshold, self.violation_threshold)
         position = self.save_all(collection)
         assert position is not None

@@ -11,7 +11,12 @@ from eventsourcing.persistence import StoredEvent
 
 from application.store import HarnessStore, StoreNotInitialisedError, events_of
 from domain.collection import Collection
-from domain.errors import ConcurrentWriteError, RunNotActiveError, UnknownAggregateError
+from domain.errors import (
+    ConcurrentWriteError,
+    IllegalTransitionError,
+    RunNotActiveError,
+    UnknownAggregateError,
+)
 from domain.run import Run
 from domain.states import (
     BudgetKind,
@@ -164,6 +169,18 @@ def test_work_on_a_terminated_run_is_refused_and_appends_nothing(store: HarnessS
     assert store.save_all(run) is None
     with pytest.raises(RunNotActiveError):
         store.start_collection(run_id)
+
+
+def test_a_run_has_one_collection(store: HarnessStore) -> None:
+    run_id, _ = store.start_run("s", "q", _deadline())
+    store.start_collection(run_id)
+    head = store.head()
+    with pytest.raises(IllegalTransitionError, match="already has its collection"):
+        store.start_collection(run_id)
+    assert store.head() == head
+    racing = Collection.start(run_id)  # a second process that did not see the first
+    with pytest.raises(ConcurrentWriteError):
+        store.save_all(racing)
 
 
 def test_unknown_ids_raise_a_domain_error_naming_the_id(store: HarnessStore) -> None:
