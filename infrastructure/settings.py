@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import unquote, urlsplit
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_DATABASE_URL = "sqlite:///./harness.db"
@@ -89,6 +89,19 @@ class Settings(BaseSettings):
     violation_threshold: int = Field(
         default=2, ge=1, description="Consecutive progress-protocol violations that saturate it."
     )
+    model: str = Field(
+        default="offline",
+        description="Model provider: offline (default, no network), scripted:PATH, or openai.",
+    )
+    openai_base_url: str = Field(
+        default="https://api.openai.com/v1",
+        description="Base URL of an OpenAI-compatible server (vLLM, Ollama, OpenAI, DeepSeek, …).",
+    )
+    openai_api_key: SecretStr = Field(
+        default=SecretStr(""), description="API key for the OpenAI-compatible server."
+    )
+    openai_model: str = Field(default="gpt-4o-mini", description="Model name to request.")
+    model_timeout: float = Field(default=30.0, gt=0, description="Seconds per model call.")
     host: str = Field(default="127.0.0.1", description="Address `harness serve` binds to.")
     port: int = Field(default=8000, ge=1, le=65535, description="Port `harness serve` binds to.")
 

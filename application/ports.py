@@ -1,0 +1,182 @@
+"""Ports the runtime depends on: model provider, tools, knowledge retrieval and the clock.
+
+Adapters live in ``infrastructure/``; hand-written fakes that satisfy these protocols (the scripted
+and offline model providers, scripted tools) are product features, not test doubles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from domain.states import ModelStepPurpose
+
+JSON = Mapping[str, Any]
+
+
+# -- model ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call the model asked for; ``arguments`` is the parsed JSON object.
+
+    ``raw_arguments`` keeps the model's text when it was not a JSON object, so the tool boundary
+    can reject it with INVALID_REQUEST instead of guessing.
+    """
+
+    id: str
+    name: str
+    arguments: JSON = field(default_factory=dict)
+    raw_arguments: str | None = None
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat message in the OpenAI chat-completions shape."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str
+    tool_call_id: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """What the model is told about a tool: name, description and JSON-schema parameters."""
+
+    name: str
+    description: str
+    parameters: JSON
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens a model call consumed."""
+
+    tokens_in: int = 0
+    tokens_out: int = 0
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """One model call: why, the conversation, the tools offered, and an optional output schema."""
+
+    purpose: ModelStepPurpose
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    json_schema: JSON | None = None
+    timeout_s: float = 30.0
+
+
+@dataclass(frozen=True)
+class ModelResponse:
+    """The model's answer: text and/or tool calls, with usage."""
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str = "stop"
+
+
+class ModelError(Exception):
+    """A model call failed; the message says how, without secrets."""
+
+
+class ModelTimeoutError(ModelError):
+    """The provider did not answer within the call's timeout."""
+
+
+class ModelUnavailableError(ModelError):
+    """The provider could not be reached or answered with a server error."""
+
+
+class ModelRefusedError(ModelError):
+    """The provider refused the request (auth, content policy, bad request)."""
+
+
+class ModelProvider(Protocol):
+    """Answers model requests; implementations: offline, scripted, openai-compatible."""
+
+    name: str
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        """Answer one request or raise a :class:`ModelError` subclass."""
+        ...
+
+
+# -- tools ------------------------------------------------------------------------------------
+
+
+class ToolArgumentsError(ValueError):
+    """The arguments do not satisfy the tool's schema; the message names the field."""
+
+
+class ToolExecutionError(Exception):
+    """The tool's backend failed; ``code`` is recorded on the invocation."""
+
+    def __init__(self, code: str, message: str) -> None:
+        """Keep a stable code for the audit record."""
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    """A tool's raw result: evidence lines (empty means the scope held nothing) and a scope note."""
+
+    lines: tuple[str, ...]
+    scope_description: str
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """A backend the agent may call; only read-only tools pass preflight."""
+
+    name: str
+    description: str
+    parameters: JSON
+    read_only: bool
+    required_scope: str
+    max_result_bytes: int
+
+    def normalize_scope(self, arguments: JSON) -> str:
+        """The canonical scope (service, time window, filters); raises ToolArgumentsError."""
+        ...
+
+    def run(self, arguments: JSON) -> ToolOutput:
+        """Execute the call; raise ToolExecutionError on backend failure."""
+        ...
+
+
+# -- knowledge and time -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A retrieved knowledge passage with a stable id the answer can cite."""
+
+    id: str
+    title: str
+    text: str
+    score: float
+
+
+class KnowledgeRetriever(Protocol):
+    """Ranked passages for a query."""
+
+    def search(self, query: str, limit: int = 5) -> Sequence[Passage]:
+        """The best passages first; empty when nothing matches."""
+        ...
+
+
+class Clock(Protocol):
+    """Where the runtime reads the time (deadlines, durations)."""
+
+    def now(self) -> datetime:
+        """The current time, timezone-aware."""
+        ...

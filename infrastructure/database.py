@@ -1,0 +1,47 @@
+"""The SQLAlchemy engine for the read side and the sample data, built from ``Settings``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlalchemy import URL, Engine, create_engine, event
+
+if TYPE_CHECKING:
+    from infrastructure.settings import Settings
+
+
+def create_sql_engine(settings: Settings) -> Engine:
+    """An engine on the same database as the event store (PostgreSQL: the configured schema)."""
+    target = settings.database
+    if target.kind == "sqlite":
+        engine = create_engine(
+            URL.create("sqlite+pysqlite", database=target.path),
+            connect_args={"timeout": settings.db_lock_timeout, "check_same_thread": False},
+        )
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_connection: object, _record: object) -> None:
+            cursor = dbapi_connection.cursor()  # type: ignore[attr-defined]
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.close()
+
+        return engine
+    url = URL.create(
+        "postgresql+psycopg",
+        username=target.user,
+        password=target.password or None,
+        host=target.host,
+        port=target.port,
+        database=target.dbname,
+    )
+    return create_engine(
+        url,
+        pool_size=settings.db_pool_size,
+        max_overflow=settings.db_max_overflow,
+        pool_pre_ping=settings.db_pre_ping,
+        connect_args={
+            "connect_timeout": settings.db_connect_timeout,
+            "options": f"-c search_path={settings.database_schema}",
+        },
+    )
