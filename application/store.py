@@ -137,14 +137,28 @@ class HarnessStore(Application[UUID]):
         Raises :class:`ConcurrentWriteError` if another writer appended to one of the streams.
         """
         aggregates = aggregates + self._collections_stopped_by_budget(aggregates)
+        events = [event for aggregate in aggregates for event in aggregate.collect_events()]
+        return self.save_events(events)
+
+    def save_events(self, events: list[Any]) -> int | None:
+        """Append already-collected events in one transaction (see :meth:`save_all`).
+
+        On a conflict the :class:`ConcurrentWriteError` carries the unsaved events, so a caller
+        can still record the facts of the other streams after reloading the conflicting one.
+        """
+        if not events:
+            return None
         try:
             with self._store_errors():
-                recordings = self.save(*aggregates)
+                recordings = self.save(*events)
         except IntegrityError as error:
-            ids = ", ".join(repr(a.id) for a in aggregates)
-            raise ConcurrentWriteError(
-                aggregates[0].id, f"another writer appended first to one of {ids}; reload"
-            ) from error
+            streams = sorted({repr(e.originator_id) for e in events})
+            conflict = ConcurrentWriteError(
+                events[0].originator_id,
+                f"another writer appended first to one of {', '.join(streams)}; reload",
+            )
+            conflict.unsaved = events
+            raise conflict from error
         return recordings[-1].notification.id if recordings else None
 
     def start_run(

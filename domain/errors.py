@@ -47,3 +47,11 @@ class InvalidCommandError(DomainError):
 
 class ConcurrentWriteError(DomainError):
     """Another process appended to the same stream first; reload and decide again."""
+
+    unsaved: list[object]
+    """The events of the failed transaction, none of which was appended."""
+
+    def __init__(self, aggregate_id: UUID | str, message: str) -> None:
+        """Start with no unsaved events; the store attaches them."""
+        super().__init__(aggregate_id, message)
+        self.unsaved = []

@@ -1,0 +1,235 @@
+"""The chat use case in SPEC §3 order: start, route, execute by intent, release, terminate, finish.
+
+Every ending is recorded: a run always gets exactly one termination and one ``RUN_FINISHED``, and
+no exception escapes :meth:`ChatService.execute` (unexpected ones end the run FAILED with
+INTERNAL_ERROR and are logged).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from application.diagnosis import AgentFailure, run_agent
+from application.guards import NoSafeContent, Publication, release
+from application.harness import RunAborted, RunContext
+from application.ports import Message, ModelError, ModelRequest
+from application.tool_boundary import ToolBoundary
+from domain.errors import ConcurrentWriteError
+from domain.states import (
+    ChatApplicationStatus,
+    FailureCode,
+    Intent,
+    ModelStepPurpose,
+    ReleaseOutcome,
+)
+from domain.values import DEFAULT_LIMITS, Budget
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from uuid import UUID
+
+    from application.ports import Clock, KnowledgeRetriever, ModelProvider, Tool
+    from application.store import HarnessStore
+    from domain.run import Run
+    from domain.values import Termination
+
+log = logging.getLogger(__name__)
+
+ROUTER_PROMPT = (
+    'Classify the operator\'s message. Answer JSON {"intent": "SYSTEM_CHAT" | '
+    '"KNOWLEDGE_QUERY" | "DIAGNOSIS"}: DIAGNOSIS for a question about what is happening or '
+    "happened in the systems, KNOWLEDGE_QUERY for how-to and policy questions, SYSTEM_CHAT "
+    "otherwise."
+)
+ROUTE_SCHEMA = {
+    "type": "object",
+    "properties": {"intent": {"enum": [i.value for i in Intent]}},
+    "required": ["intent"],
+    "additionalProperties": False,
+}
+
+
+class RoutingFailed(Exception):
+    """The router gave no usable intent."""
+
+
+@dataclass(frozen=True)
+class ChatConfig:
+    """Per-run limits."""
+
+    deadline_s: float = 120.0
+    limits: Budget = DEFAULT_LIMITS
+    model_timeout_s: float = 30.0
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    """How a run ended, as recorded in its events."""
+
+    run_id: UUID
+    session_id: str
+    termination: Termination
+    release_outcome: ReleaseOutcome
+    content: dict[str, Any] | None
+    position: int
+
+
+@dataclass
+class ChatService:
+    """Starts and executes runs against the store, the model, the tools and the knowledge base."""
+
+    store: HarnessStore
+    provider: ModelProvider
+    tools: Mapping[str, Tool]
+    clock: Clock
+    retriever: KnowledgeRetriever | None = None
+    config: ChatConfig = field(default_factory=ChatConfig)
+    pool: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(8, "harness"))
+
+    def ask(self, session_id: str, query: str) -> ChatResult:
+        """Start and execute a run in the calling thread."""
+        return self.execute(self.start(session_id, query))
+
+    def start(self, session_id: str, query: str, run_id: UUID | None = None) -> UUID:
+        """Record ``RUN_STARTED`` (the run is RUNNING from here on)."""
+        deadline = self.clock.now() + timedelta(seconds=self.config.deadline_s)
+        started, _ = self.store.start_run(session_id, query, deadline, self.config.limits, run_id)
+        return started
+
+    def execute(self, run_id: UUID, context: str = "") -> ChatResult:
+        """Route and execute a started run to its one termination and ``RUN_FINISHED``."""
+        run = self.store.get_run(run_id)
+        ctx = RunContext(self.store, self.clock, self.provider, run, self.pool)
+        content: dict[str, Any] | None = None
+        decide: Callable[[Run], Termination] = lambda r: r.complete()  # noqa: E731
+        try:
+            publication = self._by_intent(ctx, self._route(ctx), context)
+            content = publication.content
+        except RunAborted:
+            decide = lambda r: r.fail(FailureCode.INTERNAL_ERROR)  # noqa: E731 (a no-op: ended)
+        except RoutingFailed:
+            decide = lambda r: r.fail(FailureCode.ROUTING_FAILED)  # noqa: E731
+        except ModelError:
+            decide = lambda r: r.fail(FailureCode.MODEL_FAILED)  # noqa: E731
+        except NoSafeContent as no_content:
+            code = _failure_code(no_content.__cause__)
+            decide = lambda r: r.fail(code)  # noqa: E731
+        except Exception:  # never a traceback to the caller: the run records the failure
+            log.exception("run %s failed unexpectedly", run_id)
+            decide = lambda r: r.fail(FailureCode.INTERNAL_ERROR)  # noqa: E731
+        return self._close(ctx, decide, content)
+
+    # -- phases ------------------------------------------------------------------------------------
+
+    def _route(self, ctx: RunContext) -> Intent:
+        ctx.check_active()
+        ctx.run.change_status(ChatApplicationStatus.ROUTING)
+        ctx.run.attempt_routing()
+        ctx.save()
+        request = ModelRequest(
+            ModelStepPurpose.ROUTE,
+            (Message("system", ROUTER_PROMPT), Message("user", ctx.run.query)),
+            json_schema=ROUTE_SCHEMA,
+            timeout_s=self.config.model_timeout_s,
+        )
+        try:
+            intent = Intent(json.loads(ctx.call_model(request).text)["intent"])
+        except (ModelError, ValueError, KeyError, TypeError) as error:
+            ctx.run.decide_routing(None, f"{type(error).__name__}: {error}"[:300])
+            ctx.save()
+            raise RoutingFailed(str(error)) from error
+        ctx.run.decide_routing(intent)
+        ctx.save()
+        return intent
+
+    def _by_intent(self, ctx: RunContext, intent: Intent, context: str) -> Publication:
+        match intent:
+            case Intent.SYSTEM_CHAT:
+                return self._answer(ctx, ChatApplicationStatus.SYSTEM_RESPONDING, ctx.run.query, [])
+            case Intent.KNOWLEDGE_QUERY:
+                return self._knowledge(ctx)
+            case Intent.DIAGNOSIS:
+                return self._diagnose(ctx, context)
+
+    def _knowledge(self, ctx: RunContext) -> Publication:
+        ctx.run.change_status(ChatApplicationStatus.KNOWLEDGE_SEARCHING)
+        ctx.save()
+        passages = list(self.retriever.search(ctx.run.query)) if self.retriever else []
+        sources = "\n\n".join(f"[{p.id}] {p.title}\n{p.text}" for p in passages)
+        prompt = f"Passages:\n{sources or '(none found)'}\n\nQuestion: {ctx.run.query}"
+        ids = [p.id for p in passages]
+        return self._answer(ctx, ChatApplicationStatus.KNOWLEDGE_ANSWERING, prompt, ids)
+
+    def _answer(
+        self, ctx: RunContext, status: ChatApplicationStatus, prompt: str, citations: list[str]
+    ) -> Publication:
+        ctx.check_active()
+        ctx.run.change_status(status)
+        ctx.save()
+        system = "Answer briefly. Cite passage ids in brackets when you use them."
+        request = ModelRequest(
+            ModelStepPurpose.ANSWER,
+            (Message("system", system), Message("user", prompt)),
+            timeout_s=self.config.model_timeout_s,
+        )
+        text = ctx.call_model(request).text
+        content: dict[str, Any] = {"kind": "answer", "text": text, "citations": citations}
+        ctx.run.decide_release(ReleaseOutcome.SUCCESS, None, content)
+        ctx.save()
+        return Publication(ReleaseOutcome.SUCCESS, None, content)
+
+    def _diagnose(self, ctx: RunContext, context: str) -> Publication:
+        ctx.run.change_status(ChatApplicationStatus.DIAGNOSIS_RUNNING)
+        ctx.save()
+        self.store.start_collection(ctx.run.id)
+        collection = self.store.get_collection(ctx.run.id)
+        boundary = ToolBoundary(ctx, collection, self.tools)
+        try:
+            outcome: Any = run_agent(ctx, boundary, ctx.run.query, context)
+        except AgentFailure as failure:
+            outcome = failure
+        ctx.check_release_window()
+        ctx.run.change_status(ChatApplicationStatus.SAFETY_VALIDATING)
+        ctx.save()
+        try:
+            return release(ctx, outcome, collection)
+        except NoSafeContent as none:
+            raise NoSafeContent(str(none)) from (
+                outcome if isinstance(outcome, AgentFailure) else None
+            )
+
+    # -- closing -----------------------------------------------------------------------------------
+
+    def _close(
+        self, ctx: RunContext, decide: Callable[[Run], Termination], content: dict[str, Any] | None
+    ) -> ChatResult:
+        """Terminate (first terminal wins) and record ``RUN_FINISHED``, reloading on conflict."""
+        run = ctx.run
+        for _ in range(50):
+            if run.pending_events:
+                run = self.store.get_run(run.id)
+            termination = decide(run)
+            outcome = run.finished_outcome or run.finish(self.clock.now())
+            try:
+                position = self.store.save_all(run) or ctx.last_position
+            except ConcurrentWriteError:
+                run = self.store.get_run(run.id)
+                continue
+            published = (
+                content if outcome in (ReleaseOutcome.SUCCESS, ReleaseOutcome.FALLBACK) else None
+            )
+            return ChatResult(run.id, run.session_id, termination, outcome, published, position)
+        raise RuntimeError(f"run {run.id!r}: could not record its end after 50 write conflicts")
+
+
+def _failure_code(cause: BaseException | None) -> FailureCode:
+    if isinstance(cause, AgentFailure):
+        return (
+            FailureCode.MODEL_FAILED if cause.kind == "MODEL_FAILED" else FailureCode.INVALID_DRAFT
+        )
+    return FailureCode.NO_SAFE_CONTENT

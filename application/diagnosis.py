@@ -1,0 +1,190 @@
+"""The diagnosis agent loop (SPEC §7, §9): tool calls, the progress protocol, saturation.
+
+It ends in exactly one of two legal shapes — :class:`Completed` (a strictly valid draft) or
+:class:`ControlledStop` (saturation, protocol violations or budget) — or raises
+:class:`AgentFailure` for every other ending, carrying the kind of failure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from application.drafts import DRAFT_SCHEMA, DraftError, parse_agent_text, validate_draft
+from application.harness import RunAborted
+from application.ports import Message, ModelError, ModelRequest, ToolSpec
+from domain.errors import ControlledStopError
+from domain.states import (
+    DiagnosisStopReason,
+    GainSource,
+    InformationGain,
+    ModelStepPurpose,
+    RunState,
+)
+
+if TYPE_CHECKING:
+    from application.drafts import AgentStep, DiagnosisDraft
+    from application.harness import RunContext
+    from application.ports import ModelResponse
+    from application.tool_boundary import ToolBoundary
+
+FailureKind = Literal[
+    "EMPTY_DRAFT", "INVALID_JSON", "SCHEMA_INVALID", "MODEL_FAILED", "RUN_ABORTED"
+]
+
+AGENT_PROMPT = (
+    "You diagnose operational incidents with read-only tools. Call at most one tool per step. "
+    "After every tool result, your next answer's text MUST be JSON with a progress report: "
+    '{"progress": {"gain": "GAINED" | "NO_GAIN", "facts": [{"statement": …, "references": '
+    '[invocation id], "excerpt": exact text quoted from that result}]}}. When done, answer '
+    '{"draft": {"conclusion": {"statement": …, "references": [ids]} | null, "facts": [...], '
+    '"missing_info": [...]}} and no tool call. Cite only invocation ids you were given; quote '
+    "excerpts exactly; a result marked NO_EVIDENCE only says its scope was empty."
+)
+STOP_INSTRUCTION = (
+    "STOP_REQUIRED: evidence collection is closed ({reason}). Do not call tools. "
+    "Answer now with your draft."
+)
+
+
+@dataclass(frozen=True)
+class Completed:
+    """The agent produced a strictly valid draft."""
+
+    draft: DiagnosisDraft
+
+
+@dataclass(frozen=True)
+class ControlledStop:
+    """The tool loop stopped in a controlled way; Release decides what is published."""
+
+    reason: DiagnosisStopReason
+
+
+class AgentFailure(Exception):
+    """An ending that is neither shape (SPEC §7); Release may still publish verified progress."""
+
+    def __init__(self, kind: FailureKind, detail: str) -> None:
+        """Name the kind of failure."""
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+
+
+def run_agent(
+    ctx: RunContext, boundary: ToolBoundary, query: str, context: str = ""
+) -> Completed | ControlledStop:
+    """Drive the agent until it drafts, is stopped, or fails."""
+    specs = tuple(ToolSpec(t.name, t.description, t.parameters) for t in boundary.tools.values())
+    prompt = f"{query}\n\nPrevious diagnosis in this session:\n{context}" if context else query
+    messages = [Message("system", AGENT_PROMPT), Message("user", prompt)]
+    awaiting_progress = False
+    while True:
+        response = _step(ctx, messages, specs)
+        if response is None:
+            return ControlledStop(DiagnosisStopReason.BUDGET_LIMIT_REACHED)
+        messages.append(Message("assistant", response.text, tool_calls=response.tool_calls))
+        step, problem = parse_agent_text(response.text)
+        if awaiting_progress:
+            _record_progress(ctx, boundary, step, problem)
+            awaiting_progress = False
+        _deliver_stop_if_saturated(ctx, boundary, messages)
+        if step is not None and step.draft is not None:
+            return Completed(_draft(step.draft))
+        if response.tool_calls:
+            outcome = _call_tools(ctx, boundary, response, messages)
+            if isinstance(outcome, ControlledStop):
+                return outcome
+            awaiting_progress = outcome
+            continue
+        if problem is not None:
+            kind: FailureKind = (
+                "INVALID_JSON" if problem.startswith("INVALID_JSON") else "SCHEMA_INVALID"
+            )
+            raise AgentFailure(kind, problem)
+        if not response.text.strip():
+            raise AgentFailure(
+                "EMPTY_DRAFT", "the agent answered with neither a tool call nor a draft"
+            )
+
+
+def _step(
+    ctx: RunContext, messages: list[Message], specs: tuple[ToolSpec, ...]
+) -> ModelResponse | None:
+    request = ModelRequest(ModelStepPurpose.AGENT, tuple(messages), specs, None)
+    try:
+        return ctx.call_model(request)
+    except RunAborted as aborted:
+        if aborted.termination.state is RunState.BUDGET_EXHAUSTED:
+            return None
+        raise AgentFailure("RUN_ABORTED", str(aborted)) from aborted
+    except ModelError as error:
+        raise AgentFailure("MODEL_FAILED", str(error)) from error
+
+
+def _record_progress(
+    ctx: RunContext, boundary: ToolBoundary, step: AgentStep | None, problem: str | None
+) -> None:
+    collection = boundary.collection
+    if not collection.is_open:
+        return
+    if step is not None and step.progress is not None:
+        facts = tuple(f.to_fact() for f in step.progress.facts)
+        gain = InformationGain(step.progress.gain)
+        collection.record_gain(gain, GainSource.AGENT, facts)
+    else:
+        collection.record_violation(
+            problem or "the step after a tool result had no progress report"
+        )
+    _save(ctx, boundary)
+
+
+def _deliver_stop_if_saturated(
+    ctx: RunContext, boundary: ToolBoundary, messages: list[Message]
+) -> None:
+    collection = boundary.collection
+    saturated = collection.stop_reason is not None and collection.state.value == "SATURATED"
+    if not saturated or collection.stop_required_delivered:
+        return
+    collection.deliver_stop_required()
+    _save(ctx, boundary)
+    assert collection.stop_reason is not None
+    messages.append(Message("user", STOP_INSTRUCTION.format(reason=collection.stop_reason.value)))
+
+
+def _call_tools(
+    ctx: RunContext, boundary: ToolBoundary, response: ModelResponse, messages: list[Message]
+) -> bool | ControlledStop:
+    awaits = False
+    for index, call in enumerate(response.tool_calls):
+        if index > 0:
+            messages.append(Message("tool", "REJECTED: one tool call per step", call.id))
+            continue
+        try:
+            result = boundary.execute(call)
+        except ControlledStopError:
+            reason = boundary.collection.stop_reason
+            return ControlledStop(reason or DiagnosisStopReason.INFORMATION_SATURATED)
+        except RunAborted as aborted:
+            if aborted.termination.state is RunState.BUDGET_EXHAUSTED:
+                return ControlledStop(DiagnosisStopReason.BUDGET_LIMIT_REACHED)
+            raise AgentFailure("RUN_ABORTED", str(aborted)) from aborted
+        messages.append(Message("tool", result.text, call.id))
+        awaits = result.awaits_progress
+    return awaits
+
+
+def _draft(data: dict[str, object]) -> DiagnosisDraft:
+    try:
+        return validate_draft(dict(data))
+    except DraftError as error:
+        raise AgentFailure(error.kind, str(error)) from error
+
+
+def _save(ctx: RunContext, boundary: ToolBoundary) -> None:
+    try:
+        ctx.save(boundary.collection)
+    except RunAborted as aborted:
+        raise AgentFailure("RUN_ABORTED", str(aborted)) from aborted
+
+
+__all__ = ["DRAFT_SCHEMA", "AgentFailure", "Completed", "ControlledStop", "run_agent"]

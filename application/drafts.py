@@ -1,0 +1,116 @@
+"""The agent's structured outputs: progress reports and the DiagnosisDraft (strict schemas)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from domain.values import Fact
+
+
+class FactOut(BaseModel):
+    """A fact the agent claims: a statement, the invocation ids it rests on, a quoted excerpt."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    statement: str = Field(min_length=1, max_length=2000)
+    references: list[str] = Field(min_length=1, max_length=20)
+    excerpt: str = Field(min_length=1, max_length=2000)
+
+    def to_fact(self) -> Fact:
+        """The domain value object."""
+        return Fact(self.statement, tuple(self.references), self.excerpt)
+
+
+class Conclusion(BaseModel):
+    """The diagnosis conclusion and the invocation ids that support it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    statement: str = Field(min_length=1, max_length=4000)
+    references: list[str] = Field(min_length=1, max_length=20)
+
+
+class DiagnosisDraft(BaseModel):
+    """The agent's final output (SPEC §1): optional conclusion, facts, missing information."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    conclusion: Conclusion | None = None
+    facts: list[FactOut] = Field(default_factory=list, max_length=50)
+    missing_info: list[str] = Field(default_factory=list, max_length=20)
+
+    def is_empty(self) -> bool:
+        """Nothing at all was drafted."""
+        return self.conclusion is None and not self.facts and not self.missing_info
+
+
+class ProgressReport(BaseModel):
+    """The progress report the agent owes after each tool result (SPEC §9)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    gain: Literal["GAINED", "NO_GAIN"]
+    facts: list[FactOut] = Field(default_factory=list, max_length=20)
+
+
+class AgentStep(BaseModel):
+    """What one agent answer's text may carry besides tool calls."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    progress: ProgressReport | None = None
+    draft: dict[str, Any] | None = None
+
+
+class DraftError(Exception):
+    """The draft broke its contract (SPEC §7): empty, invalid JSON or schema-invalid."""
+
+    def __init__(self, kind: Literal["EMPTY_DRAFT", "INVALID_JSON", "SCHEMA_INVALID"], detail: str):
+        """Keep the kind so the failure is recorded precisely."""
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+
+
+def parse_agent_text(text: str) -> tuple[AgentStep | None, str | None]:
+    """Parse an agent answer's text: the step, or None and why it is malformed (never raises)."""
+    if not text.strip():
+        return AgentStep(), None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        return None, f"INVALID_JSON: {error.msg} at line {error.lineno} column {error.colno}"
+    try:
+        return AgentStep.model_validate(data), None
+    except ValidationError as error:
+        return None, f"SCHEMA_INVALID: {_first_problem(error)}"
+
+
+def validate_draft(data: dict[str, Any] | str) -> DiagnosisDraft:
+    """A strictly valid draft, or :class:`DraftError` saying exactly what was wrong."""
+    if isinstance(data, str):
+        try:
+            data = json.loads(data)
+        except json.JSONDecodeError as error:
+            raise DraftError("INVALID_JSON", f"{error.msg} at column {error.colno}") from error
+    if not isinstance(data, dict):
+        raise DraftError("SCHEMA_INVALID", "the draft must be a JSON object")
+    try:
+        draft = DiagnosisDraft.model_validate(data)
+    except ValidationError as error:
+        raise DraftError("SCHEMA_INVALID", _first_problem(error)) from error
+    if draft.is_empty():
+        raise DraftError("EMPTY_DRAFT", "no conclusion, facts or missing_info")
+    return draft
+
+
+def _first_problem(error: ValidationError) -> str:
+    problem = error.errors()[0]
+    where = ".".join(str(p) for p in problem["loc"]) or "(root)"
+    return f"{where}: {problem['msg']}"
+
+
+DRAFT_SCHEMA: dict[str, Any] = DiagnosisDraft.model_json_schema()
+"""The JSON schema given to models that support structured output."""

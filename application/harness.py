@@ -1,0 +1,148 @@
+"""The harness core: one RUNNING run's live handle, its boundaries, deadline and budgets.
+
+Every model, tool and guard boundary goes through :meth:`RunContext.check_active`, which rereads
+the run (a cancel may have been appended by another process), times it out when the deadline has
+passed, and raises :class:`RunAborted` once the run has a termination. Model calls run in a worker
+thread bounded by the deadline; a result that arrives after the run ended is discarded (SPEC §14).
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from application.ports import ModelError, ModelTimeoutError
+from domain.errors import ConcurrentWriteError
+from domain.run import Run
+from domain.states import BudgetKind, ModelStepOutcome, RunState
+
+if TYPE_CHECKING:
+    from uuid import UUID
+
+    from application.ports import Clock, ModelProvider, ModelRequest, ModelResponse
+    from application.store import HarnessStore
+    from domain.collection import Collection
+    from domain.tool_invocation import ToolInvocation
+    from domain.values import Termination
+
+
+class RunAborted(Exception):
+    """The run already has a termination: stop work at this boundary."""
+
+    def __init__(self, termination: Termination) -> None:
+        """Carry the termination that ended the run."""
+        super().__init__(f"run ended {termination.state.value} ({termination.reason.value})")
+        self.termination = termination
+
+
+@dataclass
+class RunContext:
+    """The live handle of a RUNNING run inside the worker that executes it."""
+
+    store: HarnessStore
+    clock: Clock
+    provider: ModelProvider
+    run: Run
+    pool: ThreadPoolExecutor
+    collection: Collection | None = None
+    invocations: dict[UUID, ToolInvocation] = field(default_factory=dict)
+    last_position: int = 0
+
+    # -- boundaries ------------------------------------------------------------------------------
+
+    def check_active(self) -> None:
+        """Reread the run; time it out past its deadline; raise RunAborted once it has ended."""
+        if not self.run.pending_events:
+            self.run = self.store.get_run(self.run.id)
+        if self.run.termination is None and self.run.deadline_passed(self.clock.now()):
+            self.store.time_out(self.run.id)
+            self.run = self.store.get_run(self.run.id)
+        if self.run.termination is not None:
+            raise RunAborted(self.run.termination)
+
+    def check_release_window(self) -> None:
+        """Like :meth:`check_active`, but a BUDGET_EXHAUSTED run may still release (SPEC §10)."""
+        try:
+            self.check_active()
+        except RunAborted as aborted:
+            if aborted.termination.state is not RunState.BUDGET_EXHAUSTED:
+                raise
+
+    def save(self, *others: Collection | ToolInvocation) -> None:
+        """Append this boundary's events in one transaction.
+
+        When another process appended to the run first (a cancel), the other streams' facts are
+        still recorded, the run is reloaded and :class:`RunAborted` tells the caller to stop; it is
+        raised too when this boundary's own events ended the run (budget exhaustion).
+        """
+        ends_now = any(isinstance(e, Run.RunTerminated) for e in self.run.pending_events)
+        try:
+            position = self.store.save_all(self.run, *others)
+        except ConcurrentWriteError as conflict:
+            mine = [e for e in conflict.unsaved if getattr(e, "originator_id", None) != self.run.id]
+            position = self.store.save_events(mine)
+            self.run = self.store.get_run(self.run.id)
+            if position:
+                self.last_position = position
+            self.check_active()
+            raise  # the run was not terminated: a genuine conflict on a stream we own
+        if position:
+            self.last_position = position
+        if ends_now and self.run.termination is not None:
+            raise RunAborted(self.run.termination)  # this boundary exhausted the budget
+
+    # -- model calls -----------------------------------------------------------------------------
+
+    def call_model(self, request: ModelRequest) -> ModelResponse:
+        """One model call at a boundary: budget preflight, bounded wait, usage as an event."""
+        self.check_active()
+        if self.run.would_exceed(BudgetKind.MODEL_CALLS, 1):
+            self.run.exhaust_budget(BudgetKind.MODEL_CALLS)
+            self.save()
+        started = time.monotonic()
+        try:
+            response = self._bounded_call(request)
+        except ModelError as error:
+            self.check_active()  # a model failure after the run ended changes nothing
+            self._record(request, started, ModelStepOutcome.FAILED, detail=_describe(error))
+            raise
+        self.check_active()  # a late answer after a cancel or the deadline is discarded here
+        self._record(request, started, ModelStepOutcome.OK, response=response)
+        return response
+
+    def _bounded_call(self, request: ModelRequest) -> ModelResponse:
+        remaining = (self.run.deadline - self.clock.now()).total_seconds()
+        wait = max(0.0, min(request.timeout_s, remaining))
+        future = self.pool.submit(self.provider.complete, request)
+        try:
+            return future.result(timeout=wait)
+        except FutureTimeout:
+            future.cancel()  # not promised to stop physically; its result is discarded (SPEC §5)
+            self.check_active()  # the deadline may have passed: TIMED_OUT
+            raise ModelTimeoutError(f"no answer within {wait:.1f}s") from None
+
+    def _record(
+        self,
+        request: ModelRequest,
+        started: float,
+        outcome: ModelStepOutcome,
+        response: ModelResponse | None = None,
+        detail: str = "",
+    ) -> None:
+        usage = response.usage if response else None
+        self.run.record_model_step(
+            request.purpose,
+            tokens_in=max(0, usage.tokens_in) if usage else 0,
+            tokens_out=max(0, usage.tokens_out) if usage else 0,
+            latency_ms=int((time.monotonic() - started) * 1000),
+            outcome=outcome,
+            detail=detail,
+        )
+        self.save()
+
+
+def _describe(error: Exception) -> str:
+    return f"{type(error).__name__}: {error}"[:500]

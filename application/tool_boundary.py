@@ -1,0 +1,193 @@
+"""The tool boundary (SPEC §8): preflight, canonical begin, execution, bounded projection."""
+
+from __future__ import annotations
+
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from application.harness import RunAborted
+from application.ports import ToolArgumentsError, ToolExecutionError
+from domain.states import (
+    BudgetKind,
+    EvidenceStatus,
+    GainSource,
+    InformationGain,
+    ToolRejectionCode,
+)
+from domain.tool_invocation import ToolInvocation
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from uuid import UUID
+
+    from application.harness import RunContext
+    from application.ports import Tool, ToolCall, ToolOutput
+    from domain.collection import Collection
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What the agent is told about one tool request (``ToolBoundaryResult``)."""
+
+    call_id: str
+    text: str
+    invocation_id: UUID | None = None
+    evidence: EvidenceStatus | None = None
+    awaits_progress: bool = False
+
+
+class ToolBoundary:
+    """Runs the agent's tool requests for one run, recording every outcome as events."""
+
+    def __init__(
+        self,
+        ctx: RunContext,
+        collection: Collection,
+        tools: Mapping[str, Tool],
+        granted_scopes: frozenset[str] = frozenset({"ops:read"}),
+    ) -> None:
+        """Bind the boundary to a run, its collection and the tools it may use."""
+        self.ctx = ctx
+        self.collection = collection
+        self.tools = tools
+        self.granted_scopes = granted_scopes
+        self.seen: set[tuple[str, str]] = set()
+
+    def execute(self, call: ToolCall) -> ToolResult:
+        """Preflight, begin, run and project one call; raises ControlledStopError, RunAborted."""
+        try:
+            self.ctx.check_active()
+        except RunAborted:
+            self._reject(call, ToolRejectionCode.INVALID_RUN, "the run has already ended")
+            raise
+        self.collection.admit_tool_request()
+        tool = self.tools.get(call.name)
+        if tool is None:
+            known = ", ".join(sorted(self.tools)) or "none"
+            return self._reject(
+                call, ToolRejectionCode.INVALID_ID, f"no tool {call.name!r}; known: {known}"
+            )
+        if not tool.read_only:
+            return self._reject(
+                call, ToolRejectionCode.NOT_READ_ONLY, "only read-only tools may run"
+            )
+        if tool.required_scope not in self.granted_scopes:
+            return self._reject(
+                call, ToolRejectionCode.AUTH, f"scope {tool.required_scope} not granted"
+            )
+        try:
+            if call.raw_arguments is not None:
+                raise ToolArgumentsError(
+                    f"arguments are not a JSON object: {call.raw_arguments[:200]!r}"
+                )
+            scope = tool.normalize_scope(call.arguments)
+        except ToolArgumentsError as error:
+            return self._reject(call, ToolRejectionCode.INVALID_REQUEST, str(error))
+        if self.ctx.run.would_exceed(BudgetKind.TOOL_CALLS, 1):
+            self._reject(call, ToolRejectionCode.BUDGET, "the tool-call budget is spent")
+            self.ctx.run.exhaust_budget(BudgetKind.TOOL_CALLS)
+            self.ctx.save(self.collection)
+        return self._invoke(call, tool, scope)
+
+    def _invoke(self, call: ToolCall, tool: Tool, scope: str) -> ToolResult:
+        invocation = ToolInvocation.begin(self.ctx.run.id, tool.name, scope, dict(call.arguments))
+        self.ctx.invocations[invocation.id] = invocation
+        self.ctx.run.charge(BudgetKind.TOOL_CALLS, 1, str(invocation.id))
+        self.ctx.save(invocation)
+        repeat = (tool.name, scope) in self.seen
+        self.seen.add((tool.name, scope))
+        try:
+            output = self._run(tool, call)
+        except ToolExecutionError as error:
+            return self._failed(call, invocation, error.code, str(error))
+        self.ctx.check_active()  # a result that arrives after the run ended is discarded
+        content, size = _project(output, tool.max_result_bytes)
+        if content is None:
+            return self._failed(call, invocation, "SIZE", f"one record exceeds {size} bytes")
+        if self.ctx.run.would_exceed(BudgetKind.BYTES, len(content.encode())):
+            self._failed(call, invocation, "BUDGET", "the byte budget is spent")
+            self.ctx.run.exhaust_budget(BudgetKind.BYTES)
+            self.ctx.save(self.collection)
+        return self._ready(call, invocation, output, content, repeat)
+
+    def _run(self, tool: Tool, call: ToolCall) -> ToolOutput:
+        remaining = (self.ctx.run.deadline - self.ctx.clock.now()).total_seconds()
+        future = self.ctx.pool.submit(tool.run, call.arguments)
+        try:
+            return future.result(timeout=max(0.0, remaining))
+        except FutureTimeout:
+            self.ctx.check_active()  # past the deadline: TIMED_OUT, the late result is dropped
+            raise ToolExecutionError(
+                "TIMEOUT", "the tool did not answer before the deadline"
+            ) from None
+        except ToolExecutionError:
+            raise
+        except Exception as error:  # a tool that raises is a recorded failure, never a crash
+            raise ToolExecutionError(
+                "EXECUTION", f"{type(error).__name__}: {error}"[:500]
+            ) from error
+
+    def _ready(
+        self,
+        call: ToolCall,
+        invocation: ToolInvocation,
+        output: ToolOutput,
+        content: str,
+        repeat: bool,
+    ) -> ToolResult:
+        self.ctx.run.charge(BudgetKind.BYTES, len(content.encode()), str(invocation.id))
+        evidence = EvidenceStatus.EVIDENCE_FOUND if output.lines else EvidenceStatus.NO_EVIDENCE
+        if evidence is EvidenceStatus.EVIDENCE_FOUND:
+            invocation.mark_ready(EvidenceStatus.EVIDENCE_FOUND, content)
+        else:
+            invocation.mark_ready(EvidenceStatus.NO_EVIDENCE, output.scope_description)
+        harness_no_gain = repeat or evidence is EvidenceStatus.NO_EVIDENCE
+        if harness_no_gain:
+            self.collection.record_gain(
+                InformationGain.NO_GAIN, GainSource.HARNESS, invocation_id=invocation.id
+            )
+        self.ctx.save(invocation, self.collection)
+        note = " (repeat of an earlier call: no new information)" if repeat else ""
+        body = content if output.lines else f"NO_EVIDENCE: {output.scope_description}"
+        return ToolResult(
+            call.id,
+            f"invocation {invocation.id}{note}\n{body}",
+            invocation.id,
+            evidence,
+            awaits_progress=not harness_no_gain,
+        )
+
+    def _failed(
+        self, call: ToolCall, invocation: ToolInvocation, code: str, message: str
+    ) -> ToolResult:
+        invocation.fail(code, message)
+        self.ctx.save(invocation)
+        return ToolResult(
+            call.id, f"invocation {invocation.id} ERROR {code}: {message}", invocation.id
+        )
+
+    def _reject(self, call: ToolCall, code: ToolRejectionCode, detail: str) -> ToolResult:
+        self.ctx.run.reject_tool_request(call.name, code, detail)
+        try:
+            self.ctx.save()
+        except RunAborted:
+            if code is not ToolRejectionCode.INVALID_RUN:
+                raise
+        return ToolResult(call.id, f"REJECTED {code.value}: {detail}")
+
+
+def _project(output: ToolOutput, limit: int) -> tuple[str | None, int]:
+    """Bounded evidence content: whole lines up to ``limit`` bytes, with a truncation note."""
+    kept: list[str] = []
+    used = 0
+    for line in output.lines:
+        size = len(line.encode()) + 1
+        if used + size > limit:
+            if not kept:
+                return None, limit
+            kept.append(f"[{len(output.lines) - len(kept)} more records truncated]")
+            break
+        kept.append(line)
+        used += size
+    return "\n".join(kept), used

@@ -1,0 +1,241 @@
+"""The scripted model provider and scripted tools: play a scenario file, deterministically.
+
+A product feature, like pydantic-ai's ``TestModel``: every row of the SPEC §10 table can be driven
+through the real runtime, the CLI and the API by writing a scenario (JSON or YAML; see README).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from application.chat import ChatConfig
+from application.ports import (
+    ModelRefusedError,
+    ModelRequest,
+    ModelResponse,
+    ModelTimeoutError,
+    ModelUnavailableError,
+    ToolArgumentsError,
+    ToolCall,
+    ToolExecutionError,
+    ToolOutput,
+    Usage,
+)
+from domain.states import ModelStepPurpose
+
+if TYPE_CHECKING:
+    from application.ports import JSON, Message
+
+_INVOCATION = re.compile(r"^invocation ([0-9a-f-]{36})")
+_ERRORS = {
+    "timeout": ModelTimeoutError,
+    "unavailable": ModelUnavailableError,
+    "refused": ModelRefusedError,
+}
+
+
+class ScenarioError(ValueError):
+    """The scenario file is malformed; the message names the place."""
+
+
+def load_scenario(path: str | Path) -> dict[str, Any]:
+    """Read a JSON or YAML scenario file into a mapping, with a clear error when malformed."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ScenarioError(f"cannot read scenario {file}: {error.strerror}") from error
+    try:
+        data = json.loads(text) if file.suffix == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as error:
+        raise ScenarioError(
+            f"scenario {file} is not valid {file.suffix[1:] or 'YAML'}: {error}"
+        ) from error
+    if not isinstance(data, dict):
+        raise ScenarioError(f"scenario {file} must be a mapping with route/steps/tools keys")
+    return data
+
+
+@dataclass
+class ScriptedProvider:
+    """Answers requests from the scenario: route, answer, steps, repair and judge."""
+
+    scenario: dict[str, Any]
+    name: str = "scripted"
+    _steps: list[dict[str, Any]] = field(init=False)
+    _released: threading.Event = field(default_factory=threading.Event)
+    hanging: threading.Event = field(default_factory=threading.Event)
+    """Set when a ``hang`` step has started waiting (lets a caller act while the model hangs)."""
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        """Validate the step list once."""
+        steps = self.scenario.get("steps", [])
+        if not isinstance(steps, list) or not all(isinstance(s, dict) for s in steps):
+            raise ScenarioError("'steps' must be a list of mappings")
+        self._steps = list(steps)
+
+    def release(self) -> None:
+        """Unblock steps that ``hang`` (a provider call that never answers on its own)."""
+        self._released.set()
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        """The scripted answer for this request's purpose."""
+        spec = self._spec_for(request.purpose)
+        if spec.get("hang"):
+            self.hanging.set()
+            self._released.wait()
+        if "delay" in spec:
+            time.sleep(float(spec["delay"]))  # a scripted slow provider, part of the scenario
+        if "error" in spec:
+            error = _ERRORS.get(str(spec["error"]), ModelUnavailableError)
+            raise error(f"scripted {spec['error']} error")
+        ids = _invocation_ids(request.messages)
+        text = _text(spec, ids)
+        calls = _tool_calls(spec, ids, len(request.messages))
+        usage = spec.get("usage") or {}
+        return ModelResponse(
+            text=text,
+            tool_calls=calls,
+            usage=Usage(
+                int(usage.get("tokens_in", sum(len(m.content) for m in request.messages) // 4)),
+                int(usage.get("tokens_out", len(text) // 4 + 1)),
+            ),
+        )
+
+    def _spec_for(self, purpose: ModelStepPurpose) -> dict[str, Any]:
+        key = {
+            ModelStepPurpose.ROUTE: "route",
+            ModelStepPurpose.ANSWER: "answer",
+            ModelStepPurpose.REPAIR: "repair",
+            ModelStepPurpose.JUDGE: "judge",
+        }.get(purpose)
+        if key is None:
+            with self._lock:
+                if not self._steps:
+                    raise ModelUnavailableError("the scripted scenario has no steps left")
+                return self._steps.pop(0)
+        value = self.scenario.get(key)
+        if value is None:
+            raise ModelUnavailableError(f"the scripted scenario has no {key!r} answer")
+        if isinstance(value, dict):
+            return value
+        field_name = {"route": "intent", "judge": "verdict"}.get(key)
+        return {"json": {field_name: value}} if field_name else {"text": str(value)}
+
+
+def _invocation_ids(messages: tuple[Message, ...]) -> list[str]:
+    ids = []
+    for message in messages:
+        if message.role == "tool":
+            match = _INVOCATION.match(message.content)
+            ids.append(match.group(1) if match else "none")
+    return ids
+
+
+def _resolve(value: Any, ids: list[str]) -> Any:
+    """Replace ``$N`` with the id of the N-th tool result of the conversation."""
+    if isinstance(value, str) and re.fullmatch(r"\$\d+", value):
+        index = int(value[1:]) - 1
+        return ids[index] if 0 <= index < len(ids) else value
+    if isinstance(value, list):
+        return [_resolve(v, ids) for v in value]
+    if isinstance(value, dict):
+        return {k: _resolve(v, ids) for k, v in value.items()}
+    return value
+
+
+def _text(spec: dict[str, Any], ids: list[str]) -> str:
+    if "text" in spec:
+        return str(spec["text"])
+    if "json" in spec:
+        return json.dumps(_resolve(spec["json"], ids))
+    body = {k: _resolve(spec[k], ids) for k in ("progress", "draft") if k in spec}
+    return json.dumps(body) if body else ""
+
+
+def _tool_calls(spec: dict[str, Any], ids: list[str], salt: int) -> tuple[ToolCall, ...]:
+    if "tool" not in spec:
+        return ()
+    arguments = spec.get("arguments", {})
+    call_id = f"call_{salt}"
+    if isinstance(arguments, str):
+        return (ToolCall(call_id, str(spec["tool"]), {}, raw_arguments=arguments),)
+    return (ToolCall(call_id, str(spec["tool"]), _resolve(arguments, ids)),)
+
+
+@dataclass
+class ScriptedTool:
+    """A tool whose results come from the scenario's ``tools`` section, in call order."""
+
+    name: str
+    config: dict[str, Any]
+    description: str = "A scripted tool."
+    parameters: JSON = field(default_factory=lambda: {"type": "object"})
+    read_only: bool = True
+    required_scope: str = "ops:read"
+    max_result_bytes: int = 8000
+    calls: int = 0
+
+    def __post_init__(self) -> None:
+        """Take the declared capabilities from the scenario."""
+        self.read_only = bool(self.config.get("read_only", True))
+        self.required_scope = str(self.config.get("required_scope", "ops:read"))
+        self.max_result_bytes = int(self.config.get("max_result_bytes", 8000))
+        self.description = str(self.config.get("description", self.description))
+
+    def normalize_scope(self, arguments: JSON) -> str:
+        """Arguments as canonical JSON; anything but an object is invalid."""
+        if not isinstance(arguments, dict):
+            raise ToolArgumentsError("arguments must be a JSON object")
+        missing = [k for k in self.config.get("required", []) if k not in arguments]
+        if missing:
+            raise ToolArgumentsError(f"missing required argument {missing[0]!r}")
+        return json.dumps(arguments, sort_keys=True, separators=(",", ":"))
+
+    def run(self, arguments: JSON) -> ToolOutput:
+        """The next scripted result: lines, an error, a raise, a delay or a size."""
+        results = self.config.get("results") or [self.config]
+        result = results[min(self.calls, len(results) - 1)]
+        self.calls += 1
+        if "delay" in result:
+            time.sleep(float(result["delay"]))  # a scripted slow backend, part of the scenario
+        if "raise" in result:
+            raise RuntimeError(str(result["raise"]))
+        if "error" in result:
+            raise ToolExecutionError("BACKEND", str(result["error"]))
+        lines = [str(line) for line in result.get("lines", [])]
+        if "size" in result:
+            lines = [f"{'x' * 99}" for _ in range(int(result["size"]) // 100 + 1)]
+        scope = str(result.get("scope", f"{self.name} {self.normalize_scope(arguments)}"))
+        return ToolOutput(tuple(lines), scope)
+
+
+def chat_config(scenario: dict[str, Any], base: ChatConfig | None = None) -> ChatConfig:
+    """The scenario's run limits (``budget``, ``deadline_s``) over the given defaults."""
+    base = base or ChatConfig()
+    budget = scenario.get("budget") or {}
+    if not isinstance(budget, dict):
+        raise ScenarioError("'budget' must map model_calls/tool_calls/tokens/bytes to numbers")
+    try:
+        limits = replace(base.limits, **{k: int(v) for k, v in budget.items()})
+    except TypeError as error:
+        raise ScenarioError(f"unknown budget in scenario: {error}") from error
+    deadline = float(scenario.get("deadline_s", base.deadline_s))
+    return replace(base, limits=limits, deadline_s=deadline)
+
+
+def scripted_tools(scenario: dict[str, Any]) -> dict[str, ScriptedTool]:
+    """The scenario's tools by name."""
+    tools = scenario.get("tools", {})
+    if not isinstance(tools, dict):
+        raise ScenarioError("'tools' must be a mapping of tool name to its results")
+    return {name: ScriptedTool(name, dict(config or {})) for name, config in tools.items()}
