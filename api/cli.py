@@ -7,8 +7,10 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from sqlalchemy.exc import SQLAlchemyError
 
 from application.store import HarnessStore, StoreError
+from infrastructure.composition import load_sample_data
 from infrastructure.eventstore import init_store, open_store
 from infrastructure.settings import Settings
 
@@ -56,11 +58,25 @@ def _head(settings: Settings, opener: Callable[[Settings], HarnessStore]) -> int
 
 
 @db_app.command("init")
-def db_init() -> None:
+def db_init(
+    sample: Annotated[
+        bool, typer.Option("--sample", help="Also load the sample operations data and runbooks.")
+    ] = False,
+) -> None:
     """Create the event store tables once (safe to run again); run it before starting workers."""
     settings = _settings()
     head = _head(settings, init_store)
     console.print(f"event store ready: {settings.database.describe()}, log head at {head}")
+    if sample:
+        counts = _load_sample(settings)
+        console.print("sample data loaded: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+
+
+def _load_sample(settings: Settings) -> dict[str, int]:
+    try:
+        return load_sample_data(settings)
+    except (SQLAlchemyError, OSError) as error:
+        _fail(f"cannot load the sample data into {settings.database.describe()}: {error}")
 
 
 @db_app.command("status")
@@ -71,27 +87,69 @@ def db_status() -> None:
     typer.echo(f"{settings.database.describe()}: log head at {head}")
 
 
+def _open_for_work(settings: Settings) -> HarnessStore:
+    """The store for serving or asking.
+
+    An embedded SQLite file has one owner, so creating its tables and loading the sample data
+    here is the zero set-up path. PostgreSQL workers never create tables (several starting at
+    once would race): run `harness db init --sample` once first.
+    """
+    try:
+        if settings.database.kind != "sqlite":
+            return open_store(settings)
+        store = init_store(settings)
+    except StoreError as error:
+        _fail(str(error))
+    _load_sample(settings)
+    return store
+
+
 @app.command()
 def serve(
     host: Annotated[str | None, typer.Option(help="Bind address (HARNESS_HOST).")] = None,
     port: Annotated[int | None, typer.Option(help="Port (HARNESS_PORT).")] = None,
 ) -> None:
-    """Run the HTTP service. On the SQLite default the tables are created on first start."""
+    """Run the HTTP service. On the SQLite default, tables and sample data are set up first."""
     import uvicorn
 
     from api.main import create_app
 
     settings = _settings()
-    try:
-        # An embedded SQLite file has one owner: creating its tables here is the zero set-up path.
-        # PostgreSQL workers never create tables (several starting at once would race).
-        opener = init_store if settings.database.kind == "sqlite" else open_store
-        store = opener(settings)
-    except StoreError as error:
-        _fail(str(error))
+    store = _open_for_work(settings)
     bind_host = host or settings.host
     console.print(
         f"serving on http://{bind_host}:{port or settings.port} ({settings.database.describe()})"
     )
     uvicorn.run(create_app(settings, store), host=bind_host, port=port or settings.port)
     store.close()
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="What to ask, e.g. 'Why was checkout slow?'")],
+    session: Annotated[str, typer.Option(help="Session id for follow-up questions.")] = "cli",
+) -> None:
+    """Ask one question and watch the run: its phases as they happen, then the answer.
+
+    Uses HARNESS_MODEL (the offline model by default) over the sample data. Exits 0 when content
+    was published (a diagnosis, an answer or a safe fallback) and 1 when the run failed.
+    """
+    from api.ask_view import AskView
+    from infrastructure.composition import ConfigurationError, build_runtime
+
+    settings = _settings()
+    store = _open_for_work(settings)
+    try:
+        runtime = build_runtime(settings, store)
+    except (ConfigurationError, ValueError) as error:
+        store.close()
+        _fail(str(error))
+    view = AskView(Console())
+    store.listeners.append(view.on_events)
+    try:
+        result = runtime.service.ask(session, question)
+    finally:
+        runtime.close()
+        store.close()
+    view.show_result(result)
+    raise typer.Exit(code=0 if result.content is not None else 1)

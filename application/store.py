@@ -8,6 +8,7 @@ termination back and no exception escapes.
 
 from __future__ import annotations
 
+import logging
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -30,7 +31,7 @@ from domain.tool_invocation import ToolInvocation
 from domain.values import DEFAULT_LIMITS, Budget, Termination
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping
+    from collections.abc import Callable, Iterator, Mapping, Sequence
     from datetime import datetime
 
     from domain.states import BudgetKind, CancellationReason, FailureCode
@@ -77,6 +78,8 @@ class HarnessStore(Application[UUID]):
         super().__init__(env=dict(env or {}))
         self.no_gain_threshold = no_gain_threshold
         self.violation_threshold = violation_threshold
+        self.listeners: list[Callable[[Sequence[Any]], None]] = []
+        """Called in-process with the events of every successful save (e.g. the CLI's progress)."""
         self.conflicts_resolved = 0
         """How many times a terminal command lost a write race and was decided again."""
 
@@ -94,6 +97,16 @@ class HarnessStore(Application[UUID]):
         """UUID, Decimal and datetime, plus every domain enum and value object."""
         super().register_transcodings(transcoder)
         register_all(transcoder)
+
+    def _notify(self, recordings: list[Any]) -> None:
+        """Tell in-process listeners what was appended; a failing listener never fails a save."""
+        super()._notify(recordings)
+        events = [r.domain_event for r in recordings]
+        for listener in self.listeners:
+            try:
+                listener(events)
+            except Exception:  # a broken display must not lose or fail the write
+                logging.getLogger(__name__).exception("event listener failed")
 
     # -- reads ---------------------------------------------------------------------------------
 

@@ -102,6 +102,11 @@ class Settings(BaseSettings):
     )
     openai_model: str = Field(default="gpt-4o-mini", description="Model name to request.")
     model_timeout: float = Field(default=30.0, gt=0, description="Seconds per model call.")
+    run_deadline: float = Field(default=120.0, gt=0, description="Seconds a run may take.")
+    budget_model_calls: int = Field(default=20, ge=1, description="Model calls per run.")
+    budget_tool_calls: int = Field(default=12, ge=0, description="Tool calls per run.")
+    budget_tokens: int = Field(default=60_000, ge=1, description="Tokens (in + out) per run.")
+    budget_bytes: int = Field(default=512_000, ge=0, description="Tool-output bytes per run.")
     host: str = Field(default="127.0.0.1", description="Address `harness serve` binds to.")
     port: int = Field(default=8000, ge=1, le=65535, description="Port `harness serve` binds to.")
 

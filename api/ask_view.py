@@ -1,0 +1,90 @@
+"""What ``harness ask`` prints: the run's phases from its events, then the published answer."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.markup import escape
+
+from domain.catalogue import event_type_name
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from rich.console import Console
+
+    from application.chat import ChatResult
+
+
+class AskView:
+    """Turns domain events into one readable line each, as they are appended."""
+
+    def __init__(self, console: Console) -> None:
+        """Print to ``console``."""
+        self.console = console
+
+    def on_events(self, events: Sequence[Any]) -> None:
+        """Print the events worth a line (status, routing, tools, guards, termination)."""
+        for event in events:
+            render = _LINES.get(event_type_name(type(event)))
+            if render is not None:
+                self.console.print(render(event))
+
+    def show_result(self, result: ChatResult) -> None:
+        """The published content, or why nothing was published."""
+        content = result.content
+        self.console.rule(f"{result.release_outcome.value}")
+        if content is None:
+            ended = result.termination
+            self.console.print(
+                f"No content was published: the run ended {ended.state.value} "
+                f"({ended.reason.value})."
+            )
+            return
+        if content.get("kind") == "diagnosis":
+            self.console.print(escape(content["conclusion"]))
+            for ref in content.get("references", []):
+                self.console.print(f"  [dim]evidence: invocation {ref}[/]")
+        elif content.get("kind") == "answer":
+            self.console.print(escape(content["text"]))
+        else:
+            self.console.print(f"[bold]{content['fallback_type']}[/]: {escape(content['message'])}")
+            for fact in content.get("verified_facts", []):
+                self.console.print(f"  • {escape(fact['statement'])}")
+            for item in content.get("no_evidence", []):
+                self.console.print(f"  ○ {escape(item)}")
+            for item in content.get("missing_info", []):
+                self.console.print(f"  ? {escape(item)}")
+
+
+def _routing(e: Any) -> str:
+    return f"  intent: {e.intent.value if e.intent else 'none (' + escape(e.error) + ')'}"
+
+
+def _semantic(e: Any) -> str:
+    verdict = e.verdict.value if e.verdict else f"unavailable ({escape(e.unavailable)})"
+    return f"  semantic check: {verdict}"
+
+
+def _evidence(e: Any) -> str:
+    return f"  evidence check: {'valid' if e.valid else 'invalid references'}"
+
+
+_LINES: dict[str, Callable[[Any], str]] = {
+    "RUN_STARTED": lambda e: f"[dim]run {e.originator_id} started[/]",
+    "APPLICATION_STATUS_CHANGED": lambda e: f"[bold cyan]▸ {e.status.value}[/]",
+    "ROUTING_DECISION": _routing,
+    "TOOL_INVOCATION_STARTED": lambda e: f"  [yellow]tool[/] {e.tool} {escape(e.normalized_scope)}",
+    "TOOL_INVOCATION_READY": lambda e: f"    → {e.evidence_status.value}, {e.byte_size} bytes",
+    "TOOL_INVOCATION_FAILED": lambda e: (
+        f"    → [red]ERROR {escape(e.error_code)}[/]: {escape(e.message)}"
+    ),
+    "TOOL_REQUEST_REJECTED": lambda e: (
+        f"  [red]rejected[/] {e.tool}: {e.code.value} ({escape(e.detail)})"
+    ),
+    "COLLECTION_STOP": lambda e: f"  collection stopped: {e.stop_reason.value}",
+    "EVIDENCE_GUARD_INITIAL": _evidence,
+    "EVIDENCE_GUARD_RECHECK": _evidence,
+    "SEMANTIC_GUARD_DECISION": _semantic,
+    "RUN_TERMINATED": lambda e: f"[bold]run {e.state.value}[/] ({e.reason.value})",
+}

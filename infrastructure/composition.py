@@ -1,0 +1,115 @@
+"""The one composition function: a ChatService from ``Settings`` and an open store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from application.chat import ChatConfig, ChatService
+from domain.values import Budget
+from infrastructure.database import create_sql_engine
+from infrastructure.knowledge import (
+    SqlKnowledgeRetriever,
+    create_knowledge_tables,
+    index_runbooks,
+)
+from infrastructure.model_scripted import (
+    ScriptedProvider,
+    chat_config,
+    load_scenario,
+    scripted_tools,
+)
+from infrastructure.ops_data import create_ops_tables, load_sample
+from infrastructure.tools import builtin_tools
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from application.ports import ModelProvider, Tool
+    from application.store import HarnessStore
+    from infrastructure.settings import Settings
+
+
+class SystemClock:
+    """The wall clock, timezone-aware."""
+
+    def now(self) -> datetime:
+        """The current UTC time."""
+        return datetime.now(UTC)
+
+
+class ConfigurationError(ValueError):
+    """A setting names something that cannot be built; the message says which and why."""
+
+
+@dataclass
+class Runtime:
+    """Everything a process needs to execute runs; close it when done."""
+
+    service: ChatService
+    engine: Engine
+    closers: list[Any] = field(default_factory=list)
+
+    def close(self) -> None:
+        """Release threads, connections and provider clients."""
+        self.service.pool.shutdown(wait=False, cancel_futures=True)
+        for closer in self.closers:
+            closer()
+        self.engine.dispose()
+
+
+def build_runtime(settings: Settings, store: HarnessStore) -> Runtime:
+    """Wire provider, tools, knowledge and limits from settings (HARNESS_MODEL picks the model)."""
+    engine = create_sql_engine(settings)
+    tools: dict[str, Tool] = {t.name: t for t in builtin_tools(engine)}
+    config = ChatConfig(
+        deadline_s=settings.run_deadline,
+        limits=Budget(
+            settings.budget_model_calls,
+            settings.budget_tool_calls,
+            settings.budget_tokens,
+            settings.budget_bytes,
+        ),
+        model_timeout_s=settings.model_timeout,
+    )
+    provider, closers = _provider(settings)
+    if isinstance(provider, ScriptedProvider):
+        tools |= scripted_tools(provider.scenario)
+        config = chat_config(provider.scenario, config)
+        closers.append(provider.release)
+    service = ChatService(
+        store, provider, tools, SystemClock(), SqlKnowledgeRetriever(engine), config
+    )
+    return Runtime(service, engine, closers)
+
+
+def _provider(settings: Settings) -> tuple[ModelProvider, list[Any]]:
+    name = settings.model
+    if name.startswith("scripted:"):
+        return ScriptedProvider(load_scenario(name.removeprefix("scripted:"))), []
+    if name == "openai":
+        from infrastructure.model_openai import OpenAICompatibleProvider
+
+        provider = OpenAICompatibleProvider.from_settings(settings)
+        return provider, [provider.close]
+    if name == "offline":
+        from infrastructure.model_offline import OfflineProvider
+
+        return OfflineProvider(), []
+    raise ConfigurationError(
+        f"HARNESS_MODEL={name!r} is not a model provider: use offline, scripted:PATH or openai"
+    )
+
+
+def load_sample_data(settings: Settings) -> dict[str, int]:
+    """Create and fill the sample operations tables and the runbook index (idempotent)."""
+    engine = create_sql_engine(settings)
+    try:
+        create_ops_tables(engine)
+        counts = load_sample(engine)
+        create_knowledge_tables(engine)
+        counts["runbook_passages"] = index_runbooks(engine)
+        return counts
+    finally:
+        engine.dispose()
