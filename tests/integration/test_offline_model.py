@@ -1,0 +1,105 @@
+"""The embedded default end to end: the offline model over the sample data, on both stores."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from uuid import UUID
+
+import pytest
+
+from application.chat import ChatService
+from domain.states import FallbackType, ReleaseOutcome, RunState
+from infrastructure.composition import Runtime, build_runtime, load_sample_data
+from infrastructure.eventstore import init_store
+from infrastructure.ops_data import SampleIncident, sample_incidents
+from infrastructure.settings import Settings
+
+
+@pytest.fixture
+def runtime(settings: Settings) -> Iterator[Runtime]:
+    store = init_store(settings)
+    load_sample_data(settings)
+    runtime = build_runtime(settings, store)
+    yield runtime
+    runtime.close()
+    store.close()
+
+
+@pytest.mark.parametrize("incident", sample_incidents(), ids=lambda i: i.id)
+def test_each_planted_incident_is_diagnosed_citing_its_evidence(
+    runtime: Runtime, incident: SampleIncident
+) -> None:
+    service: ChatService = runtime.service
+    result = service.ask("s", incident.question)
+
+    assert result.termination.state is RunState.SUCCESS
+    assert result.release_outcome is ReleaseOutcome.SUCCESS
+    assert result.content is not None and result.content["kind"] == "diagnosis"
+    assert incident.service in result.content["conclusion"]
+    cited = [service.store.get_invocation(UUID(r)) for r in result.content["references"]]
+    assert all(c.run_id == result.run_id and c.is_referenceable for c in cited)
+    evidence = "\n".join(c.content for c in cited)
+    found = [phrase for phrase in incident.evidence if phrase in evidence]
+    assert found, (incident.evidence, evidence[:500])
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Why is the billing service slow?",
+        "Why was checkout slow on 2026-11-30 between 01:00 and 03:00 UTC?",
+    ],
+)
+def test_a_question_the_data_cannot_answer_gets_a_safe_fallback(
+    runtime: Runtime, question: str
+) -> None:
+    result = runtime.service.ask("s", question)
+
+    assert result.termination.state is RunState.SUCCESS
+    assert result.release_outcome is ReleaseOutcome.FALLBACK
+    assert result.content is not None
+    assert result.content["fallback_type"] in (
+        FallbackType.INSUFFICIENT_EVIDENCE.value,
+        FallbackType.MISSING_REQUIRED_CONTEXT.value,
+    )
+    assert "conclusion" not in result.content
+
+
+def test_a_how_to_question_is_answered_from_the_runbooks(runtime: Runtime) -> None:
+    result = runtime.service.ask("s", "How do I renew an expired TLS certificate?")
+
+    assert result.content is not None and result.content["kind"] == "answer"
+    assert result.content["citations"], result.content
+    assert result.content["citations"][0] in result.content["text"]
+
+
+def test_small_talk_gets_a_system_answer(runtime: Runtime) -> None:
+    result = runtime.service.ask("s", "hello")
+
+    assert result.release_outcome is ReleaseOutcome.SUCCESS
+    assert result.content is not None and "offline model" in result.content["text"]
+
+
+def test_harness_ask_prints_the_phases_and_the_answer(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = root
+    question = sample_incidents()[0].question
+    result = subprocess.run(
+        [sys.executable, "-c", "from api.cli import app; app()", "ask", question],
+        env=env | {"COLUMNS": "200"},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    for phase in ("ROUTING", "DIAGNOSIS_RUNNING", "SAFETY_VALIDATING", "run SUCCESS"):
+        assert phase in out, out
+    assert out.index("ROUTING") < out.index("DIAGNOSIS_RUNNING") < out.index("SAFETY_VALIDATING")
+    assert "tool list_alerts" in out and "v2.14.0" in out
