@@ -20,6 +20,7 @@ from domain.states import (
     InformationGain,
     ModelStepPurpose,
     RunState,
+    ToolRejectionCode,
 )
 
 if TYPE_CHECKING:
@@ -157,7 +158,9 @@ def _call_tools(
     awaits = False
     for index, call in enumerate(response.tool_calls):
         if index > 0:
-            messages.append(Message("tool", "REJECTED: one tool call per step", call.id))
+            detail = "one tool call per step; this one was not run"
+            ctx.run.reject_tool_request(call.name, ToolRejectionCode.INVALID_REQUEST, detail)
+            messages.append(Message("tool", f"REJECTED INVALID_REQUEST: {detail}", call.id))
             continue
         try:
             result = boundary.execute(call)

@@ -18,6 +18,7 @@ from application.ports import ModelError, ModelTimeoutError
 from domain.errors import ConcurrentWriteError
 from domain.run import Run
 from domain.states import BudgetKind, ModelStepOutcome, RunState
+from domain.tool_invocation import ToolInvocation
 
 if TYPE_CHECKING:
     from uuid import UUID
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
     from application.ports import Clock, ModelProvider, ModelRequest, ModelResponse
     from application.store import HarnessStore
     from domain.collection import Collection
-    from domain.tool_invocation import ToolInvocation
     from domain.values import Termination
 
 
@@ -74,25 +74,45 @@ class RunContext:
     def save(self, *others: Collection | ToolInvocation) -> None:
         """Append this boundary's events in one transaction.
 
-        When another process appended to the run first (a cancel), the other streams' facts are
-        still recorded, the run is reloaded and :class:`RunAborted` tells the caller to stop; it is
-        raised too when this boundary's own events ended the run (budget exhaustion).
+        When another process appended to the run first (a cancel), the run is reread, the other
+        streams' facts are still recorded (see :meth:`_keep`) and :class:`RunAborted` tells the
+        caller to stop; it is raised too when this boundary's own events ended the run (budget
+        exhaustion).
         """
         ends_now = any(isinstance(e, Run.RunTerminated) for e in self.run.pending_events)
         try:
             position = self.store.save_all(self.run, *others)
         except ConcurrentWriteError as conflict:
-            mine = [e for e in conflict.unsaved if getattr(e, "originator_id", None) != self.run.id]
-            position = self.store.save_events(mine)
             self.run = self.store.get_run(self.run.id)
-            if position:
-                self.last_position = position
-            self.check_active()
+            try:
+                self.check_active()
+            except RunAborted:
+                self._keep(conflict.unsaved, ended=True)
+                raise
+            self._keep(conflict.unsaved, ended=False)
             raise  # the run was not terminated: a genuine conflict on a stream we own
         if position:
             self.last_position = position
         if ends_now and self.run.termination is not None:
             raise RunAborted(self.run.termination)  # this boundary exhausted the budget
+
+    def _keep(self, unsaved: list[object], *, ended: bool) -> None:
+        """Record the other streams' events of a transaction that lost the race on the run.
+
+        An invocation's outcome (READY or FAILED) is always kept: its facts are never lost. Once
+        the run has ended nothing new may start, so an invocation's begin and collection progress
+        (a late result's gain, a budget stop the run never recorded) are dropped (SPEC §14).
+        """
+        outcomes = (ToolInvocation.ToolInvocationReady, ToolInvocation.ToolInvocationFailed)
+        kept = [
+            e
+            for e in unsaved
+            if getattr(e, "originator_id", None) != self.run.id
+            and (not ended or isinstance(e, outcomes))
+        ]
+        position = self.store.save_events(kept)
+        if position:
+            self.last_position = position
 
     # -- model calls -----------------------------------------------------------------------------
 

@@ -92,23 +92,38 @@ class ToolBoundary:
 
     def _invoke(self, call: ToolCall, tool: Tool, scope: str) -> ToolResult:
         invocation = ToolInvocation.begin(self.ctx.run.id, tool.name, scope, dict(call.arguments))
-        self.ctx.invocations[invocation.id] = invocation
         self.ctx.run.charge(BudgetKind.TOOL_CALLS, 1, str(invocation.id))
-        self.ctx.save(invocation)
+        try:
+            self.ctx.save(invocation)
+        except RunAborted:  # another writer ended the run first: the begin was not recorded
+            self._reject(call, ToolRejectionCode.INVALID_RUN, "the run ended before the tool began")
+            raise
+        self.ctx.invocations[invocation.id] = invocation
         repeat = (tool.name, scope) in self.seen
         self.seen.add((tool.name, scope))
         try:
             output = self._run(tool, call)
         except ToolExecutionError as error:
             return self._failed(call, invocation, error.code, str(error))
-        self.ctx.check_active()  # a result that arrives after the run ended is discarded
         content, size = _project(output, tool.max_result_bytes)
+        try:
+            self.ctx.check_active()
+        except RunAborted:
+            # The run ended while the tool ran: the result closes its invocation (its facts are
+            # kept), but it is never charged, reported as progress or shown to the agent.
+            if content is None:
+                invocation.fail("SIZE", f"one record exceeds {size} bytes")
+            else:
+                _mark_ready(invocation, output, content)
+            self.ctx.save(invocation)
+            raise
         if content is None:
             return self._failed(call, invocation, "SIZE", f"one record exceeds {size} bytes")
         if self.ctx.run.would_exceed(BudgetKind.BYTES, len(content.encode())):
-            self._failed(call, invocation, "BUDGET", "the byte budget is spent")
+            # One transaction: the invocation's failure and the run's exhaustion (SPEC §9).
+            invocation.fail("BUDGET", "the byte budget is spent")
             self.ctx.run.exhaust_budget(BudgetKind.BYTES)
-            self.ctx.save(self.collection)
+            self.ctx.save(invocation, self.collection)
         return self._ready(call, invocation, output, content, repeat)
 
     def _run(self, tool: Tool, call: ToolCall) -> ToolOutput:
@@ -117,7 +132,8 @@ class ToolBoundary:
         try:
             return future.result(timeout=max(0.0, remaining))
         except FutureTimeout:
-            self.ctx.check_active()  # past the deadline: TIMED_OUT, the late result is dropped
+            # The invocation is closed as ERROR and the run times out at its next boundary; the
+            # call is not promised to stop, and its late result is dropped (SPEC §5).
             raise ToolExecutionError(
                 "TIMEOUT", "the tool did not answer before the deadline"
             ) from None
@@ -137,11 +153,7 @@ class ToolBoundary:
         repeat: bool,
     ) -> ToolResult:
         self.ctx.run.charge(BudgetKind.BYTES, len(content.encode()), str(invocation.id))
-        evidence = EvidenceStatus.EVIDENCE_FOUND if output.lines else EvidenceStatus.NO_EVIDENCE
-        if evidence is EvidenceStatus.EVIDENCE_FOUND:
-            invocation.mark_ready(EvidenceStatus.EVIDENCE_FOUND, content)
-        else:
-            invocation.mark_ready(EvidenceStatus.NO_EVIDENCE, output.scope_description)
+        evidence = _mark_ready(invocation, output, content)
         harness_no_gain = repeat or evidence is EvidenceStatus.NO_EVIDENCE
         if harness_no_gain:
             self.collection.record_gain(
@@ -149,7 +161,8 @@ class ToolBoundary:
             )
         self.ctx.save(invocation, self.collection)
         note = " (repeat of an earlier call: no new information)" if repeat else ""
-        body = content if output.lines else f"NO_EVIDENCE: {output.scope_description}"
+        found = evidence is EvidenceStatus.EVIDENCE_FOUND
+        body = content if found else f"NO_EVIDENCE: {output.scope_description}"
         return ToolResult(
             call.id,
             f"invocation {invocation.id}{note}\n{body}",
@@ -175,6 +188,15 @@ class ToolBoundary:
             if code is not ToolRejectionCode.INVALID_RUN:
                 raise
         return ToolResult(call.id, f"REJECTED {code.value}: {detail}")
+
+
+def _mark_ready(invocation: ToolInvocation, output: ToolOutput, content: str) -> EvidenceStatus:
+    """READY with the projected content, or NO_EVIDENCE with the scope that held nothing."""
+    if content.strip():  # blank records are no candidate content (EVIDENCE_FOUND needs some)
+        invocation.mark_ready(EvidenceStatus.EVIDENCE_FOUND, content)
+        return EvidenceStatus.EVIDENCE_FOUND
+    invocation.mark_ready(EvidenceStatus.NO_EVIDENCE, output.scope_description)
+    return EvidenceStatus.NO_EVIDENCE
 
 
 def _project(output: ToolOutput, limit: int) -> tuple[str | None, int]:

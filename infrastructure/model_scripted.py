@@ -163,13 +163,17 @@ def _text(spec: dict[str, Any], ids: list[str]) -> str:
 
 
 def _tool_calls(spec: dict[str, Any], ids: list[str], salt: int) -> tuple[ToolCall, ...]:
-    if "tool" not in spec:
-        return ()
-    arguments = spec.get("arguments", {})
-    call_id = f"call_{salt}"
-    if isinstance(arguments, str):
-        return (ToolCall(call_id, str(spec["tool"]), {}, raw_arguments=arguments),)
-    return (ToolCall(call_id, str(spec["tool"]), _resolve(arguments, ids)),)
+    """The step's tool call (``tool`` + ``arguments``), or several (``calls: [...]``)."""
+    specs = spec.get("calls") or ([spec] if "tool" in spec else [])
+    calls = []
+    for index, one in enumerate(specs):
+        arguments = one.get("arguments", {})
+        call_id = f"call_{salt}_{index}"
+        if isinstance(arguments, str):
+            calls.append(ToolCall(call_id, str(one["tool"]), {}, raw_arguments=arguments))
+        else:
+            calls.append(ToolCall(call_id, str(one["tool"]), _resolve(arguments, ids)))
+    return tuple(calls)
 
 
 @dataclass
@@ -184,6 +188,9 @@ class ScriptedTool:
     required_scope: str = "ops:read"
     max_result_bytes: int = 8000
     calls: int = 0
+    hanging: threading.Event = field(default_factory=threading.Event)
+    """Set when a ``hang`` result has started waiting (lets a caller act while the tool runs)."""
+    _released: threading.Event = field(default_factory=threading.Event)
 
     def __post_init__(self) -> None:
         """Take the declared capabilities from the scenario."""
@@ -201,11 +208,21 @@ class ScriptedTool:
             raise ToolArgumentsError(f"missing required argument {missing[0]!r}")
         return json.dumps(arguments, sort_keys=True, separators=(",", ":"))
 
+    def release(self) -> None:
+        """Unblock results that ``hang`` (a backend call that never answers on its own)."""
+        self._released.set()
+
     def run(self, arguments: JSON) -> ToolOutput:
-        """The next scripted result: lines, an error, a raise, a delay or a size."""
+        """The next scripted result: lines, an error, a raise, a delay, a hang or a size.
+
+        ``hang: true`` blocks until :meth:`release`, then goes on with the rest of the result.
+        """
         results = self.config.get("results") or [self.config]
         result = results[min(self.calls, len(results) - 1)]
         self.calls += 1
+        if result.get("hang"):
+            self.hanging.set()
+            self._released.wait()
         if "delay" in result:
             time.sleep(float(result["delay"]))  # a scripted slow backend, part of the scenario
         if "raise" in result:

@@ -1,0 +1,524 @@
+"""The runtime's exception, rejection, oversize, cancel, late-result and conflict paths.
+
+Every test drives a scenario of ``tests/scenarios/paths/`` through :class:`ChatService` on a real
+store (an SQLite file and a PostgreSQL schema) and checks the recorded events: SPEC §5, §7, §8,
+§10 and §14. Threads meet on events (the scripted provider's and tools' ``hanging``) or on a
+clock fake that acts at an exact point between two boundaries; nothing sleeps to synchronise.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+from application.chat import ChatResult, ChatService
+from application.ports import Clock
+from application.store import HarnessStore
+from domain.catalogue import event_type_name
+from domain.collection import Collection
+from domain.run import Run
+from domain.states import (
+    BudgetKind,
+    CancellationReason,
+    DiagnosisStopReason,
+    EvidenceStatus,
+    FailureCode,
+    FallbackType,
+    InvocationStatus,
+    ModelStepOutcome,
+    ModelStepPurpose,
+    ReleaseOutcome,
+    RunState,
+    ToolRejectionCode,
+)
+from domain.tool_invocation import ToolInvocation
+from infrastructure.model_scripted import (
+    ScriptedProvider,
+    ScriptedTool,
+    chat_config,
+    load_scenario,
+    scripted_tools,
+)
+
+SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios" / "paths"
+QUERY = "why is checkout slow?"
+GUARD_CHAIN = {"EVIDENCE_REPAIR", "EVIDENCE_GUARD_RECHECK", "SEMANTIC_GUARD_ATTEMPT"}
+POOL_FACT = "the payments pool ran hot"
+
+
+class SystemClock:
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+
+@dataclass
+class TriggeredClock:
+    """Real time plus a one-shot trigger, checked on every read (a hand-written Clock fake).
+
+    When ``when()`` first holds, ``then()`` runs inside that read and returns how far time leaps
+    from then on. The runtime reads the clock inside ``check_active`` right after rereading the
+    run, so a trigger lands exactly between that reread and the boundary's next save.
+    """
+
+    when: Callable[[], bool]
+    then: Callable[[], timedelta]
+    leap: timedelta = timedelta(0)
+    fired: bool = False
+
+    def now(self) -> datetime:
+        if not self.fired and self.when():
+            self.fired = True
+            self.leap = self.then()
+        return datetime.now(UTC) + self.leap
+
+
+@dataclass
+class Harness:
+    service: ChatService
+    provider: ScriptedProvider
+    tools: dict[str, ScriptedTool]
+
+
+@contextmanager
+def _harness(store: HarnessStore, name: str, clock: Clock | None = None) -> Iterator[Harness]:
+    """The scenario's service; on exit every hang is released and the worker pool drained."""
+    scenario = load_scenario(SCENARIOS / f"{name}.yaml")
+    provider = ScriptedProvider(scenario)
+    tools = scripted_tools(scenario)
+    service = ChatService(
+        store, provider, tools, clock or SystemClock(), config=chat_config(scenario)
+    )
+    try:
+        yield Harness(service, provider, tools)
+    finally:
+        provider.release()
+        for tool in tools.values():
+            tool.release()
+        service.pool.shutdown(wait=True)
+
+
+def _ask(store: HarnessStore, name: str, clock: Clock | None = None) -> ChatResult:
+    with _harness(store, name, clock) as harness:
+        return harness.service.ask("session-1", QUERY)
+
+
+def _cancel_while(
+    harness: Harness, hanging: threading.Event, release: Callable[[], None]
+) -> ChatResult:
+    """Execute in a worker; cancel (USER_REQUESTED) from this thread once ``hanging`` is set."""
+    run_id = harness.service.start("session-1", QUERY)
+    results: list[ChatResult] = []
+    worker = threading.Thread(target=lambda: results.append(harness.service.execute(run_id)))
+    worker.start()
+    try:
+        assert hanging.wait(timeout=60)
+        harness.service.store.cancel(run_id, CancellationReason.USER_REQUESTED)
+    finally:
+        release()  # the late answer arrives after the cancel
+        worker.join(timeout=60)
+    assert not worker.is_alive()
+    assert len(results) == 1  # execute returned: no exception escaped it
+    return results[0]
+
+
+def _events(store: HarnessStore) -> list[Any]:
+    """Every event of the log (one run per test), in log order."""
+    notifications = store.recorder.select_notifications(start=1, limit=10_000)
+    return [store.mapper.to_domain_event(n) for n in notifications]
+
+
+def _names(events: list[Any]) -> list[str]:
+    return [event_type_name(type(e)) for e in events]
+
+
+def _of(events: list[Any], cls: type[Any]) -> list[Any]:
+    return [e for e in events if isinstance(e, cls)]
+
+
+def _after_termination(events: list[Any]) -> list[str]:
+    names = _names(events)
+    return names[names.index("RUN_TERMINATED") + 1 :]
+
+
+def _agent_steps(events: list[Any]) -> list[Any]:
+    return [e for e in _of(events, Run.AgentModelStep) if e.purpose is ModelStepPurpose.AGENT]
+
+
+def _assert_one_ending(events: list[Any]) -> None:
+    names = _names(events)
+    assert names.count("RUN_TERMINATED") == 1, names
+    assert names.count("RUN_FINISHED") == 1, names
+    assert names[-1] == "RUN_FINISHED", names
+
+
+def _assert_failed(store: HarnessStore, result: ChatResult, state: RunState, reason: Any) -> None:
+    """A failure path: the termination, no release decision and nothing published."""
+    events = _events(store)
+    run = store.get_run(result.run_id)
+    assert result.termination.state is state and result.termination.reason is reason
+    assert run.termination == result.termination
+    expected = ReleaseOutcome.CANCELLED if state is RunState.CANCELLED else ReleaseOutcome.FAILED
+    assert result.release_outcome is expected and run.finished_outcome is expected
+    assert result.content is None
+    assert run.release is None
+    assert "RELEASE_DECISION" not in _names(events)
+    _assert_one_ending(events)
+
+
+def _assert_fallback(result: ChatResult, store: HarnessStore, kind: FallbackType) -> None:
+    run = store.get_run(result.run_id)
+    assert result.termination.state is RunState.SUCCESS
+    assert result.release_outcome is ReleaseOutcome.FALLBACK
+    assert run.release == (ReleaseOutcome.FALLBACK, kind)
+    assert result.content is not None and result.content["fallback_type"] == kind.value
+    assert "conclusion" not in result.content
+    _assert_one_ending(_events(store))
+
+
+# -- SPEC §7: the exception paths -----------------------------------------------------------------
+
+DRAFT_AND_MODEL_FAILURES = [
+    ("empty_draft", FailureCode.INVALID_DRAFT),
+    ("invalid_json", FailureCode.INVALID_DRAFT),
+    ("schema_invalid", FailureCode.INVALID_DRAFT),
+    ("model_failure", FailureCode.MODEL_FAILED),
+]
+
+
+@pytest.mark.parametrize("path", [p for p, _ in DRAFT_AND_MODEL_FAILURES])
+def test_an_exception_with_verified_progress_publishes_only_that_progress(
+    store: HarnessStore, path: str
+) -> None:
+    result = _ask(store, f"{path}_progress")
+    events = _events(store)
+
+    _assert_fallback(result, store, FallbackType.INSUFFICIENT_EVIDENCE)
+    (ready,) = _of(events, ToolInvocation.ToolInvocationReady)
+    invocation = store.get_invocation(ready.originator_id)
+    assert result.content is not None
+    assert result.content["verified_facts"] == [
+        {
+            "statement": POOL_FACT,
+            "references": [str(invocation.id)],
+            "excerpt": "connection pool 95% used",
+        }
+    ]
+    assert "connection pool 95% used" in invocation.content
+    assert "too small" not in json.dumps(result.content)  # the discarded draft never leaks
+    names = _names(events)
+    assert names.count("EVIDENCE_GUARD_INITIAL") == 1 and names.count("RELEASE_DECISION") == 1
+    assert not GUARD_CHAIN & set(names)
+
+
+@pytest.mark.parametrize(("path", "code"), DRAFT_AND_MODEL_FAILURES)
+def test_an_exception_without_progress_fails_with_its_code(
+    store: HarnessStore, path: str, code: FailureCode
+) -> None:
+    result = _ask(store, f"{path}_bare")
+
+    _assert_failed(store, result, RunState.FAILED, code)
+    failed = code is FailureCode.MODEL_FAILED
+    outcome = ModelStepOutcome.FAILED if failed else ModelStepOutcome.OK
+    assert [s.outcome for s in _agent_steps(_events(store))] == [outcome]
+
+
+@pytest.mark.parametrize(
+    ("name", "steps_before_hang"), [("aborted_progress", 2), ("aborted_bare", 0)]
+)
+def test_a_run_aborted_while_the_model_hangs_is_cancelled_even_with_progress(
+    store: HarnessStore, name: str, steps_before_hang: int
+) -> None:
+    """Nothing is published after a cancel (SPEC §5, §14), so progress does not turn it SUCCESS."""
+    with _harness(store, name) as harness:
+        result = _cancel_while(harness, harness.provider.hanging, harness.provider.release)
+    events = _events(store)
+
+    _assert_failed(store, result, RunState.CANCELLED, CancellationReason.USER_REQUESTED)
+    assert len(_agent_steps(events)) == steps_before_hang  # the late draft is never recorded
+    assert "EVIDENCE_GUARD_INITIAL" not in _names(events)
+    assert _after_termination(events) == ["RUN_FINISHED"]
+
+
+# -- SPEC §8: preflight rejections ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "code", "tool"),
+    [
+        ("reject_invalid_id", ToolRejectionCode.INVALID_ID, "drop_database"),
+        ("reject_not_read_only", ToolRejectionCode.NOT_READ_ONLY, "restart_service"),
+        ("reject_auth", ToolRejectionCode.AUTH, "read_secrets"),
+        ("reject_malformed_arguments", ToolRejectionCode.INVALID_REQUEST, "search_logs"),
+        ("reject_missing_argument", ToolRejectionCode.INVALID_REQUEST, "search_logs"),
+    ],
+)
+def test_a_preflight_rejection_is_audited_and_no_invocation_begins(
+    store: HarnessStore, name: str, code: ToolRejectionCode, tool: str
+) -> None:
+    with _harness(store, name) as harness:
+        result = harness.service.ask("session-1", QUERY)
+        calls = sum(t.calls for t in harness.tools.values())
+    events = _events(store)
+
+    rejected = _of(events, Run.ToolRequestRejected)
+    assert [(e.originator_id, e.tool, e.code) for e in rejected] == [(result.run_id, tool, code)]
+    assert rejected[0].detail
+    assert not _of(events, ToolInvocation.ToolInvocationStarted)
+    assert calls == 0
+    _assert_fallback(result, store, FallbackType.MISSING_REQUIRED_CONTEXT)  # the run went on
+
+
+def test_a_second_tool_call_in_one_answer_is_audited_and_not_run(store: HarnessStore) -> None:
+    with _harness(store, "two_calls_in_one_step") as harness:
+        result = harness.service.ask("session-1", QUERY)
+        calls = {name: t.calls for name, t in harness.tools.items()}
+    events = _events(store)
+
+    rejected = _of(events, Run.ToolRequestRejected)
+    assert [(e.tool, e.code) for e in rejected] == [
+        ("list_alerts", ToolRejectionCode.INVALID_REQUEST)
+    ]
+    assert calls == {"search_logs": 1, "list_alerts": 0}
+    assert [e.tool for e in _of(events, ToolInvocation.ToolInvocationStarted)] == ["search_logs"]
+    _assert_fallback(result, store, FallbackType.INSUFFICIENT_EVIDENCE)
+
+
+def test_a_request_over_the_tool_call_budget_is_rejected_and_exhausts_the_run(
+    store: HarnessStore,
+) -> None:
+    with _harness(store, "reject_budget") as harness:
+        result = harness.service.ask("session-1", QUERY)
+        calls = harness.tools["search_logs"].calls
+    events = _events(store)
+
+    rejected = _of(events, Run.ToolRequestRejected)
+    assert [(e.tool, e.code) for e in rejected] == [("search_logs", ToolRejectionCode.BUDGET)]
+    started = _of(events, ToolInvocation.ToolInvocationStarted)
+    assert [e.arguments for e in started] == [{"service": "checkout"}]  # only the first call
+    assert calls == 1
+    assert [e.kind for e in _of(events, Run.BudgetExhausted)] == [BudgetKind.TOOL_CALLS]
+    assert result.termination.state is RunState.BUDGET_EXHAUSTED
+    assert result.release_outcome is ReleaseOutcome.FALLBACK
+    assert result.content is not None
+    assert result.content["fallback_type"] == FallbackType.INSUFFICIENT_EVIDENCE.value
+    _assert_one_ending(events)
+
+
+def _agent_asked_for_a_tool(store: HarnessStore) -> Callable[[], bool]:
+    """True once the agent's tool request (the second model step, after routing) is recorded."""
+    return lambda: _names(_events(store)).count("AGENT_MODEL_STEP") >= 2
+
+
+def test_a_tool_request_after_the_deadline_is_rejected_invalid_run(store: HarnessStore) -> None:
+    clock = TriggeredClock(_agent_asked_for_a_tool(store), lambda: timedelta(days=1))
+    with _harness(store, "reject_invalid_run", clock) as harness:
+        result = harness.service.ask("session-1", QUERY)
+        calls = harness.tools["search_logs"].calls
+    events = _events(store)
+
+    assert clock.fired
+    _assert_failed(store, result, RunState.TIMED_OUT, CancellationReason.DEADLINE_EXCEEDED)
+    rejected = _of(events, Run.ToolRequestRejected)
+    assert [(e.tool, e.code) for e in rejected] == [("search_logs", ToolRejectionCode.INVALID_RUN)]
+    assert "TOOL_REQUEST_REJECTED" in _after_termination(events)
+    assert not _of(events, ToolInvocation.ToolInvocationStarted)
+    assert calls == 0
+
+
+def test_a_cancel_that_wins_the_canonical_begin_rejects_the_request_invalid_run(
+    store: HarnessStore,
+) -> None:
+    """The cancel lands after the boundary's check, so the begin's save loses the write race."""
+    run_ids: list[UUID] = []
+
+    def cancel() -> timedelta:
+        store.cancel(run_ids[0], CancellationReason.USER_REQUESTED)
+        return timedelta(0)
+
+    clock = TriggeredClock(_agent_asked_for_a_tool(store), cancel)
+    with _harness(store, "reject_invalid_run", clock) as harness:
+        run_ids.append(harness.service.start("session-1", QUERY))
+        result = harness.service.execute(run_ids[0])  # no exception escapes
+        calls = harness.tools["search_logs"].calls
+    events = _events(store)
+
+    assert clock.fired
+    _assert_failed(store, result, RunState.CANCELLED, CancellationReason.USER_REQUESTED)
+    rejected = _of(events, Run.ToolRequestRejected)
+    assert [(e.tool, e.code) for e in rejected] == [("search_logs", ToolRejectionCode.INVALID_RUN)]
+    assert not _of(events, ToolInvocation.ToolInvocationStarted)  # never begun, never orphaned
+    assert calls == 0
+
+
+# -- oversized output, failing tools --------------------------------------------------------------
+
+
+def test_one_record_over_max_result_bytes_fails_the_invocation_with_size(
+    store: HarnessStore,
+) -> None:
+    result = _ask(store, "size_one_record")
+    events = _events(store)
+
+    (failed,) = _of(events, ToolInvocation.ToolInvocationFailed)
+    assert failed.error_code == "SIZE"
+    assert store.get_invocation(failed.originator_id).status is InvocationStatus.ERROR
+    assert not _of(events, ToolInvocation.ToolInvocationReady)
+    _assert_fallback(result, store, FallbackType.MISSING_REQUIRED_CONTEXT)
+
+
+def test_many_records_are_truncated_with_a_note(store: HarnessStore) -> None:
+    result = _ask(store, "size_truncated")
+    events = _events(store)
+
+    (ready,) = _of(events, ToolInvocation.ToolInvocationReady)
+    lines = ready.content.splitlines()
+    # 20000 // 100 + 1 = 201 records of 100 bytes (99 + newline); 80 fit in 8000 bytes.
+    assert lines[:-1] == ["x" * 99] * 80
+    assert lines[-1] == "[121 more records truncated]"
+    assert ready.evidence_status is EvidenceStatus.EVIDENCE_FOUND
+    assert ready.byte_size == len(ready.content.encode())
+    _assert_fallback(result, store, FallbackType.INSUFFICIENT_EVIDENCE)
+
+
+def test_output_over_the_byte_budget_exhausts_the_run(store: HarnessStore) -> None:
+    result = _ask(store, "size_byte_budget")
+    events = _events(store)
+
+    (failed,) = _of(events, ToolInvocation.ToolInvocationFailed)
+    assert failed.error_code == "BUDGET"
+    assert not _of(events, ToolInvocation.ToolInvocationReady)
+    assert [e.kind for e in _of(events, Run.BudgetExhausted)] == [BudgetKind.BYTES]
+    stops = [e.stop_reason for e in _of(events, Collection.CollectionStop)]
+    assert stops == [DiagnosisStopReason.BUDGET_LIMIT_REACHED]
+    assert store.get_run(result.run_id).usage.bytes == 0  # nothing over the limit was charged
+    _assert_failed(store, result, RunState.BUDGET_EXHAUSTED, CancellationReason.BUDGET_EXHAUSTED)
+
+
+def test_a_tool_that_raises_fails_its_invocation_and_the_run_goes_on(
+    store: HarnessStore,
+) -> None:
+    result = _ask(store, "tool_raises")
+    events = _events(store)
+
+    (failed,) = _of(events, ToolInvocation.ToolInvocationFailed)
+    assert failed.error_code == "EXECUTION"
+    assert failed.message == "RuntimeError: connection reset by peer"
+    (ready,) = _of(events, ToolInvocation.ToolInvocationReady)
+    _assert_fallback(result, store, FallbackType.INSUFFICIENT_EVIDENCE)
+    assert result.content is not None
+    facts = result.content["verified_facts"]
+    assert [f["references"] for f in facts] == [[str(ready.originator_id)]]
+    assert result.content["missing_info"] == ["payments ERROR logs (the search failed)"]
+
+
+def test_only_blank_records_are_no_evidence(store: HarnessStore) -> None:
+    result = _ask(store, "blank_records")
+    events = _events(store)
+
+    (ready,) = _of(events, ToolInvocation.ToolInvocationReady)
+    assert ready.evidence_status is EvidenceStatus.NO_EVIDENCE
+    assert ready.content == "checkout ERROR logs 2026-11-29"
+    _assert_fallback(result, store, FallbackType.MISSING_REQUIRED_CONTEXT)
+    assert result.content is not None
+    assert result.content["no_evidence"] == [
+        "No matching records in the checked scope: checkout ERROR logs 2026-11-29"
+    ]
+
+
+# -- SPEC §5, §14: cancels, deadlines and late results --------------------------------------------
+
+
+def test_a_cancel_during_a_slow_tool_discards_its_late_result(store: HarnessStore) -> None:
+    with _harness(store, "cancel_during_tool") as harness:
+        tool = harness.tools["search_logs"]
+        result = _cancel_while(harness, tool.hanging, tool.release)
+    events = _events(store)
+
+    _assert_failed(store, result, RunState.CANCELLED, CancellationReason.USER_REQUESTED)
+    late = _after_termination(events)
+    assert "TOOL_PROGRESS" not in late and "BUDGET_CHARGED" not in late
+    assert "AGENT_MODEL_STEP" not in late
+    assert len(_agent_steps(events)) == 1  # the agent never saw the result
+    assert not {"EVIDENCE_GUARD_INITIAL", "SEMANTIC_GUARD_ATTEMPT"} & set(_names(events))
+    # The invocation is not left PROJECTING: its outcome is a fact, kept for the audit.
+    (started,) = _of(events, ToolInvocation.ToolInvocationStarted)
+    assert store.get_invocation(started.originator_id).status is InvocationStatus.READY
+
+
+def test_a_cancel_while_the_tool_runs_keeps_its_failure_record(store: HarnessStore) -> None:
+    with _harness(store, "cancel_tool_fails_late") as harness:
+        tool = harness.tools["search_logs"]
+        result = _cancel_while(harness, tool.hanging, tool.release)
+    events = _events(store)
+
+    _assert_failed(store, result, RunState.CANCELLED, CancellationReason.USER_REQUESTED)
+    (failed,) = _of(events, ToolInvocation.ToolInvocationFailed)
+    assert (failed.error_code, failed.message) == ("BACKEND", "backend 503")
+    assert len(_agent_steps(events)) == 1
+
+
+def test_a_cancel_that_wins_the_write_race_at_completion_keeps_the_invocation(
+    store: HarnessStore,
+) -> None:
+    """The cancel lands between the boundary's last check and the save of the tool's result."""
+    run_ids: list[UUID] = []
+    tools: list[ScriptedTool] = []
+
+    def cancel() -> timedelta:
+        store.cancel(run_ids[0], CancellationReason.USER_REQUESTED)
+        return timedelta(0)
+
+    clock = TriggeredClock(lambda: bool(tools) and tools[0].calls >= 1, cancel)
+    with _harness(store, "conflict_at_completion", clock) as harness:
+        tools.append(harness.tools["search_logs"])
+        run_ids.append(harness.service.start("session-1", QUERY))
+        result = harness.service.execute(run_ids[0])  # no exception escapes
+    events = _events(store)
+
+    assert clock.fired
+    _assert_failed(store, result, RunState.CANCELLED, CancellationReason.USER_REQUESTED)
+    (ready,) = _of(events, ToolInvocation.ToolInvocationReady)
+    assert ready.evidence_status is EvidenceStatus.NO_EVIDENCE
+    assert "TOOL_INVOCATION_READY" in _after_termination(events)  # its facts are never lost
+    assert "TOOL_PROGRESS" not in _names(events)  # but no progress is recorded for it
+    assert len(_agent_steps(events)) == 1
+
+
+def test_a_model_answer_after_the_deadline_is_never_recorded(store: HarnessStore) -> None:
+    with _harness(store, "late_model_answer") as harness:
+        result = harness.service.ask("session-1", QUERY)
+        hung = harness.provider.hanging.is_set()
+        before = _names(_events(store))
+    # Leaving the harness released the hang and drained the pool: the late answer came back.
+    events = _events(store)
+
+    assert hung
+    assert _names(events) == before
+    _assert_failed(store, result, RunState.TIMED_OUT, CancellationReason.DEADLINE_EXCEEDED)
+    assert not _agent_steps(events)
+    assert not _of(events, ToolInvocation.ToolInvocationStarted)
+
+
+def test_a_tool_answer_after_the_deadline_is_never_recorded(store: HarnessStore) -> None:
+    with _harness(store, "late_tool_answer") as harness:
+        result = harness.service.ask("session-1", QUERY)
+        hung = harness.tools["search_logs"].hanging.is_set()
+        before = _names(_events(store))
+    events = _events(store)
+
+    assert hung
+    assert _names(events) == before
+    _assert_failed(store, result, RunState.TIMED_OUT, CancellationReason.DEADLINE_EXCEEDED)
+    (failed,) = _of(events, ToolInvocation.ToolInvocationFailed)
+    assert failed.error_code == "TIMEOUT"
+    assert not _of(events, ToolInvocation.ToolInvocationReady)
+    assert len(_agent_steps(events)) == 1
