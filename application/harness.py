@@ -56,12 +56,18 @@ class RunContext:
     def check_active(self) -> None:
         """Reread the run; time it out past its deadline; raise RunAborted once it has ended."""
         if not self.run.pending_events:
-            self.run = self.store.get_run(self.run.id)
+            self.run = self.store.catch_up(self.run)  # a cancel may come from another process
         if self.run.termination is None and self.run.deadline_passed(self.clock.now()):
             self.store.time_out(self.run.id)
-            self.run = self.store.get_run(self.run.id)
+            self.run = self._reloaded()
         if self.run.termination is not None:
             raise RunAborted(self.run.termination)
+
+    def _reloaded(self) -> Run:
+        """The stored run: caught up when nothing is pending, else rebuilt (pending is unsaved)."""
+        if self.run.pending_events:
+            return self.store.get_run(self.run.id)
+        return self.store.catch_up(self.run)
 
     def check_release_window(self) -> None:
         """Like :meth:`check_active`, but a BUDGET_EXHAUSTED run may still release (SPEC §10)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
@@ -121,6 +121,16 @@ class HarnessStore(Application[UUID]):
     def get_collection(self, run_id: UUID) -> Collection:
         """The run's collection; :class:`UnknownAggregateError` if it was never started."""
         return self._get(Collection, collection_id(run_id), f"collection of run {run_id!r}, id")
+
+    def catch_up(self, run: Run) -> Run:
+        """Apply the events appended to ``run``'s stream since its version (no full rebuild).
+
+        The run must have no pending events; it is mutated in place and returned.
+        """
+        with self._store_errors():
+            for event in self.events.get(run.id, gt=run.version):
+                cast("Run.Event", event).mutate(run)
+        return run
 
     def head(self) -> int:
         """The last log position (0 for an empty log)."""
