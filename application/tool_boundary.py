@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from application.harness import RunAborted
-from application.ports import ToolArgumentsError, ToolExecutionError
+from application.ports import ToolArgumentsError, ToolExecutionError, ToolOutput
 from domain.states import (
     BudgetKind,
     EvidenceStatus,
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from uuid import UUID
 
     from application.harness import RunContext
-    from application.ports import Tool, ToolCall, ToolOutput
+    from application.ports import Tool, ToolCall
     from domain.collection import Collection
 
 
@@ -105,6 +105,8 @@ class ToolBoundary:
             output = self._run(tool, call)
         except ToolExecutionError as error:
             return self._failed(call, invocation, error.code, str(error))
+        if not output.scope_description.strip():  # NO_EVIDENCE must always name its scope
+            output = ToolOutput(output.lines, f"{tool.name} with {scope}")
         content, size = _project(output, tool.max_result_bytes)
         try:
             self.ctx.check_active()
