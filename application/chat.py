@@ -193,6 +193,7 @@ class ChatService:
             outcome: Any = run_agent(ctx, boundary, ctx.run.query, context)
         except AgentFailure as failure:
             outcome = failure
+        ctx.collecting = False
         ctx.check_release_window()
         ctx.run.change_status(ChatApplicationStatus.SAFETY_VALIDATING)
         ctx.save()

@@ -88,14 +88,16 @@ def run_agent(
         if awaiting_progress:
             _record_progress(ctx, boundary, step, problem)
             awaiting_progress = False
-        _deliver_stop_if_saturated(ctx, boundary, messages)
         if step is not None and step.draft is not None:
             return Completed(_draft(step.draft))
+        if _deliver_stop_if_saturated(ctx, boundary, messages, response):
+            continue  # the tool calls of this answer are not run; the next answer may draft
         if response.tool_calls:
             outcome = _call_tools(ctx, boundary, response, messages)
             if isinstance(outcome, ControlledStop):
                 return outcome
             awaiting_progress = outcome
+            _deliver_stop_if_saturated(ctx, boundary, messages)  # the agent's one draft chance
             continue
         if problem is not None:
             kind: FailureKind = (
@@ -140,16 +142,27 @@ def _record_progress(
 
 
 def _deliver_stop_if_saturated(
-    ctx: RunContext, boundary: ToolBoundary, messages: list[Message]
-) -> None:
+    ctx: RunContext,
+    boundary: ToolBoundary,
+    messages: list[Message],
+    unanswered: ModelResponse | None = None,
+) -> bool:
+    """Deliver the stop instruction once, right after saturation (SPEC §9).
+
+    Tool calls of ``unanswered`` (the answer that saturated the collection) are answered as not
+    run, so the conversation stays well-formed; the agent's next answer is its one chance to draft.
+    """
     collection = boundary.collection
     saturated = collection.stop_reason is not None and collection.state.value == "SATURATED"
     if not saturated or collection.stop_required_delivered:
-        return
+        return False
     collection.deliver_stop_required()
     _save(ctx, boundary)
+    for call in unanswered.tool_calls if unanswered else ():
+        messages.append(Message("tool", "NOT RUN: evidence collection is closed", call.id))
     assert collection.stop_reason is not None
     messages.append(Message("user", STOP_INSTRUCTION.format(reason=collection.stop_reason.value)))
+    return True
 
 
 def _call_tools(

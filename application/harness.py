@@ -50,6 +50,8 @@ class RunContext:
     collection: Collection | None = None
     invocations: dict[UUID, ToolInvocation] = field(default_factory=dict)
     last_position: int = 0
+    collecting: bool = True
+    """False once the agent loop has ended: a budget spent in Release stops no collection."""
 
     # -- boundaries ------------------------------------------------------------------------------
 
@@ -87,7 +89,7 @@ class RunContext:
         """
         ends_now = any(isinstance(e, Run.RunTerminated) for e in self.run.pending_events)
         try:
-            position = self.store.save_all(self.run, *others)
+            position = self.store.save_all(self.run, *others, collecting=self.collecting)
         except ConcurrentWriteError as conflict:
             self.run = self.store.get_run(self.run.id)
             try:

@@ -151,15 +151,19 @@ class HarnessStore(Application[UUID]):
 
     # -- writes --------------------------------------------------------------------------------
 
-    def save_all(self, *aggregates: Run | ToolInvocation | Collection) -> int | None:
+    def save_all(
+        self, *aggregates: Run | ToolInvocation | Collection, collecting: bool = True
+    ) -> int | None:
         """Append the pending events of all given aggregates in one transaction.
 
-        When a run among them was just exhausted by its budget, its collection is stopped with
-        BUDGET_LIMIT_REACHED in the same transaction. Returns the log position of the last event
-        appended, or None when nothing was pending.
+        When a run among them was just exhausted by its budget while its agent was still
+        ``collecting``, its collection is stopped with BUDGET_LIMIT_REACHED in the same
+        transaction (a budget spent later, during Release, is not why the agent stopped).
+        Returns the log position of the last event appended, or None when nothing was pending.
         Raises :class:`ConcurrentWriteError` if another writer appended to one of the streams.
         """
-        aggregates = aggregates + self._collections_stopped_by_budget(aggregates)
+        if collecting:
+            aggregates = aggregates + self._collections_stopped_by_budget(aggregates)
         events = [event for aggregate in aggregates for event in aggregate.collect_events()]
         return self.save_events(events)
 

@@ -125,7 +125,7 @@ ROWS = [
         FT.INSUFFICIENT_EVIDENCE,
         "fallback",
         PROGRESS_TRACE,
-        ("PROGRESS_PROTOCOL_VIOLATION", "COLLECTION_STOP"),
+        ("PROGRESS_PROTOCOL_VIOLATION", "COLLECTION_STOP", "STOP_REQUIRED_DELIVERED"),
     ),
     Row(
         "evidence_guard_fails",
@@ -250,6 +250,9 @@ def test_each_row_of_the_outcome_table(store: HarnessStore, row: Row) -> None:
     kind = result.content["kind"] if result.content else None
     assert kind == row.content_kind
     assert _is_subsequence(row.trace, trace), trace
+    if "STOP_REQUIRED_DELIVERED" in row.also:  # the agent still gets one answer after the stop
+        after = trace[trace.index("STOP_REQUIRED_DELIVERED") :]
+        assert after.index("AGENT_MODEL_STEP") < after.index("EVIDENCE_GUARD_INITIAL"), trace
     for extra in row.also:
         assert extra in trace, (extra, trace)
     assert trace.count("RUN_TERMINATED") == 1 and trace.count("RUN_FINISHED") == 1

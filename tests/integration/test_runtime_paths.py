@@ -292,6 +292,18 @@ def test_a_second_tool_call_in_one_answer_is_audited_and_not_run(store: HarnessS
     _assert_fallback(result, store, FallbackType.INSUFFICIENT_EVIDENCE)
 
 
+def test_a_budget_spent_in_release_is_not_a_stop_reason_of_the_agent(store: HarnessStore) -> None:
+    with _harness(store, "budget_spent_in_release") as harness:
+        result = harness.service.ask("session-1", QUERY)
+    names = _names(_events(store))
+
+    assert result.termination.state is RunState.BUDGET_EXHAUSTED
+    assert result.release_outcome is ReleaseOutcome.FAILED  # nothing verified to publish
+    assert "EVIDENCE_REPAIR" in names and "BUDGET_EXHAUSTED" in names
+    assert "COLLECTION_STOP" not in names  # the agent had drafted: it did not stop for budget
+    _assert_one_ending(_events(store))
+
+
 def test_a_request_over_the_tool_call_budget_is_rejected_and_exhausts_the_run(
     store: HarnessStore,
 ) -> None:
