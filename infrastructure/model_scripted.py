@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from application.ports import JSON, Message
 
 _INVOCATION = re.compile(r"^invocation ([0-9a-f-]{36})")
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _ERRORS = {
     "timeout": ModelTimeoutError,
     "unavailable": ModelUnavailableError,
@@ -99,6 +100,8 @@ class ScriptedProvider:
             error = _ERRORS.get(str(spec["error"]), ModelUnavailableError)
             raise error(f"scripted {spec['error']} error")
         ids = _invocation_ids(request.messages)
+        if request.purpose is ModelStepPurpose.REPAIR and "draft" in spec:
+            spec = {**spec, "json": spec["draft"]}  # a repair answers with the draft itself
         text = _text(spec, ids)
         calls = _tool_calls(spec, ids, len(request.messages))
         usage = spec.get("usage") or {}
@@ -133,11 +136,14 @@ class ScriptedProvider:
 
 
 def _invocation_ids(messages: tuple[Message, ...]) -> list[str]:
+    """Ids for ``$N``: the conversation's tool results, or the ids a repair request lists."""
     ids = []
     for message in messages:
         if message.role == "tool":
             match = _INVOCATION.match(message.content)
             ids.append(match.group(1) if match else "none")
+    if not ids and messages and messages[0].role == "system":
+        ids = _UUID.findall(messages[0].content)
     return ids
 
 

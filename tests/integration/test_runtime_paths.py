@@ -304,6 +304,24 @@ def test_a_budget_spent_in_release_is_not_a_stop_reason_of_the_agent(store: Harn
     _assert_one_ending(_events(store))
 
 
+def test_a_repair_that_fixes_the_references_leads_to_a_supported_report(
+    store: HarnessStore,
+) -> None:
+    with _harness(store, "repair_succeeds") as harness:
+        result = harness.service.ask("session-1", QUERY)
+    events = _events(store)
+    names = _names(events)
+
+    assert result.release_outcome is ReleaseOutcome.SUCCESS
+    assert result.content is not None and result.content["kind"] == "diagnosis"
+    chain = ["EVIDENCE_GUARD_INITIAL", "EVIDENCE_REPAIR", "EVIDENCE_GUARD_RECHECK"]
+    chain += ["SEMANTIC_GUARD_ATTEMPT", "SEMANTIC_GUARD_DECISION", "RELEASE_DECISION"]
+    assert [n for n in names if n in chain] == chain
+    initial, recheck = _of(events, Run.EvidenceGuardInitial), _of(events, Run.EvidenceGuardRecheck)
+    assert (initial[0].valid, initial[0].invalid_references) == (False, ("a-wrong-id",))
+    assert (recheck[0].valid, recheck[0].invalid_references) == (True, ())
+
+
 def test_a_request_over_the_tool_call_budget_is_rejected_and_exhausts_the_run(
     store: HarnessStore,
 ) -> None:
