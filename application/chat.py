@@ -91,9 +91,14 @@ class ChatService:
     config: ChatConfig = field(default_factory=ChatConfig)
     pool: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(8, "harness"))
 
-    def ask(self, session_id: str, query: str) -> ChatResult:
-        """Start and execute a run in the calling thread."""
-        return self.execute(self.start(session_id, query))
+    def ask(self, session_id: str, query: str, previous_run: UUID | None = None) -> ChatResult:
+        """Start and execute a run in the calling thread.
+
+        ``previous_run`` is the session's previous run; only its published DIAGNOSIS + SUCCESS
+        result is carried into this run (the PreviousTurn policy, :attr:`Run.previous_turn`).
+        """
+        context = self.store.get_run(previous_run).previous_turn if previous_run else None
+        return self.execute(self.start(session_id, query), context or "")
 
     def start(self, session_id: str, query: str, run_id: UUID | None = None) -> UUID:
         """Record ``RUN_STARTED`` (the run is RUNNING from here on)."""

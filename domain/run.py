@@ -208,6 +208,7 @@ class Run(Aggregate):
         def apply(self, aggregate: Run) -> None:
             """Remember the decision."""
             aggregate.release = (self.outcome, self.fallback_type)
+            aggregate.published = self.content
             aggregate._advance_guards(stage=GuardStage.DECIDED)
 
     class CancellationRequested(Aggregate.Event):
@@ -257,6 +258,7 @@ class Run(Aggregate):
         self.status: ChatApplicationStatus | None = None
         self.guards = GuardProgress()
         self.release: tuple[ReleaseOutcome, FallbackType | None] | None = None
+        self.published: dict[str, Any] | None = None
         self.cancellation: CancellationReason | None = None
         self.termination: Termination | None = None
         self.finished_outcome: ReleaseOutcome | None = None
@@ -307,6 +309,19 @@ class Run(Aggregate):
     def is_finished(self) -> bool:
         """True once ``RUN_FINISHED`` was recorded; nothing may follow it."""
         return self.finished_outcome is not None
+
+    @property
+    def previous_turn(self) -> str | None:
+        """What this run carries into the next turn of its session (SPEC §1 PreviousTurn).
+
+        Only the published result of a DIAGNOSIS run whose ReleaseOutcome is SUCCESS; a fallback,
+        an answer or a failure never becomes context.
+        """
+        diagnosed = self.intent is Intent.DIAGNOSIS and self.published is not None
+        if not (diagnosed and self.finished_outcome is ReleaseOutcome.SUCCESS):
+            return None
+        assert self.published is not None
+        return str(self.published.get("conclusion", "")) or None
 
     def deadline_passed(self, now: datetime) -> bool:
         """Whether ``now`` is at or after the run's deadline."""
