@@ -40,8 +40,17 @@ from typing import Any, Generic, TypeVar
 from uuid import UUID, uuid4
 
 import psycopg
-from eventsourcing.application import Application
-from eventsourcing.domain import Aggregate
+from floor import (
+    LOCK_TIMEOUT,
+    PG_DBNAME,
+    PG_HOST,
+    PG_PORT,
+    PG_USER,
+    BareBench,
+    Widget,
+    ensure_database,
+    pg_conninfo,
+)
 from psycopg import sql
 
 from application.store import HarnessStore
@@ -55,12 +64,6 @@ from domain.states import (
 from domain.values import Budget
 from infrastructure.eventstore import init_store
 from infrastructure.settings import Settings
-
-PG_HOST = "127.0.0.1"
-PG_PORT = 5432
-PG_USER = "postgres"
-PG_DBNAME = "harness_bench"
-LOCK_TIMEOUT = "5"
 
 DEFAULT_EVENTS = 15000
 BATCH_EVENTS = 8
@@ -124,40 +127,6 @@ def sample_run_payloads() -> list[tuple[str, bytes]]:
 
 
 # -- the bare eventsourcing workload -----------------------------------------------------------
-
-
-class Widget(Aggregate):
-    """A minimal aggregate with one event type carrying an opaque payload."""
-
-    class Started(Aggregate.Created):
-        """Created with a payload."""
-
-        data: str
-
-    class Happened(Aggregate.Event):
-        """Something happened, with a payload."""
-
-        data: str
-
-        def apply(self, aggregate: Widget) -> None:
-            """Count it."""
-            aggregate.count += 1
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    @classmethod
-    def start(cls, data: str) -> Widget:
-        """A new widget (``Started`` pending)."""
-        return cls._create(cls.Started, id=uuid4(), data=data)
-
-    def happen(self, data: str) -> None:
-        """Record one event."""
-        self.trigger_event(self.Happened, data=data)
-
-
-class BareBench(Application[UUID]):
-    """A plain Application: no custom transcodings, mapper or environment handling."""
 
 
 def bare_padding(target_state_bytes: float) -> str:
@@ -439,19 +408,6 @@ def bench_sqlite(events: int, payloads: list[tuple[str, bytes]], padding: str) -
         finally:
             for writer in writers.values():
                 writer.close()
-
-
-def pg_conninfo(dbname: str) -> str:
-    """A libpq connection string for the local server."""
-    return f"host={PG_HOST} port={PG_PORT} user={PG_USER} dbname={dbname}"
-
-
-def ensure_database() -> None:
-    """Create the benchmark database if it is missing."""
-    with psycopg.connect(pg_conninfo("postgres"), autocommit=True) as conn:
-        found = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (PG_DBNAME,))
-        if found.fetchone() is None:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(PG_DBNAME)))
 
 
 def bench_postgres(events: int, payloads: list[tuple[str, bytes]], padding: str) -> list[Result]:

@@ -46,8 +46,17 @@ from typing import Any
 from uuid import UUID, uuid4
 
 import psycopg
-from eventsourcing.application import Application
-from eventsourcing.domain import Aggregate
+from floor import (
+    LOCK_TIMEOUT,
+    PG_DBNAME,
+    PG_HOST,
+    PG_PORT,
+    PG_USER,
+    BareBench,
+    Widget,
+    ensure_database,
+    pg_conninfo,
+)
 from psycopg import sql
 from sqlalchemy import event
 
@@ -56,12 +65,6 @@ from infrastructure.composition import Runtime, build_runtime, load_sample_data
 from infrastructure.eventstore import init_store
 from infrastructure.ops_data import sample_incidents
 from infrastructure.settings import Settings
-
-PG_HOST = "127.0.0.1"
-PG_PORT = 5432
-PG_USER = "postgres"
-PG_DBNAME = "harness_bench"
-LOCK_TIMEOUT = "5"
 
 DEFAULT_RUNS = 300
 WARM_UP = 10
@@ -188,40 +191,6 @@ def capture_shape(store: HarnessStore, runtime: Runtime, question: str) -> Shape
 
 
 # -- the bare eventsourcing floor ------------------------------------------------------------
-
-
-class Widget(Aggregate):
-    """A minimal aggregate with one event type carrying an opaque payload."""
-
-    class Started(Aggregate.Created):
-        """Created with a payload."""
-
-        data: str
-
-    class Happened(Aggregate.Event):
-        """Something happened, with a payload."""
-
-        data: str
-
-        def apply(self, aggregate: Widget) -> None:
-            """Count it."""
-            aggregate.count += 1
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    @classmethod
-    def start(cls, data: str) -> Widget:
-        """A new widget (``Started`` pending)."""
-        return cls._create(cls.Started, id=uuid4(), data=data)
-
-    def happen(self, data: str) -> None:
-        """Record one event."""
-        self.trigger_event(self.Happened, data=data)
-
-
-class BareBench(Application[UUID]):
-    """A plain Application: no custom transcodings, mapper or environment handling."""
 
 
 Plan = tuple[tuple[tuple[int, str], ...], ...]
@@ -441,19 +410,6 @@ def bench_sqlite(runs: int, profile: bool) -> BackendReport:
             "CREATE_TABLE": "y",
         }
         return bench_backend("sqlite", settings, bare_env, runs, profile)
-
-
-def pg_conninfo(dbname: str) -> str:
-    """A libpq connection string for the local server."""
-    return f"host={PG_HOST} port={PG_PORT} user={PG_USER} dbname={dbname}"
-
-
-def ensure_database() -> None:
-    """Create the benchmark database if it is missing."""
-    with psycopg.connect(pg_conninfo("postgres"), autocommit=True) as conn:
-        found = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (PG_DBNAME,))
-        if found.fetchone() is None:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(PG_DBNAME)))
 
 
 def bench_postgres(runs: int, profile: bool) -> BackendReport:
