@@ -52,12 +52,16 @@ class RunContext:
     last_position: int = 0
     collecting: bool = True
     """False once the agent loop has ended: a budget spent in Release stops no collection."""
+    _current: bool = False
+    """True right after this worker appended to the run: the next check needs no reread."""
 
     # -- boundaries ------------------------------------------------------------------------------
 
     def check_active(self) -> None:
         """Reread the run; time it out past its deadline; raise RunAborted once it has ended."""
-        if not self.run.pending_events:
+        if self._current:
+            self._current = False  # just appended to: no other writer came before that append
+        elif not self.run.pending_events:
             self.run = self.store.catch_up(self.run)  # a cancel may come from another process
         if self.run.termination is None and self.run.deadline_passed(self.clock.now()):
             self.store.time_out(self.run.id)
@@ -88,6 +92,7 @@ class RunContext:
         exhaustion).
         """
         ends_now = any(isinstance(e, Run.RunTerminated) for e in self.run.pending_events)
+        appends_to_run = bool(self.run.pending_events)
         try:
             position = self.store.save_all(self.run, *others, collecting=self.collecting)
         except ConcurrentWriteError as conflict:
@@ -101,6 +106,7 @@ class RunContext:
             raise  # the run was not terminated: a genuine conflict on a stream we own
         if position:
             self.last_position = position
+        self._current = appends_to_run
         if ends_now and self.run.termination is not None:
             raise RunAborted(self.run.termination)  # this boundary exhausted the budget
 

@@ -91,6 +91,7 @@ class Shape:
     event_types: tuple[tuple[str, int], ...]
     aggregate_reads: int
     events_read: int
+    stream_selects: int
     sql_statements: int
     outcome: str
 
@@ -117,8 +118,9 @@ class Shape:
         return (
             f"{len(self.transactions)} transactions ({spread} events), {self.events} events on "
             f"{self.streams} streams, {self.state_bytes} bytes of stored state, {tools} tool "
-            f"calls; reads: {self.aggregate_reads} repository.get rebuilding {self.events_read} "
-            f"events, {self.sql_statements} SQL statements on the read-side engine; "
+            f"calls; reads: {self.stream_selects} event-stream selects ({self.aggregate_reads} of "
+            f"them full rebuilds), {self.events_read} events read, {self.sql_statements} SQL "
+            f"statements on the read-side engine; "
             f"outcome {self.outcome}"
         )
 
@@ -136,6 +138,7 @@ def counting_reads(store: HarnessStore, runtime: Runtime) -> Iterator[Counter[st
 
     def counted_select(*args: Any, **kwargs: Any) -> Any:
         selected = select(*args, **kwargs)
+        counts["selects"] += 1
         counts["events"] += len(selected)
         return selected
 
@@ -185,6 +188,7 @@ def capture_shape(store: HarnessStore, runtime: Runtime, question: str) -> Shape
         tuple(sorted(types.items())),
         counts["gets"],
         counts["events"],
+        counts["selects"],
         counts["sql"],
         f"{result.termination.state.value}/{result.release_outcome.value}",
     )
@@ -510,6 +514,7 @@ def report(reports: list[BackendReport], runs: int, question: str) -> None:
             "floor_get_reads": rep.floor_reads[0],
             "floor_get_events_read": rep.floor_reads[1],
             "aggregate_reads": rep.shape.aggregate_reads,
+            "stream_selects": rep.shape.stream_selects,
             "events_read": rep.shape.events_read,
             "sql_statements": rep.shape.sql_statements,
             "outcome": rep.shape.outcome,
