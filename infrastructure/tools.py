@@ -7,6 +7,7 @@ lines when the scope holds nothing (the harness then records NO_EVIDENCE for exa
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Select, Table, func, select
@@ -63,7 +64,7 @@ def _schema(rules: ScopeRules, **filters: JSON) -> JSON:
     }
 
 
-class OpsTool:
+class OpsTool(ABC):
     """A read-only tool over one ops table; subclasses give the rules, filters and line format."""
 
     name: str
@@ -110,13 +111,13 @@ class OpsTool:
         query = select(self.table).where(columns.ts >= scope.start, columns.ts < scope.end)
         return query if scope.service is None else query.where(columns.service == scope.service)
 
+    @abstractmethod
     def line(self, row: Row[Any]) -> str:
         """One record as one line."""
-        raise NotImplementedError
 
+    @abstractmethod
     def records(self, scope: OpsScope) -> str:
         """What the scope asks for, in words, e.g. ``ERROR logs containing 'timeout'``."""
-        raise NotImplementedError
 
     def _describe(self, scope: OpsScope, shown: int, total: int) -> str:
         what = f"{self.records(scope)} {scope.window()}"
