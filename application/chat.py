@@ -18,6 +18,7 @@ from application.diagnosis import AgentFailure, run_agent
 from application.guards import NoSafeContent, Publication, release
 from application.harness import RunAborted, RunContext
 from application.ports import Message, ModelError, ModelRequest
+from application.store import MAX_CONFLICT_RETRIES, StoreUnavailableError
 from application.tool_boundary import ToolBoundary
 from domain.errors import ConcurrentWriteError
 from domain.states import (
@@ -30,12 +31,11 @@ from domain.states import (
 from domain.values import DEFAULT_LIMITS, Budget
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Mapping
     from uuid import UUID
 
     from application.ports import Clock, KnowledgeRetriever, ModelProvider, Tool
     from application.store import HarnessStore
-    from domain.run import Run
     from domain.values import Termination
 
 log = logging.getLogger(__name__)
@@ -111,23 +111,22 @@ class ChatService:
         run = self.store.get_run(run_id)
         ctx = RunContext(self.store, self.clock, self.provider, run, self.pool)
         content: dict[str, Any] | None = None
-        decide: Callable[[Run], Termination] = lambda r: r.complete()  # noqa: E731
+        failure: FailureCode | None = None  # None: the release decided, complete the run
         try:
             publication = self._by_intent(ctx, self._route(ctx), context)
             content = publication.content
         except RunAborted:
-            decide = lambda r: r.fail(FailureCode.INTERNAL_ERROR)  # noqa: E731 (a no-op: ended)
+            failure = FailureCode.INTERNAL_ERROR  # a no-op: the run has already ended
         except RoutingFailed:
-            decide = lambda r: r.fail(FailureCode.ROUTING_FAILED)  # noqa: E731
+            failure = FailureCode.ROUTING_FAILED
         except ModelError:
-            decide = lambda r: r.fail(FailureCode.MODEL_FAILED)  # noqa: E731
+            failure = FailureCode.MODEL_FAILED
         except NoSafeContent as no_content:
-            code = _failure_code(no_content.__cause__)
-            decide = lambda r: r.fail(code)  # noqa: E731
+            failure = _failure_code(no_content.__cause__)
         except Exception:  # never a traceback to the caller: the run records the failure
             log.exception("run %s failed unexpectedly", run_id)
-            decide = lambda r: r.fail(FailureCode.INTERNAL_ERROR)  # noqa: E731
-        return self._close(ctx, decide, content)
+            failure = FailureCode.INTERNAL_ERROR
+        return self._close(ctx, failure, content)
 
     # -- phases ------------------------------------------------------------------------------------
 
@@ -212,25 +211,25 @@ class ChatService:
     # -- closing -----------------------------------------------------------------------------------
 
     def _close(
-        self, ctx: RunContext, decide: Callable[[Run], Termination], content: dict[str, Any] | None
+        self, ctx: RunContext, failure: FailureCode | None, content: dict[str, Any] | None
     ) -> ChatResult:
         """Terminate (first terminal wins) and record ``RUN_FINISHED``, reloading on conflict."""
-        run = ctx.run
-        for _ in range(50):
-            if run.pending_events:
-                run = self.store.get_run(run.id)
-            termination = decide(run)
+        run = self.store.get_run(ctx.run.id) if ctx.run.pending_events else ctx.run
+        for _ in range(MAX_CONFLICT_RETRIES):
+            termination = run.complete() if failure is None else run.fail(failure)
             outcome = run.finished_outcome or run.finish(self.clock.now())
             try:
                 position = self.store.save_all(run) or ctx.last_position
-            except ConcurrentWriteError:
+            except ConcurrentWriteError:  # e.g. a cancel landed first: decide again on it
                 run = self.store.get_run(run.id)
                 continue
             published = (
                 content if outcome in (ReleaseOutcome.SUCCESS, ReleaseOutcome.FALLBACK) else None
             )
             return ChatResult(run.id, run.session_id, termination, outcome, published, position)
-        raise RuntimeError(f"run {run.id!r}: could not record its end after 50 write conflicts")
+        raise StoreUnavailableError(
+            f"run {run.id!r}: could not record its end after {MAX_CONFLICT_RETRIES} conflicts"
+        )
 
 
 def _failure_code(cause: BaseException | None) -> FailureCode:
