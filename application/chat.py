@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     from application.ports import Clock, KnowledgeRetriever, ModelProvider, Tool
     from application.store import HarnessStore
+    from domain.run import Run
     from domain.values import Termination
 
 log = logging.getLogger(__name__)
@@ -98,18 +99,25 @@ class ChatService:
         result is carried into this run (the PreviousTurn policy, :attr:`Run.previous_turn`).
         """
         context = self.store.get_run(previous_run).previous_turn if previous_run else None
-        return self.execute(self.start(session_id, query), context or "")
+        return self._execute(self._start(session_id, query), context or "")
 
     def start(self, session_id: str, query: str, run_id: UUID | None = None) -> UUID:
         """Record ``RUN_STARTED`` (the run is RUNNING from here on)."""
+        return self._start(session_id, query, run_id).id
+
+    def _start(self, session_id: str, query: str, run_id: UUID | None = None) -> Run:
         deadline = self.clock.now() + timedelta(seconds=self.config.deadline_s)
-        started, _ = self.store.start_run(session_id, query, deadline, self.config.limits, run_id)
-        return started
+        run, _ = self.store.begin_run(session_id, query, deadline, self.config.limits, run_id)
+        return run
 
     def execute(self, run_id: UUID, context: str = "") -> ChatResult:
         """Route and execute a started run to its one termination and ``RUN_FINISHED``."""
-        run = self.store.get_run(run_id)
+        return self._execute(self.store.get_run(run_id), context)
+
+    def _execute(self, run: Run, context: str) -> ChatResult:
+        """Execute ``run``, which was just read or started here (so it is current)."""
         ctx = RunContext(self.store, self.clock, self.provider, run, self.pool)
+        ctx.mark_current()
         content: dict[str, Any] | None = None
         failure: FailureCode | None = None  # None: the release decided, complete the run
         try:
@@ -124,7 +132,7 @@ class ChatService:
         except NoSafeContent as no_content:
             failure = _failure_code(no_content.__cause__)
         except Exception:  # never a traceback to the caller: the run records the failure
-            log.exception("run %s failed unexpectedly", run_id)
+            log.exception("run %s failed unexpectedly", run.id)
             failure = FailureCode.INTERNAL_ERROR
         return self._close(ctx, failure, content)
 
@@ -188,10 +196,10 @@ class ChatService:
         return Publication(ReleaseOutcome.SUCCESS, None, content)
 
     def _diagnose(self, ctx: RunContext, context: str) -> Publication:
+        ctx.check_active()
         ctx.run.change_status(ChatApplicationStatus.DIAGNOSIS_RUNNING)
-        ctx.save()
-        self.store.start_collection(ctx.run.id)
-        collection = self.store.get_collection(ctx.run.id)
+        collection = self.store.new_collection(ctx.run.id)
+        ctx.save(collection)  # one boundary: the status and COLLECTION_STARTED together
         boundary = ToolBoundary(ctx, collection, self.tools)
         try:
             outcome: Any = run_agent(ctx, boundary, ctx.run.query, context)

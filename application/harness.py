@@ -2,8 +2,10 @@
 
 Every model, tool and guard boundary goes through :meth:`RunContext.check_active`, which rereads
 the run (a cancel may have been appended by another process), times it out when the deadline has
-passed, and raises :class:`RunAborted` once the run has a termination. Model calls run in a worker
-thread bounded by the deadline; a result that arrives after the run ended is discarded (SPEC §14).
+passed, and raises :class:`RunAborted` once the run has a termination. Model calls of a blocking
+provider run in a worker thread bounded by the model timeout and the deadline (an in-process
+provider that cannot hang is called inline); a result that arrives after the run ended is
+discarded (SPEC §14).
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ class RunContext:
     collecting: bool = True
     """False once the agent loop has ended: a budget spent in Release stops no collection."""
     _current: bool = False
-    """True right after this worker appended to the run: the next check needs no reread."""
+    """True after this worker read or appended to the run: the next check needs no reread (see
+    :meth:`mark_current`)."""
 
     # -- boundaries ------------------------------------------------------------------------------
 
@@ -68,6 +71,25 @@ class RunContext:
             self.run = self._reloaded()
         if self.run.termination is not None:
             raise RunAborted(self.run.termination)
+
+    def mark_current(self) -> None:
+        """Note that the run in hand is current: this worker has just read or appended to it.
+
+        An append succeeded against the run's version, so no other writer (a cancel) came before
+        it; the next :meth:`check_active` may skip its reread. Saves that touch only other streams
+        in between keep this: a cancel landing then is seen at the next check or makes the next
+        append to the run conflict, exactly as one landing right after a reread would.
+        """
+        self._current = True
+
+    def reload(self) -> None:
+        """Replace the run with its stored state, after a save that failed.
+
+        A failed save has already collected the run's pending events and applied them in memory
+        (a budget charge, say); they were never stored, so the stored stream is the truth.
+        """
+        self.run = self.store.get_run(self.run.id)
+        self.mark_current()
 
     def _reloaded(self) -> Run:
         """The stored run: caught up when nothing is pending, else rebuilt (pending is unsaved)."""
@@ -106,7 +128,8 @@ class RunContext:
             raise  # the run was not terminated: a genuine conflict on a stream we own
         if position:
             self.last_position = position
-        self._current = appends_to_run
+        if appends_to_run:
+            self.mark_current()
         if ends_now and self.run.termination is not None:
             raise RunAborted(self.run.termination)  # this boundary exhausted the budget
 
@@ -148,6 +171,8 @@ class RunContext:
         return response
 
     def _bounded_call(self, request: ModelRequest) -> ModelResponse:
+        if not self.provider.blocking:
+            return self.provider.complete(request)  # cannot hang: no watchdog thread needed
         remaining = (self.run.deadline - self.clock.now()).total_seconds()
         wait = max(0.0, min(request.timeout_s, remaining))
         future = self.pool.submit(self.provider.complete, request)

@@ -103,6 +103,11 @@ class ModelProvider(Protocol):
     """Answers model requests; implementations: offline, scripted, openai-compatible."""
 
     name: str
+    blocking: bool
+    """True when a call may wait (network, a scripted delay or hang): the harness runs it in a
+    worker thread and stops waiting at the model timeout or the run's deadline. A provider that
+    only computes in process, and so cannot hang, sets False and is called inline, sparing a
+    thread hand-off per call."""
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         """Answer one request or raise a :class:`ModelError` subclass."""

@@ -12,7 +12,11 @@ transactions, which streams each touches, and the stored state size of every eve
 measures, per run:
 
 * ``harness``: ``ChatService.ask`` for that question, end to end (routing, agent loop, tool
-  boundary with SQL queries over the sample tables, guards, release, termination);
+  boundary with SQL queries over the sample tables, guards, release, termination). The time
+  spent inside the ports (``ModelProvider.complete`` of the offline model and ``Tool.run`` of the
+  sample-data tools, timed in the thread that runs them) is recorded per run, so the report can
+  also show the harness's own overhead: the run minus its port time. That is the figure the
+  target is about: what the harness costs around the model and the tools it is given;
 * ``floor``: a plain ``eventsourcing`` Application with a minimal Aggregate replaying exactly that
   shape: the same number of transactions, each saving the same number of events of the same
   number of streams, every event padded to the same stored state size; no reads;
@@ -23,7 +27,9 @@ measures, per run:
 
 Each measurement gets warm-up runs, then its runs are made in 5 rounds interleaved with the other
 measurements (rotating order), so background work of the database hits all alike; nothing is
-asserted. The last lines are JSON, one object per measurement, per ratio and per shape.
+asserted. The target (harness overhead <= 1.5x the floor) is checked on the run minus its port
+time; the end-to-end ratio is printed beside it. The last lines are JSON, one object per
+measurement, per ratio and per shape.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ import os
 import pstats
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -60,6 +67,7 @@ from floor import (
 from psycopg import sql
 from sqlalchemy import event
 
+from application.ports import JSON, ModelProvider, ModelRequest, ModelResponse, Tool, ToolOutput
 from application.store import HarnessStore
 from infrastructure.composition import Runtime, build_runtime, load_sample_data
 from infrastructure.eventstore import init_store
@@ -72,7 +80,92 @@ ROUNDS = 5
 TARGET = 1.5
 SESSION = "bench"
 MEASUREMENTS = ("harness", "floor", "floor+get")
+OVERHEAD = "harness-ports"
+"""The derived measurement: each harness run minus the time spent inside its ports."""
 PROFILE_LINES = 25
+
+
+# -- time inside the ports ----------------------------------------------------------------------
+
+
+class PortTimer:
+    """Adds up the seconds spent inside model and tool calls, per harness run."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._current = 0.0
+        self.runs: list[float] = []
+
+    def add(self, seconds: float) -> None:
+        """Count one port call (called from the pool thread that made it)."""
+        with self._lock:
+            self._current += seconds
+
+    def wrap(self, run: Callable[[], object]) -> Callable[[], object]:
+        """``run`` that records its port seconds in :attr:`runs`."""
+
+        def timed() -> object:
+            with self._lock:
+                self._current = 0.0
+            result = run()
+            with self._lock:
+                self.runs.append(self._current)
+            return result
+
+        return timed
+
+
+class TimedProvider:
+    """A model provider whose ``complete`` is timed."""
+
+    def __init__(self, inner: ModelProvider, timer: PortTimer) -> None:
+        self.name = inner.name
+        self.blocking = inner.blocking
+        self._inner = inner
+        self._timer = timer
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        """Delegate and time."""
+        began = time.perf_counter()
+        try:
+            return self._inner.complete(request)
+        finally:
+            self._timer.add(time.perf_counter() - began)
+
+
+class TimedTool:
+    """A tool whose ``run`` is timed; scope normalisation stays harness time."""
+
+    def __init__(self, inner: Tool, timer: PortTimer) -> None:
+        self.name = inner.name
+        self.description = inner.description
+        self.parameters = inner.parameters
+        self.read_only = inner.read_only
+        self.required_scope = inner.required_scope
+        self.max_result_bytes = inner.max_result_bytes
+        self._inner = inner
+        self._timer = timer
+
+    def normalize_scope(self, arguments: JSON) -> str:
+        """Delegate (untimed: it is the harness's preflight)."""
+        return self._inner.normalize_scope(arguments)
+
+    def run(self, arguments: JSON) -> ToolOutput:
+        """Delegate and time."""
+        began = time.perf_counter()
+        try:
+            return self._inner.run(arguments)
+        finally:
+            self._timer.add(time.perf_counter() - began)
+
+
+def time_ports(runtime: Runtime) -> PortTimer:
+    """Replace the runtime's provider and tools with timed wrappers."""
+    timer = PortTimer()
+    service = runtime.service
+    service.provider = TimedProvider(service.provider, timer)
+    service.tools = {name: TimedTool(tool, timer) for name, tool in service.tools.items()}
+    return timer
 
 
 # -- the shape of one real run ---------------------------------------------------------------
@@ -327,10 +420,17 @@ def timed_runs(run: Callable[[], object], count: int) -> list[float]:
     return durations
 
 
-def measure(backend: str, runners: dict[str, Callable[[], object]], runs: int) -> list[Result]:
-    """Warm up every runner, then ``runs`` runs each in interleaved, rotating rounds."""
+def measure(
+    backend: str, runners: dict[str, Callable[[], object]], runs: int, ports: PortTimer
+) -> list[Result]:
+    """Warm up every runner, then ``runs`` runs each in interleaved, rotating rounds.
+
+    The harness runner is wrapped by ``ports``; the derived :data:`OVERHEAD` measurement is each
+    harness run minus its port seconds.
+    """
     for name in MEASUREMENTS:
         timed_runs(runners[name], WARM_UP)
+    ports.runs.clear()
     shares = [runs // ROUNDS + (1 if i < runs % ROUNDS else 0) for i in range(ROUNDS)]
     durations: dict[str, list[float]] = {name: [] for name in MEASUREMENTS}
     for index, share in enumerate(shares):
@@ -340,6 +440,10 @@ def measure(backend: str, runners: dict[str, Callable[[], object]], runs: int) -
         for name in order:
             durations[name] += timed_runs(runners[name], share)
     results = [Result(backend, name, tuple(durations[name])) for name in MEASUREMENTS]
+    if len(ports.runs) != len(durations["harness"]):
+        raise RuntimeError("port timings do not match the harness runs")
+    overhead = tuple(d - p for d, p in zip(durations["harness"], ports.runs, strict=True))
+    results.append(Result(backend, OVERHEAD, overhead))
     for r in results:
         print(f"  {backend:8} {r.name:9} {r.mean_ms:8.2f} ms/run", flush=True)
     return results
@@ -384,17 +488,18 @@ def bench_backend(
         closers.insert(0, runtime.close)
         runtime.service.ask(SESSION, question)  # first-use costs stay out of the shape
         shape = capture_shape(store, runtime, question)
+        ports = time_ports(runtime)
         plan, floor_bytes = padded_plan(shape)
         floor = Floor(BareBench(env=bare_env), plan, reads=False)
         closers.insert(0, floor.close)
         floor_get = Floor(BareBench(env=bare_env), plan, reads=True)
         closers.insert(0, floor_get.close)
         runners: dict[str, Callable[[], object]] = {
-            "harness": lambda: runtime.service.ask(SESSION, question),
+            "harness": ports.wrap(lambda: runtime.service.ask(SESSION, question)),
             "floor": floor.run,
             "floor+get": floor_get.run,
         }
-        results = measure(backend, runners, runs)
+        results = measure(backend, runners, runs, ports)
         if profile:
             profile_run(backend, runtime, question)
         return BackendReport(backend, shape, floor_bytes, floor_get.reads(), results)
@@ -447,19 +552,20 @@ def bench_postgres(runs: int, profile: bool) -> BackendReport:
 
 
 def ratios(report: BackendReport) -> list[dict[str, Any]]:
-    """Harness / each floor, by mean and by median."""
+    """The harness end to end and its own overhead, each over each floor, by mean and median."""
     by_name = {r.name: r for r in report.results}
-    harness = by_name["harness"]
     return [
         {
             "backend": report.backend,
+            "measure": measure,
             "floor": floor,
-            "harness_over_floor_mean": round(harness.mean_ms / by_name[floor].mean_ms, 3),
-            "harness_over_floor_p50": round(
-                harness.percentile_ms(50) / by_name[floor].percentile_ms(50), 3
+            "over_floor_mean": round(by_name[measure].mean_ms / by_name[floor].mean_ms, 3),
+            "over_floor_p50": round(
+                by_name[measure].percentile_ms(50) / by_name[floor].percentile_ms(50), 3
             ),
-            "target_harness_over_floor": TARGET,
+            "target": TARGET if (measure, floor) == (OVERHEAD, "floor") else None,
         }
+        for measure in (OVERHEAD, "harness")
         for floor in MEASUREMENTS[1:]
     ]
 
@@ -492,14 +598,16 @@ def report(reports: list[BackendReport], runs: int, question: str) -> None:
                 f"{r.percentile_ms(50):8.2f}  {r.percentile_ms(95):8.2f}"
             )
     print()
-    print(f"target: harness / floor <= {TARGET}")
+    print(f"target: ({OVERHEAD}) / floor <= {TARGET}; the other ratios are context")
     computed = [ratio for rep in reports for ratio in ratios(rep)]
     for ratio in computed:
-        verdict = "meets" if ratio["harness_over_floor_mean"] <= TARGET else "ABOVE"
+        verdict = ""
+        if ratio["target"] is not None:
+            met = ratio["over_floor_mean"] <= ratio["target"]
+            verdict = " (meets target)" if met else " (ABOVE target)"
         print(
-            f"{ratio['backend']:8}  harness/{ratio['floor']:9} "
-            f"mean {ratio['harness_over_floor_mean']:7.3f} ({verdict} target)  "
-            f"p50 {ratio['harness_over_floor_p50']:7.3f}"
+            f"{ratio['backend']:8}  {ratio['measure'] + '/' + ratio['floor']:23} "
+            f"mean {ratio['over_floor_mean']:7.3f}  p50 {ratio['over_floor_p50']:7.3f}{verdict}"
         )
     print()
     for rep in reports:

@@ -96,6 +96,7 @@ class OfflineProvider:
     """Answers every request purpose deterministically from the conversation alone."""
 
     name = "offline"
+    blocking = False  # pure computation over the conversation: no I/O, nothing to wait for
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         """Route, answer, act, repair or judge."""

@@ -59,6 +59,7 @@ class OpenAICompatibleProvider:
     """A :class:`~application.ports.ModelProvider` backed by an OpenAI-compatible server."""
 
     name = "openai-compatible"
+    blocking = True
 
     def __init__(
         self,

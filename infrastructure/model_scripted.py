@@ -71,6 +71,7 @@ class ScriptedProvider:
 
     scenario: dict[str, Any]
     name: str = "scripted"
+    blocking: bool = True  # delay and hang steps wait
     _steps: list[dict[str, Any]] = field(init=False)
     _released: threading.Event = field(default_factory=threading.Event)
     hanging: threading.Event = field(default_factory=threading.Event)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from uuid import UUID
@@ -12,6 +13,7 @@ from uuid import UUID
 import pytest
 
 from application.chat import ChatService
+from application.ports import ModelProvider, ModelRequest, ModelResponse
 from domain.states import FallbackType, ReleaseOutcome, RunState
 from infrastructure.composition import Runtime, build_runtime, load_sample_data
 from infrastructure.eventstore import init_store
@@ -67,6 +69,35 @@ def test_a_question_the_data_cannot_answer_gets_a_safe_fallback(
         FallbackType.MISSING_REQUIRED_CONTEXT.value,
     )
     assert "conclusion" not in result.content
+
+
+class ThreadRecorder:
+    """Delegates to a provider and records which thread made each call (a port fake)."""
+
+    def __init__(self, inner: ModelProvider, *, blocking: bool) -> None:
+        self.name = inner.name
+        self.blocking = blocking
+        self.inner = inner
+        self.threads: set[int] = set()
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        self.threads.add(threading.get_ident())
+        return self.inner.complete(request)
+
+
+@pytest.mark.parametrize("blocking", [False, True], ids=["in-process", "blocking"])
+def test_only_a_blocking_provider_is_called_from_a_watchdog_thread(
+    runtime: Runtime, blocking: bool
+) -> None:
+    assert runtime.service.provider.blocking is False  # the offline model never waits
+    recorder = ThreadRecorder(runtime.service.provider, blocking=blocking)
+    runtime.service.provider = recorder
+
+    result = runtime.service.ask("s", sample_incidents()[0].question)
+
+    assert result.release_outcome is ReleaseOutcome.SUCCESS
+    caller = threading.get_ident()
+    assert recorder.threads and (caller in recorder.threads) is not blocking
 
 
 def test_a_how_to_question_is_answered_from_the_runbooks(runtime: Runtime) -> None:

@@ -26,6 +26,7 @@ class Recording:
 
     inner: ScriptedProvider
     name: str = "recording"
+    blocking: bool = True
     prompts: list[str] = field(default_factory=list)
 
     def complete(self, request: ModelRequest) -> ModelResponse:
