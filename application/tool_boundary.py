@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from application.harness import RunAborted
 from application.ports import ToolArgumentsError, ToolExecutionError, ToolOutput
+from application.store import StoreUnavailableError
 from domain.states import (
     BudgetKind,
     EvidenceStatus,
@@ -24,6 +26,8 @@ if TYPE_CHECKING:
     from application.harness import RunContext
     from application.ports import Tool, ToolCall
     from domain.collection import Collection
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,16 @@ class ToolBoundary:
         except RunAborted:  # another writer ended the run first: the begin was not recorded
             self._reject(call, ToolRejectionCode.INVALID_RUN, "the run ended before the tool began")
             raise
+        except StoreUnavailableError as error:
+            # No canonical begin, so the tool never runs and nothing is charged (SPEC §8: a
+            # store rejection). If the store still refuses the rejection's own save, that
+            # error ends the run like any store failure.
+            log.warning(
+                "run %s: the begin of %s was not recorded: %s", self.ctx.run.id, tool.name, error
+            )
+            self.ctx.reload()
+            detail = f"the invocation could not be recorded: {error}"[:500]
+            return self._reject(call, ToolRejectionCode.STORE, detail)
         self.ctx.invocations[invocation.id] = invocation
         repeat = (tool.name, scope) in self.seen
         self.seen.add((tool.name, scope))

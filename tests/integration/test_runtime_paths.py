@@ -9,16 +9,20 @@ clock fake that acts at an exact point between two boundaries; nothing sleeps to
 from __future__ import annotations
 
 import json
+import logging
+import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from uuid import UUID
 
+import psycopg
 import pytest
+from psycopg import sql
 
 from application.chat import ChatResult, ChatService
 from application.ports import Clock
@@ -41,6 +45,7 @@ from domain.states import (
     ToolRejectionCode,
 )
 from domain.tool_invocation import ToolInvocation
+from infrastructure.eventstore import init_store
 from infrastructure.model_scripted import (
     ScriptedProvider,
     ScriptedTool,
@@ -48,6 +53,7 @@ from infrastructure.model_scripted import (
     load_scenario,
     scripted_tools,
 )
+from infrastructure.settings import Settings
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios" / "paths"
 QUERY = "why is checkout slow?"
@@ -387,6 +393,78 @@ def test_a_cancel_that_wins_the_canonical_begin_rejects_the_request_invalid_run(
     assert [(e.tool, e.code) for e in rejected] == [("search_logs", ToolRejectionCode.INVALID_RUN)]
     assert not _of(events, ToolInvocation.ToolInvocationStarted)  # never begun, never orphaned
     assert calls == 0
+
+
+class WriteLock(logging.Handler):
+    """Holds the event store's write lock from a second connection until a log record names
+    the refused write: the runtime logs before it retries, so the lock is gone by then."""
+
+    def __init__(self, settings: Settings, table: str, until: str) -> None:
+        super().__init__()
+        self.settings = settings
+        self.table = table
+        self.until = until
+        self.unlock: Callable[[], None] | None = None
+        self.unlockd = False
+
+    def take(self) -> timedelta:
+        target = self.settings.database
+        if target.kind == "sqlite":
+            lite = sqlite3.connect(target.path, isolation_level=None, check_same_thread=False)
+            lite.execute("BEGIN IMMEDIATE")
+            self.unlock = lite.close  # closing rolls back and frees the lock
+        else:
+            pg = psycopg.connect(
+                host=target.host,
+                port=target.port,
+                user=target.user,
+                password=target.password,
+                dbname=target.dbname,
+            )
+            pg.execute(
+                sql.SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(
+                    sql.Identifier(self.settings.database_schema, self.table)
+                )
+            )
+            self.unlock = pg.close
+        return timedelta(0)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.until in record.getMessage() and self.unlock and not self.unlockd:
+            self.unlockd = True
+            self.unlock()
+
+
+def test_a_store_that_refuses_the_canonical_begin_rejects_the_request_store(
+    settings: Settings,
+) -> None:
+    quick = settings.model_copy(update={"db_lock_timeout": 1})
+    store = init_store(quick)
+    table: str = cast("Any", store.recorder).events_table_name
+    lock = WriteLock(quick, table, "was not recorded")
+    logger = logging.getLogger("application.tool_boundary")
+    logger.addHandler(lock)
+    try:
+        clock = TriggeredClock(_agent_asked_for_a_tool(store), lock.take)
+        with _harness(store, "reject_store", clock) as harness:
+            result = harness.service.ask("session-1", QUERY)
+            calls = harness.tools["search_logs"].calls
+        logger.removeHandler(lock)
+        events = _events(store)
+
+        assert clock.fired and lock.unlockd
+        rejected = _of(events, Run.ToolRequestRejected)
+        assert [(e.tool, e.code) for e in rejected] == [("search_logs", ToolRejectionCode.STORE)]
+        assert "could not be recorded" in rejected[0].detail
+        assert not _of(events, ToolInvocation.ToolInvocationStarted)
+        assert not [e for e in _of(events, Run.BudgetCharged) if e.kind is BudgetKind.TOOL_CALLS]
+        assert calls == 0
+        _assert_fallback(result, store, FallbackType.MISSING_REQUIRED_CONTEXT)  # the run went on
+    finally:
+        logger.removeHandler(lock)
+        if lock.unlock and not lock.unlockd:
+            lock.unlock()
+        store.close()
 
 
 # -- oversized output, failing tools --------------------------------------------------------------
