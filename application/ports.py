@@ -148,6 +148,10 @@ class Tool(Protocol):
     read_only: bool
     required_scope: str
     max_result_bytes: int
+    blocking: bool
+    """As for :attr:`ModelProvider.blocking`: True runs each call in a worker thread that the
+    harness stops waiting for at the run's deadline; False (a read that cannot wait on a lock or
+    a network) is called inline."""
 
     def normalize_scope(self, arguments: JSON) -> str:
         """The canonical scope (service, time window, filters); raises ToolArgumentsError."""

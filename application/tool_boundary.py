@@ -143,9 +143,11 @@ class ToolBoundary:
         return self._ready(call, invocation, output, content, repeat)
 
     def _run(self, tool: Tool, call: ToolCall) -> ToolOutput:
-        remaining = (self.ctx.run.deadline - self.ctx.clock.now()).total_seconds()
-        future = self.ctx.pool.submit(tool.run, call.arguments)
         try:
+            if not tool.blocking:
+                return tool.run(call.arguments)
+            remaining = (self.ctx.run.deadline - self.ctx.clock.now()).total_seconds()
+            future = self.ctx.pool.submit(tool.run, call.arguments)
             return future.result(timeout=max(0.0, remaining))
         except FutureTimeout:
             # The invocation is closed as ERROR and the run times out at its next boundary; the

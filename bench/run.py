@@ -143,6 +143,7 @@ class TimedTool:
         self.read_only = inner.read_only
         self.required_scope = inner.required_scope
         self.max_result_bytes = inner.max_result_bytes
+        self.blocking = inner.blocking
         self._inner = inner
         self._timer = timer
 

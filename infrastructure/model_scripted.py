@@ -194,6 +194,7 @@ class ScriptedTool:
     read_only: bool = True
     required_scope: str = "ops:read"
     max_result_bytes: int = 8000
+    blocking: bool = True  # delay and hang results wait
     calls: int = 0
     hanging: threading.Event = field(default_factory=threading.Event)
     """Set when a ``hang`` result has started waiting (lets a caller act while the tool runs)."""

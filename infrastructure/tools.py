@@ -73,6 +73,7 @@ class OpsTool(ABC):
     read_only: bool
     required_scope: str
     max_result_bytes: int
+    blocking: bool
     rules: ScopeRules
     table: Table
 
@@ -82,6 +83,9 @@ class OpsTool(ABC):
         self.read_only = True
         self.required_scope = OPS_READ_SCOPE
         self.max_result_bytes = max_result_bytes
+        # A read of an SQLite file in WAL mode never waits for a lock and has no network to hang
+        # on; a PostgreSQL query can wait on both, so it runs under the deadline's watchdog.
+        self.blocking = engine.dialect.name != "sqlite"
 
     def normalize_scope(self, arguments: JSON) -> str:
         """The canonical scope string; raises ToolArgumentsError naming the bad field."""

@@ -13,7 +13,7 @@ from uuid import UUID
 import pytest
 
 from application.chat import ChatService
-from application.ports import ModelProvider, ModelRequest, ModelResponse
+from application.ports import JSON, ModelProvider, ModelRequest, ModelResponse, Tool, ToolOutput
 from domain.states import FallbackType, ReleaseOutcome, RunState
 from infrastructure.composition import Runtime, build_runtime, load_sample_data
 from infrastructure.eventstore import init_store
@@ -98,6 +98,39 @@ def test_only_a_blocking_provider_is_called_from_a_watchdog_thread(
     assert result.release_outcome is ReleaseOutcome.SUCCESS
     caller = threading.get_ident()
     assert recorder.threads and (caller in recorder.threads) is not blocking
+
+
+class ToolThreads:
+    """Delegates to a tool and records which thread ran it (a port fake)."""
+
+    def __init__(self, inner: Tool) -> None:
+        self.name, self.description = inner.name, inner.description
+        self.parameters = inner.parameters
+        self.read_only, self.required_scope = inner.read_only, inner.required_scope
+        self.max_result_bytes, self.blocking = inner.max_result_bytes, inner.blocking
+        self.inner = inner
+        self.threads: set[int] = set()
+
+    def normalize_scope(self, arguments: JSON) -> str:
+        return self.inner.normalize_scope(arguments)
+
+    def run(self, arguments: JSON) -> ToolOutput:
+        self.threads.add(threading.get_ident())
+        return self.inner.run(arguments)
+
+
+def test_sample_tools_run_inline_only_on_sqlite(runtime: Runtime, settings: Settings) -> None:
+    """An SQLite read in WAL mode cannot wait on a lock; a PostgreSQL query gets a watchdog."""
+    wrapped = {name: ToolThreads(tool) for name, tool in runtime.service.tools.items()}
+    runtime.service.tools = wrapped
+
+    result = runtime.service.ask("s", sample_incidents()[0].question)
+
+    assert result.release_outcome is ReleaseOutcome.SUCCESS
+    threads = set().union(*(t.threads for t in wrapped.values()))
+    inline = settings.database.kind == "sqlite"
+    assert threads and all(t.blocking is not inline for t in wrapped.values())
+    assert (threads == {threading.get_ident()}) is inline
 
 
 def test_a_how_to_question_is_answered_from_the_runbooks(runtime: Runtime) -> None:
