@@ -1,11 +1,14 @@
 """The harness core: one RUNNING run's live handle, its boundaries, deadline and budgets.
 
-Every model, tool and guard boundary goes through :meth:`RunContext.check_active`, which rereads
-the run (a cancel may have been appended by another process), times it out when the deadline has
-passed, and raises :class:`RunAborted` once the run has a termination. Model calls of a blocking
-provider run in a worker thread bounded by the model timeout and the deadline (an in-process
-provider that cannot hang is called inline); a result that arrives after the run ended is
-discarded (SPEC §14).
+Every model, tool and guard boundary goes through :meth:`RunContext.check_active`, which sees the
+run's latest state (a cancel may have been appended by another process), times it out when the
+deadline has passed, and raises :class:`RunAborted` once the run has a termination. Seeing the
+latest state costs a read only when nothing cheaper proves it: an append to the run succeeds only
+against its latest version, so right after this worker's own append, or right before one, the
+event store's optimistic concurrency does the check (a conflicting save rereads). Model calls of
+a blocking provider run in a worker thread bounded by the model timeout and the deadline (an
+in-process provider that cannot hang is called inline); a result that arrives after the run ended
+is discarded (SPEC §14).
 """
 
 from __future__ import annotations
@@ -60,11 +63,15 @@ class RunContext:
 
     # -- boundaries ------------------------------------------------------------------------------
 
-    def check_active(self) -> None:
-        """Reread the run; time it out past its deadline; raise RunAborted once it has ended."""
+    def check_active(self, *, reread: bool = True) -> None:
+        """Reread the run; time it out past its deadline; raise RunAborted once it has ended.
+
+        ``reread=False`` is for a check followed at once by an append to the run: that append
+        conflicts if another writer (a cancel) came first, and :meth:`save` then rereads.
+        """
         if self._current:
             self._current = False  # just appended to: no other writer came before that append
-        elif not self.run.pending_events:
+        elif reread and not self.run.pending_events:
             self.run = self.store.catch_up(self.run)  # a cancel may come from another process
         if self.run.termination is None and self.run.deadline_passed(self.clock.now()):
             self.store.time_out(self.run.id)
@@ -163,10 +170,12 @@ class RunContext:
         try:
             response = self._bounded_call(request)
         except ModelError as error:
-            self.check_active()  # a model failure after the run ended changes nothing
+            # A model failure after the run ended changes nothing: the deadline is checked here,
+            # and a cancel that came meanwhile makes the step's save conflict and abort.
+            self.check_active(reread=False)
             self._record(request, started, ModelStepOutcome.FAILED, detail=_describe(error))
             raise
-        self.check_active()  # a late answer after a cancel or the deadline is discarded here
+        self.check_active(reread=False)  # a late answer is discarded the same way
         self._record(request, started, ModelStepOutcome.OK, response=response)
         return response
 
