@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 from sqlalchemy.exc import SQLAlchemyError
 
+from api.cli_common import console, fail, load_settings
+from api.cli_projections import projections_app
 from application.store import HarnessStore, StoreError
 from infrastructure.composition import load_sample_data
+from infrastructure.database import create_sql_engine
 from infrastructure.eventstore import init_store, open_store
-from infrastructure.settings import Settings
+from infrastructure.read_tables import create_read_tables
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from infrastructure.settings import Settings
 
 app = typer.Typer(
     help="Diagnosis Harness: an event-sourced backend for operational-diagnosis agents.\n\n"
@@ -26,23 +30,7 @@ app = typer.Typer(
 )
 db_app = typer.Typer(help="Create and inspect the event store.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
-console = Console(stderr=True)
-
-
-def _settings() -> Settings:
-    try:
-        return Settings()
-    except ValidationError as error:
-        problems = "; ".join(
-            f"HARNESS_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}"
-            for e in error.errors()
-        )
-        _fail(f"invalid configuration: {problems}")
-
-
-def _fail(message: str) -> NoReturn:
-    console.print(f"[bold red]error:[/] {message}")
-    raise typer.Exit(code=2)
+app.add_typer(projections_app, name="projections")
 
 
 def _head(settings: Settings, opener: Callable[[Settings], HarnessStore]) -> int:
@@ -54,7 +42,7 @@ def _head(settings: Settings, opener: Callable[[Settings], HarnessStore]) -> int
         finally:
             store.close()
     except StoreError as error:
-        _fail(str(error))
+        fail(str(error))
 
 
 @db_app.command("init")
@@ -64,25 +52,36 @@ def db_init(
     ] = False,
 ) -> None:
     """Create the event store tables once (safe to run again); run it before starting workers."""
-    settings = _settings()
+    settings = load_settings()
     head = _head(settings, init_store)
+    _init_read_side(settings)
     console.print(f"event store ready: {settings.database.describe()}, log head at {head}")
     if sample:
         counts = _load_sample(settings)
         console.print("sample data loaded: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
 
 
+def _init_read_side(settings: Settings) -> None:
+    engine = create_sql_engine(settings)
+    try:
+        create_read_tables(engine)
+    except SQLAlchemyError as error:
+        fail(f"cannot create the read tables in {settings.database.describe()}: {error}")
+    finally:
+        engine.dispose()
+
+
 def _load_sample(settings: Settings) -> dict[str, int]:
     try:
         return load_sample_data(settings)
     except (SQLAlchemyError, OSError) as error:
-        _fail(f"cannot load the sample data into {settings.database.describe()}: {error}")
+        fail(f"cannot load the sample data into {settings.database.describe()}: {error}")
 
 
 @db_app.command("status")
 def db_status() -> None:
     """Show which store is configured and its last log position."""
-    settings = _settings()
+    settings = load_settings()
     head = _head(settings, open_store)
     typer.echo(f"{settings.database.describe()}: log head at {head}")
 
@@ -99,7 +98,8 @@ def _open_for_work(settings: Settings) -> HarnessStore:
             return open_store(settings)
         store = init_store(settings)
     except StoreError as error:
-        _fail(str(error))
+        fail(str(error))
+    _init_read_side(settings)
     _load_sample(settings)
     return store
 
@@ -114,7 +114,7 @@ def serve(
 
     from api.main import create_app
 
-    settings = _settings()
+    settings = load_settings()
     store = _open_for_work(settings)
     bind_host = host or settings.host
     console.print(
@@ -137,13 +137,13 @@ def ask(
     from api.ask_view import AskView
     from infrastructure.composition import ConfigurationError, build_runtime
 
-    settings = _settings()
+    settings = load_settings()
     store = _open_for_work(settings)
     try:
         runtime = build_runtime(settings, store)
     except (ConfigurationError, ValueError) as error:
         store.close()
-        _fail(str(error))
+        fail(str(error))
     view = AskView(Console())
     store.listeners.append(view.on_events)
     try:

@@ -9,7 +9,10 @@ from fastapi import FastAPI, HTTPException, Request
 from pydantic import BaseModel
 
 from application.store import HarnessStore, StoreError
+from infrastructure.database import create_sql_engine
 from infrastructure.eventstore import open_store
+from infrastructure.live import LiveProjections
+from projections.runner import Projector
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -43,9 +46,23 @@ def create_app(settings: Settings, store: HarnessStore | None = None) -> FastAPI
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.store = store or open_store(settings)
+        engine = create_sql_engine(settings)
+        live = None
+        if settings.projections_in_process:
+            live = LiveProjections(
+                settings,
+                app.state.store,
+                engine,
+                poll_interval=settings.projection_poll,
+                batch_size=settings.projection_batch,
+            ).start()
+        app.state.projector = live.projector if live else Projector(app.state.store, engine)
         try:
             yield
         finally:
+            if live is not None:
+                live.close()
+            engine.dispose()
             if store is None:
                 app.state.store.close()
 

@@ -107,6 +107,17 @@ class Settings(BaseSettings):
     budget_tool_calls: int = Field(default=12, ge=0, description="Tool calls per run.")
     budget_tokens: int = Field(default=60_000, ge=1, description="Tokens (in + out) per run.")
     budget_bytes: int = Field(default=512_000, ge=0, description="Tool-output bytes per run.")
+    projections_in_process: bool = Field(
+        default=True,
+        description="Run the projections inside the service; false when `harness projections run`"
+        " follows the log in its own process (several workers).",
+    )
+    projection_batch: int = Field(
+        default=1000, ge=1, le=100_000, description="Log entries a projection batch reads at most."
+    )
+    projection_poll: float = Field(
+        default=1.0, gt=0, le=60, description="Seconds between polls when no wake-up arrives."
+    )
     host: str = Field(default="127.0.0.1", description="Address `harness serve` binds to.")
     port: int = Field(default=8000, ge=1, le=65535, description="Port `harness serve` binds to.")
 

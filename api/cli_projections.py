@@ -1,0 +1,131 @@
+"""``harness projections …``: follow, rebuild and inspect the read side."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+from sqlalchemy.exc import SQLAlchemyError
+
+from api.cli_common import console, fail, load_settings
+from application.store import StoreError
+from infrastructure.database import create_sql_engine
+from infrastructure.eventstore import open_store
+from infrastructure.live import LiveProjections
+from projections.runner import Projector
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from application.store import HarnessStore
+    from infrastructure.settings import Settings
+
+projections_app = typer.Typer(
+    help="Follow, rebuild and inspect the read side (diagnosis_run, trace_event, sse_feed,"
+    " session_turn).",
+    no_args_is_help=True,
+)
+
+
+def _open(settings: Settings) -> tuple[HarnessStore, Projector]:
+    try:
+        store = open_store(settings)
+    except StoreError as error:
+        fail(str(error))
+    engine = create_sql_engine(settings)
+    return store, Projector(store, engine, batch_size=settings.projection_batch)
+
+
+def _close(store: HarnessStore, projector: Projector) -> None:
+    projector.engine.dispose()
+    store.close()
+
+
+@projections_app.command("run")
+def run() -> None:
+    """Follow the log and keep every projection current until stopped (Ctrl-C or SIGTERM).
+
+    Run one next to several service workers (with HARNESS_PROJECTIONS_IN_PROCESS=false). On
+    PostgreSQL it wakes on NOTIFY and polls every HARNESS_PROJECTION_POLL seconds anyway.
+    """
+    settings = load_settings()
+    store, projector = _open(settings)
+    projector.engine.dispose()
+    live = LiveProjections(
+        settings,
+        store,
+        create_sql_engine(settings),
+        poll_interval=settings.projection_poll,
+        batch_size=settings.projection_batch,
+    )
+    stopped = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stopped.set())
+    try:
+        live.start()
+    except (SQLAlchemyError, StoreError) as error:
+        store.close()
+        raise typer.Exit(code=2) from error
+    console.print(f"following the log of {settings.database.describe()}")
+    stopped.wait()
+    live.close()
+    live.projector.engine.dispose()
+    store.close()
+
+
+@projections_app.command("rebuild")
+def rebuild(
+    name: Annotated[
+        str | None, typer.Argument(help="One projection (default: all of them).")
+    ] = None,
+) -> None:
+    """Empty a projection's tables and apply the whole log again from position 0."""
+    settings = load_settings()
+    store, projector = _open(settings)
+    try:
+        names = [name] if name else None
+        if name and name not in projector.names:
+            fail(f"unknown projection {name!r}; known: {', '.join(projector.names)}")
+        head = store.head()
+        with _bar() as bar:
+            task = bar.add_task("rebuilding", total=head)
+            read = projector.rebuild(names, lambda n: bar.advance(task, n))
+            bar.update(task, completed=head)
+        console.print(f"rebuilt {', '.join(names or projector.names)}: {read} log entries applied")
+    except (SQLAlchemyError, StoreError) as error:
+        fail(f"rebuild failed, nothing half-applied is kept: {error}")
+    finally:
+        _close(store, projector)
+
+
+def _bar() -> AbstractContextManager[Progress]:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=console,
+    )
+
+
+@projections_app.command("status")
+def status() -> None:
+    """Show each projection's position, the log head and the lag between them."""
+    settings = load_settings()
+    store, projector = _open(settings)
+    try:
+        rows = projector.status()
+    except (SQLAlchemyError, StoreError) as error:
+        fail(f"cannot read the projections' positions: {error}")
+    finally:
+        _close(store, projector)
+    table = Table("projection", "position", "head", "lag")
+    for row in rows:
+        table.add_row(row.name, str(row.position), str(row.head), str(row.lag))
+    from rich.console import Console
+
+    Console().print(table)

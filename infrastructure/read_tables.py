@@ -1,0 +1,149 @@
+"""The read side's SQL tables (SQLAlchemy Core), created by ``harness db init``.
+
+Every table here is a projection of the event log: it can be dropped and rebuilt from position 0.
+``projection_tracking`` holds, per projection, the last log position applied; a projection
+commits its rows and its tracking row in one transaction (exactly-once).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+metadata = MetaData()
+
+projection_tracking = Table(
+    "projection_tracking",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("position", BigInteger, nullable=False),
+)
+
+diagnosis_run = Table(
+    "diagnosis_run",
+    metadata,
+    Column("run_id", String(36), primary_key=True),
+    Column("session_id", String(200), nullable=False, index=True),
+    Column("query", Text, nullable=False),
+    Column("intent", String(32)),
+    Column("status", String(16), nullable=False, index=True),
+    Column("application_status", String(32)),
+    Column("release_outcome", String(16)),
+    Column("fallback_type", String(40)),
+    Column("termination_state", String(24), index=True),
+    Column("termination_reason", String(40)),
+    Column("stop_reason", String(40)),
+    Column("safe_answer", JSON(none_as_null=True)),
+    Column("conclusion", Text),
+    Column("published_result", JSON(none_as_null=True)),
+    Column("release_content", JSON(none_as_null=True)),
+    Column("created_at", DateTime(timezone=True), nullable=False, index=True),
+    Column("deadline", DateTime(timezone=True), nullable=False),
+    Column("finished_at", DateTime(timezone=True)),
+    Column("duration_ms", Integer),
+    Column("tokens_in", Integer, nullable=False),
+    Column("tokens_out", Integer, nullable=False),
+    Column("model_calls", Integer, nullable=False),
+    Column("agent_steps", Integer, nullable=False),
+    Column("tool_calls", Integer, nullable=False),
+    Column("rejected_tool_requests", Integer, nullable=False),
+    Column("collection_id", String(36), index=True),
+    Column("last_position", BigInteger, nullable=False),
+)
+
+run_daily = Table(
+    "run_daily",
+    metadata,
+    Column("day", String(10), primary_key=True),
+    Column("intent", String(32), primary_key=True),
+    Column("release_outcome", String(16), primary_key=True),
+    Column("fallback_type", String(40), primary_key=True),
+    Column("termination_state", String(24), primary_key=True),
+    Column("runs", Integer, nullable=False),
+    Column("duration_p50_ms", Float, nullable=False),
+    Column("duration_p95_ms", Float, nullable=False),
+    Column("tokens_in", BigInteger, nullable=False),
+    Column("tokens_out", BigInteger, nullable=False),
+)
+"""Finished runs per UTC day and outcome; '' stands for "none" in the key columns."""
+
+trace_event = Table(
+    "trace_event",
+    metadata,
+    Column("position", BigInteger, primary_key=True),
+    Column("run_id", String(36), nullable=False, index=True),
+    Column("stream_id", String(36), nullable=False),
+    Column("stream_version", Integer, nullable=False),
+    Column("event_type", String(40), nullable=False),
+    Column("phase", String(16), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("timestamp", DateTime(timezone=True), nullable=False),
+    Column("attributes", JSON, nullable=False),
+)
+
+trace_stream = Table(
+    "trace_stream",
+    metadata,
+    Column("stream_id", String(36), primary_key=True),
+    Column("run_id", String(36), nullable=False),
+)
+"""Which run an invocation or collection stream belongs to (their later events omit it)."""
+
+sse_event = Table(
+    "sse_event",
+    metadata,
+    Column("run_id", String(36), primary_key=True),
+    Column("seq", Integer, primary_key=True),
+    Column("position", BigInteger, nullable=False),
+    Column("event", String(16), nullable=False),
+    Column("data", JSON, nullable=False),
+)
+
+sse_run = Table(
+    "sse_run",
+    metadata,
+    Column("run_id", String(36), primary_key=True),
+    Column("session_id", String(200), nullable=False),
+    Column("last_seq", Integer, nullable=False),
+    Column("closed", Boolean, nullable=False),
+    Column("release_content", JSON(none_as_null=True)),
+    Column("fallback_type", String(40)),
+    Column("termination_state", String(24)),
+    Column("termination_reason", String(40)),
+)
+
+session_turn = Table(
+    "session_turn",
+    metadata,
+    Column("run_id", String(36), primary_key=True),
+    Column("session_id", String(200), nullable=False, index=True),
+    Column("turn", Integer, nullable=False),
+    Column("query", Text, nullable=False),
+    Column("intent", String(32)),
+    Column("release_outcome", String(16)),
+    Column("published_result", JSON(none_as_null=True)),
+    Column("release_content", JSON(none_as_null=True)),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("finished_at", DateTime(timezone=True)),
+)
+
+
+def create_read_tables(engine: Engine) -> None:
+    """Create every read-side table that does not exist yet (safe to run again)."""
+    metadata.create_all(engine)

@@ -1,0 +1,249 @@
+"""Runs the projections over the log: batched, exactly-once, live, rebuildable.
+
+One batch reads up to ``batch_size`` notifications after the slowest projection's position,
+deserialises them once, and hands each projection the events it has not applied yet. Every
+projection writes its rows and moves its tracking row in the same transaction; the tracking update
+is conditional on the position it started from, so two runners of the same projection (a
+restarted process, a rebuild racing the live follower) never apply a batch twice: the loser's
+transaction rolls back and it continues from the winner's position.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from eventsourcing.persistence import PersistenceError
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+
+from infrastructure.read_tables import create_read_tables, projection_tracking
+from projections.run_table import RunTable
+from projections.sessions import Sessions
+from projections.sse_feed import SseFeed
+from projections.trace import Trace
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from sqlalchemy import Connection, Engine
+
+    from application.store import HarnessStore
+    from projections.base import Positioned, Projection
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BATCH = 1000
+POLL_INTERVAL = 1.0
+"""Seconds between polls of the log when no wake-up came (a lost NOTIFY, another process)."""
+RETRY_AFTER = 1.0
+"""Seconds before a follower retries after the database failed."""
+
+
+def all_projections() -> tuple[Projection, ...]:
+    """Every projection of the read side, in the order a batch applies them."""
+    return (RunTable(), Trace(), SseFeed(), Sessions())
+
+
+class TrackingConflict(Exception):
+    """Another runner moved a projection's position first; this batch was rolled back."""
+
+
+@dataclass(frozen=True)
+class ProjectionStatus:
+    """Where one projection stands against the log."""
+
+    name: str
+    position: int
+    head: int
+
+    @property
+    def lag(self) -> int:
+        """Log positions not yet applied (0 when caught up)."""
+        return max(0, self.head - self.position)
+
+
+class Projector:
+    """Applies the log to the projections' tables; safe to run in several threads or processes."""
+
+    def __init__(
+        self,
+        store: HarnessStore,
+        engine: Engine,
+        projections: Sequence[Projection] | None = None,
+        batch_size: int = DEFAULT_BATCH,
+    ) -> None:
+        """Project ``store``'s log into tables on ``engine``."""
+        self.store = store
+        self.engine = engine
+        self.projections = tuple(projections or all_projections())
+        self.batch_size = batch_size
+        self.advanced = threading.Condition()
+        """Notified after every committed batch (in-process readers waiting for a position)."""
+        self.conflicts = 0
+        self._tracked = False
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The projections' names."""
+        return tuple(p.name for p in self.projections)
+
+    # -- positions -------------------------------------------------------------------------------
+
+    def ensure_tracking(self) -> None:
+        """Create the read tables and a tracking row (position 0) per projection, once."""
+        if self._tracked:
+            return
+        create_read_tables(self.engine)
+        for name in self.names:
+            try:
+                with self.engine.begin() as connection:
+                    if self._position(connection, name) is None:
+                        connection.execute(
+                            projection_tracking.insert(), {"name": name, "position": 0}
+                        )
+            except IntegrityError:
+                pass  # another process created it at the same moment
+        self._tracked = True
+
+    def positions(self) -> dict[str, int]:
+        """Each projection's last applied log position."""
+        self.ensure_tracking()
+        with self.engine.connect() as connection:
+            found = connection.execute(select(projection_tracking))
+            stored = {row.name: int(row.position) for row in found}
+        return {name: stored.get(name, 0) for name in self.names}
+
+    def status(self) -> list[ProjectionStatus]:
+        """Position, head and lag of every projection."""
+        head = self.store.head()
+        return [ProjectionStatus(n, p, head) for n, p in self.positions().items()]
+
+    @staticmethod
+    def _position(connection: Connection, name: str) -> int | None:
+        found = connection.scalar(
+            select(projection_tracking.c.position).where(projection_tracking.c.name == name)
+        )
+        return None if found is None else int(found)
+
+    # -- applying the log ------------------------------------------------------------------------
+
+    def step(self) -> int:
+        """Apply one batch; the number of log entries read (0: every projection is caught up)."""
+        positions = self.positions()
+        start = min(positions.values())
+        notifications = self.store.recorder.select_notifications(
+            start=start + 1, limit=self.batch_size
+        )
+        if not notifications:
+            return 0
+        events: list[Positioned] = [
+            (n.id, self.store.mapper.to_domain_event(n)) for n in notifications
+        ]
+        try:
+            self._apply(positions, events)
+        except TrackingConflict:
+            self.conflicts += 1  # another runner applied (part of) this batch: carry on from it
+        with self.advanced:
+            self.advanced.notify_all()
+        return len(events)
+
+    def _apply(self, positions: dict[str, int], events: list[Positioned]) -> None:
+        last = events[-1][0]
+        with self.engine.begin() as connection:
+            for projection in self.projections:
+                position = positions[projection.name]
+                mine = [item for item in events if item[0] > position]
+                if not mine:
+                    continue
+                projection.process(connection, mine)
+                moved = connection.execute(
+                    update(projection_tracking)
+                    .where(
+                        projection_tracking.c.name == projection.name,
+                        projection_tracking.c.position == position,
+                    )
+                    .values(position=last)
+                )
+                if moved.rowcount != 1:
+                    raise TrackingConflict(projection.name)
+
+    def catch_up(self, progress: Callable[[int], None] | None = None) -> int:
+        """Apply batches until every projection has reached the head; entries read in all."""
+        total = 0
+        while read := self.step():
+            total += read
+            if progress:
+                progress(read)
+        return total
+
+    def rebuild(
+        self, names: Sequence[str] | None = None, progress: Callable[[int], None] | None = None
+    ) -> int:
+        """Empty the named projections (all by default) and apply the log again from position 0."""
+        chosen = [p for p in self.projections if names is None or p.name in names]
+        unknown = set(names or ()) - {p.name for p in chosen}
+        if unknown:
+            raise ValueError(
+                f"unknown projection {', '.join(sorted(unknown))}; known: {', '.join(self.names)}"
+            )
+        self.ensure_tracking()
+        with self.engine.begin() as connection:
+            for projection in chosen:
+                for table in projection.tables:
+                    connection.execute(table.delete())
+                connection.execute(
+                    update(projection_tracking)
+                    .where(projection_tracking.c.name == projection.name)
+                    .values(position=0)
+                )
+        return self.catch_up(progress)
+
+    # -- following the log live -------------------------------------------------------------------
+
+    def wait_for(self, position: int, timeout: float, names: Sequence[str] | None = None) -> bool:
+        """Block until the named projections (all by default) have applied ``position``.
+
+        Read-your-writes: a command returns its log position, a query waits for it here. Returns
+        False when ``timeout`` seconds passed first. Wakes on this process's batches and polls the
+        tracking table for a projector running elsewhere.
+        """
+        wanted = tuple(names or self.names)
+        deadline = time.monotonic() + timeout
+        while True:
+            reached = self.positions()
+            if all(reached[n] >= position for n in wanted):
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            with self.advanced:
+                self.advanced.wait(min(remaining, 0.05))
+
+    def follow(
+        self, stop: threading.Event, wake: threading.Event, poll_interval: float = POLL_INTERVAL
+    ) -> None:
+        """Catch up, then again on every wake-up or poll tick, until ``stop`` is set.
+
+        Set ``wake`` after ``stop`` to end the wait at once.
+
+        A database failure is logged and retried after :data:`RETRY_AFTER`; the positions live
+        in the database, so nothing is lost or applied twice across a failure.
+        """
+        while not stop.is_set():
+            wake.clear()
+            try:
+                while self.step() and not stop.is_set():
+                    pass
+            except (SQLAlchemyError, PersistenceError, OSError) as error:
+                log.warning("projections: %s; retrying in %.1fs", error, RETRY_AFTER)
+                stop.wait(RETRY_AFTER)
+                continue
+            except Exception:  # supervised: a bug is logged loudly, the follower keeps trying
+                log.exception("projections: a batch failed; retrying in %.1fs", RETRY_AFTER)
+                stop.wait(RETRY_AFTER)
+                continue
+            wake.wait(poll_interval)

@@ -1,0 +1,116 @@
+"""``sse_event``: each run's public feed (SPEC §11), numbered 1, 2, … for ``Last-Event-ID``.
+
+The order is ``metadata → status* → (content | failure) → done``. Content is written once, from the
+release decision, and only when the run finished with it published (SUCCESS or FALLBACK); a failed
+run gets ``failure`` then ``done`` (FAILED). A cancelled run gets a ``failure`` naming the
+cancellation and no ``done``: CANCELLED is never a public outcome. Every payload carries the
+metadata's ``session_id`` and ``run_id``, and nothing is written after the terminal event.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from domain.run import Run
+from domain.states import ReleaseOutcome
+from infrastructure.read_tables import sse_event, sse_run
+from projections.base import Positioned, Row, RowCache, jsonable, text
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from sqlalchemy import Connection
+
+PUBLISHED = (ReleaseOutcome.SUCCESS, ReleaseOutcome.FALLBACK)
+TERMINAL_EVENTS = frozenset({"done", "failure"})
+
+
+class SseFeed:
+    """The public event feed of every run, written as the log is followed."""
+
+    name = "sse_feed"
+    tables = (sse_event, sse_run)
+
+    def process(self, connection: Connection, events: Sequence[Positioned]) -> None:
+        """Append the feed entries that this batch's Run events produce."""
+        runs = RowCache(connection, sse_run, "run_id")
+        runs.preload(str(e.originator_id) for _, e in events if isinstance(e, Run.Event))
+        feed: list[Row] = []
+        for position, event in events:
+            if not isinstance(event, Run.Event):
+                continue
+            run_id = str(event.originator_id)
+            if isinstance(event, Run.RunStarted):
+                state = runs.add(_new_state(run_id, event.session_id))
+            else:
+                found = runs.get(run_id)
+                if found is None or found["closed"]:
+                    continue  # unknown run, or its feed already ended: nothing after terminal
+                state = found
+            for kind, data in _entries(state, event):
+                state["last_seq"] += 1
+                identity = {"session_id": state["session_id"], "run_id": run_id}
+                feed.append(
+                    {
+                        "run_id": run_id,
+                        "seq": state["last_seq"],
+                        "position": position,
+                        "event": kind,
+                        "data": identity | data,
+                    }
+                )
+        runs.flush()
+        if feed:
+            connection.execute(sse_event.insert(), feed)
+
+
+def _new_state(run_id: str, session_id: str) -> Row:
+    return {
+        "run_id": run_id,
+        "session_id": session_id,
+        "last_seq": 0,
+        "closed": False,
+        "release_content": None,
+        "fallback_type": None,
+        "termination_state": None,
+        "termination_reason": None,
+    }
+
+
+def _entries(state: Row, event: Any) -> list[tuple[str, dict[str, Any]]]:
+    match event:
+        case Run.RunStarted():
+            return [("metadata", {"query": event.query})]
+        case Run.ApplicationStatusChanged():
+            return [("status", {"status": event.status.value})]
+        case Run.ReleaseDecision():
+            state["release_content"] = jsonable(event.content)
+            state["fallback_type"] = text(event.fallback_type)
+        case Run.RunTerminated():
+            state["termination_state"] = event.state.value
+            state["termination_reason"] = str(event.reason.value)
+        case Run.RunFinished():
+            state["closed"] = True
+            return _ending(state, event.release_outcome)
+        case _:
+            pass
+    return []
+
+
+def _ending(state: Row, outcome: ReleaseOutcome) -> list[tuple[str, dict[str, Any]]]:
+    done = ("done", {"release_outcome": outcome.value})
+    if outcome in PUBLISHED:
+        content = {
+            "release_outcome": outcome.value,
+            "fallback_type": state["fallback_type"] if outcome is ReleaseOutcome.FALLBACK else None,
+            "content": state["release_content"],
+        }
+        return [("content", content), done]
+    failure = {
+        "release_outcome": outcome.value,
+        "termination_state": state["termination_state"],
+        "termination_reason": state["termination_reason"],
+    }
+    if outcome is ReleaseOutcome.CANCELLED:
+        return [("failure", failure)]  # no public CANCELLED done (SPEC §11)
+    return [("failure", failure), done]
