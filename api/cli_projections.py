@@ -16,7 +16,7 @@ from application.store import StoreError
 from infrastructure.database import create_sql_engine
 from infrastructure.eventstore import open_store
 from infrastructure.live import LiveProjections
-from projections.runner import Projector
+from projections.runner import Projector, brief
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -97,7 +97,10 @@ def rebuild(
             bar.update(task, completed=head)
         console.print(f"rebuilt {', '.join(names or projector.names)}: {read} log entries applied")
     except (SQLAlchemyError, StoreError) as error:
-        fail(f"rebuild failed, nothing half-applied is kept: {error}")
+        fail(
+            f"rebuild stopped ({brief(error)}); every applied batch is kept with its position:"
+            " run the rebuild again, or let a follower finish it"
+        )
     finally:
         _close(store, projector)
 

@@ -36,11 +36,19 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 from uuid import UUID, uuid4
 
 import psycopg
-from floor import (
+from psycopg import sql
+
+# Run as a script (`python bench/X.py`), this folder comes first on sys.path: put the
+# repository root before it, so `projections` is the package and `bench` importable.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from application.store import HarnessStore
+from bench.floor import (
     LOCK_TIMEOUT,
     PG_DBNAME,
     PG_HOST,
@@ -51,9 +59,6 @@ from floor import (
     ensure_database,
     pg_conninfo,
 )
-from psycopg import sql
-
-from application.store import HarnessStore
 from domain.run import Run
 from domain.states import (
     ChatApplicationStatus,

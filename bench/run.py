@@ -49,11 +49,21 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid4
 
 import psycopg
-from floor import (
+from psycopg import sql
+from sqlalchemy import event
+
+# Run as a script (`python bench/X.py`), this folder comes first on sys.path: put the
+# repository root before it, so `projections` is the package and `bench` importable.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from application.ports import JSON, ModelProvider, ModelRequest, ModelResponse, Tool, ToolOutput
+from application.store import HarnessStore
+from bench.floor import (
     LOCK_TIMEOUT,
     PG_DBNAME,
     PG_HOST,
@@ -64,11 +74,6 @@ from floor import (
     ensure_database,
     pg_conninfo,
 )
-from psycopg import sql
-from sqlalchemy import event
-
-from application.ports import JSON, ModelProvider, ModelRequest, ModelResponse, Tool, ToolOutput
-from application.store import HarnessStore
 from infrastructure.composition import Runtime, build_runtime, load_sample_data
 from infrastructure.eventstore import init_store
 from infrastructure.ops_data import sample_incidents

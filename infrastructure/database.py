@@ -42,6 +42,7 @@ def create_sql_engine(settings: Settings) -> Engine:
         pool_pre_ping=settings.db_pre_ping,
         connect_args={
             "connect_timeout": settings.db_connect_timeout,
-            "options": f"-c search_path={settings.database_schema}",
+            # UTC sessions: times read back (and day boundaries) never depend on the server's zone
+            "options": f"-c search_path={settings.database_schema} -c timezone=UTC",
         },
     )

@@ -83,7 +83,7 @@ class RunTable:
             select(diagnosis_run.c.run_id).where(diagnosis_run.c.collection_id == collection)
         )
         row = rows.get(run_id) if run_id else None
-        if row is not None and row["stop_reason"] is None:
+        if row is not None:
             row["stop_reason"] = text(event.stop_reason)
             row["last_position"] = position
 
@@ -133,8 +133,6 @@ def _update(row: Row, event: Run.Event) -> None:  # noqa: C901 (one arm per even
             row["agent_steps"] += event.purpose is ModelStepPurpose.AGENT
         case Run.BudgetCharged():
             row["tool_calls"] += event.amount if event.kind is BudgetKind.TOOL_CALLS else 0
-        case Run.BudgetExhausted():
-            row["stop_reason"] = row["stop_reason"] or text(event.stop_reason)
         case Run.ToolRequestRejected():
             row["rejected_tool_requests"] += 1
         case Run.ReleaseDecision():
@@ -167,7 +165,10 @@ def _finish(row: Row, event: Run.RunFinished) -> None:
 
 
 def _group_key(row: Row) -> tuple[str, ...]:
-    day = row["created_at"].date().isoformat()
+    created: datetime = row["created_at"]
+    if created.tzinfo is not None:  # PostgreSQL hands times back in the session's zone
+        created = created.astimezone(UTC)
+    day = created.date().isoformat()
     return (day, *(row[column] or "" for column in GROUP))
 
 

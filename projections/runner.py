@@ -43,6 +43,13 @@ RETRY_AFTER = 1.0
 """Seconds before a follower retries after the database failed."""
 
 
+def brief(error: BaseException) -> str:
+    """The database's own first line of an error, without the SQL and its parameters."""
+    cause = getattr(error, "orig", None) or error
+    lines = str(cause).strip().splitlines()
+    return f"{type(cause).__name__}: {lines[0] if lines else ''}"
+
+
 def all_projections() -> tuple[Projection, ...]:
     """Every projection of the read side, in the order a batch applies them."""
     return (RunTable(), Trace(), SseFeed(), Sessions())
@@ -159,7 +166,8 @@ class Projector:
                 mine = [item for item in events if item[0] > position]
                 if not mine:
                     continue
-                projection.process(connection, mine)
+                # Claim the range before writing: a runner that lost the race stops here (on
+                # PostgreSQL the row lock makes it wait for the winner's commit first).
                 moved = connection.execute(
                     update(projection_tracking)
                     .where(
@@ -170,6 +178,7 @@ class Projector:
                 )
                 if moved.rowcount != 1:
                     raise TrackingConflict(projection.name)
+                projection.process(connection, mine)
 
     def catch_up(self, progress: Callable[[int], None] | None = None) -> int:
         """Apply batches until every projection has reached the head; entries read in all."""
@@ -193,13 +202,15 @@ class Projector:
         self.ensure_tracking()
         with self.engine.begin() as connection:
             for projection in chosen:
-                for table in projection.tables:
-                    connection.execute(table.delete())
+                # The tracking row first: its lock makes a follower's batch in flight commit
+                # before the tables are emptied, so none of its rows survive the reset.
                 connection.execute(
                     update(projection_tracking)
                     .where(projection_tracking.c.name == projection.name)
                     .values(position=0)
                 )
+                for table in projection.tables:
+                    connection.execute(table.delete())
         return self.catch_up(progress)
 
     # -- following the log live -------------------------------------------------------------------
@@ -239,7 +250,7 @@ class Projector:
                 while self.step() and not stop.is_set():
                     pass
             except (SQLAlchemyError, PersistenceError, OSError) as error:
-                log.warning("projections: %s; retrying in %.1fs", error, RETRY_AFTER)
+                log.warning("projections: %s; retrying in %.1fs", brief(error), RETRY_AFTER)
                 stop.wait(RETRY_AFTER)
                 continue
             except Exception:  # supervised: a bug is logged loudly, the follower keeps trying
