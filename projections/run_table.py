@@ -12,7 +12,7 @@ from domain.collection import Collection
 from domain.run import Run
 from domain.states import BudgetKind, Intent, ModelStepPurpose, ReleaseOutcome
 from infrastructure.read_tables import diagnosis_run, run_daily
-from projections.base import Positioned, Row, RowCache, jsonable, text
+from projections.base import Positioned, Row, RowCache, jsonable, text, uuid_text
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -39,7 +39,7 @@ class RunTable:
     def process(self, connection: Connection, events: Sequence[Positioned]) -> None:
         """Apply the batch, then recompute the analytics groups of the runs that finished."""
         rows = RowCache(connection, diagnosis_run, "run_id")
-        rows.preload(str(e.originator_id) for _, e in events if isinstance(e, Run.Event))
+        rows.preload(uuid_text(e.originator_id) for _, e in events if isinstance(e, Run.Event))
         finished: list[Row] = []
         for position, event in events:
             if isinstance(event, Run.Event):
@@ -49,9 +49,9 @@ class RunTable:
                     if isinstance(event, Run.RunFinished):
                         finished.append(row)
             elif isinstance(event, Collection.CollectionStarted):
-                row = rows.get(str(event.run_id))
+                row = rows.get(uuid_text(event.run_id))
                 if row is not None:
-                    row["collection_id"] = str(event.originator_id)
+                    row["collection_id"] = uuid_text(event.originator_id)
             elif isinstance(event, Collection.CollectionStop):
                 self._collection_stop(connection, rows, event, position)
         rows.flush()
@@ -59,7 +59,7 @@ class RunTable:
             _recompute_group(connection, key)
 
     def _apply(self, rows: RowCache, event: Run.Event) -> Row | None:
-        run_id = str(event.originator_id)
+        run_id = uuid_text(event.originator_id)
         if isinstance(event, Run.RunStarted):
             return rows.add(_new_row(run_id, event))
         row = rows.get(run_id)
@@ -75,7 +75,7 @@ class RunTable:
         event: Collection.CollectionStop,
         position: int,
     ) -> None:
-        collection = str(event.originator_id)
+        collection = uuid_text(event.originator_id)
         run_id = next(
             (k for k, r in rows.rows.items() if r is not None and r["collection_id"] == collection),
             None,

@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 from domain.run import Run
 from domain.states import Intent, ReleaseOutcome
 from infrastructure.read_tables import session_turn
-from projections.base import Positioned, Row, RowCache, jsonable, text
+from projections.base import Positioned, Row, RowCache, jsonable, text, uuid_text
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -30,7 +30,7 @@ class Sessions:
     def process(self, connection: Connection, events: Sequence[Positioned]) -> None:
         """Add a turn per started run and fill it in as the run routes and finishes."""
         turns = RowCache(connection, session_turn, "run_id")
-        turns.preload(str(e.originator_id) for _, e in events if isinstance(e, Run.Event))
+        turns.preload(uuid_text(e.originator_id) for _, e in events if isinstance(e, Run.Event))
         last_turn: dict[str, int] = {}
         for _, event in events:
             if isinstance(event, Run.RunStarted):
@@ -40,7 +40,7 @@ class Sessions:
                 last_turn[session] += 1
                 turns.add(_new_turn(event, last_turn[session]))
             elif isinstance(event, Run.Event):
-                row = turns.get(str(event.originator_id))
+                row = turns.get(uuid_text(event.originator_id))
                 if row is not None:
                     _update(row, event)
         turns.flush()
@@ -55,7 +55,7 @@ def _stored_last_turn(connection: Connection, session_id: str) -> int:
 
 def _new_turn(event: Run.RunStarted, turn: int) -> Row:
     return {
-        "run_id": str(event.originator_id),
+        "run_id": uuid_text(event.originator_id),
         "session_id": event.session_id,
         "turn": turn,
         "query": event.query,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from domain.run import Run
 from domain.states import ReleaseOutcome
 from infrastructure.read_tables import sse_event, sse_run
-from projections.base import Positioned, Row, RowCache, jsonable, text
+from projections.base import Positioned, Row, RowCache, insert_many, jsonable, text, uuid_text
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -34,12 +34,12 @@ class SseFeed:
     def process(self, connection: Connection, events: Sequence[Positioned]) -> None:
         """Append the feed entries that this batch's Run events produce."""
         runs = RowCache(connection, sse_run, "run_id")
-        runs.preload(str(e.originator_id) for _, e in events if isinstance(e, Run.Event))
+        runs.preload(uuid_text(e.originator_id) for _, e in events if isinstance(e, Run.Event))
         feed: list[Row] = []
         for position, event in events:
             if not isinstance(event, Run.Event):
                 continue
-            run_id = str(event.originator_id)
+            run_id = uuid_text(event.originator_id)
             if isinstance(event, Run.RunStarted):
                 state = runs.add(_new_state(run_id, event.session_id))
             else:
@@ -61,7 +61,7 @@ class SseFeed:
                 )
         runs.flush()
         if feed:
-            connection.execute(sse_event.insert(), feed)
+            insert_many(connection, sse_event, feed)
 
 
 def _new_state(run_id: str, session_id: str) -> Row:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from domain.catalogue import event_type_name
+from domain.catalogue import EVENT_CLASSES, event_type_name
 from domain.collection import Collection
 from domain.run import Run
 from domain.states import (
@@ -19,7 +19,7 @@ from domain.states import (
 )
 from domain.tool_invocation import ToolInvocation
 from infrastructure.read_tables import trace_event, trace_stream
-from projections.base import Positioned, Row, RowCache, payload
+from projections.base import Positioned, Row, RowCache, insert_many, payload, uuid_text
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -38,6 +38,9 @@ PURPOSE_PHASE = {
 }
 
 
+TYPE_NAMES = {cls: event_type_name(cls) for cls in EVENT_CLASSES}
+
+
 class Trace:
     """The audit timeline: one row per event, ordered by log position."""
 
@@ -48,9 +51,9 @@ class Trace:
         """Insert one row per event; invocation and collection events find their run."""
         streams = RowCache(connection, trace_stream, "stream_id")
         streams.preload(
-            str(e.originator_id)
+            uuid_text(e.originator_id)
             for _, e in events
-            if isinstance(e, ToolInvocation.Event | Collection.Event)
+            if isinstance(e, (ToolInvocation.Event, Collection.Event))
         )
         rows: list[Row] = []
         for position, event in events:
@@ -62,9 +65,9 @@ class Trace:
                 {
                     "position": position,
                     "run_id": run_id,
-                    "stream_id": str(event.originator_id),
+                    "stream_id": uuid_text(event.originator_id),
                     "stream_version": event.originator_version,
-                    "event_type": event_type_name(type(event)),
+                    "event_type": TYPE_NAMES.get(type(event)) or event_type_name(type(event)),
                     "phase": phase.value,
                     "status": status.value,
                     "timestamp": event.timestamp,
@@ -73,15 +76,15 @@ class Trace:
             )
         streams.flush()
         if rows:
-            connection.execute(trace_event.insert(), rows)
+            insert_many(connection, trace_event, rows)
 
 
 def _run_of(streams: RowCache, event: Any) -> str | None:
     if isinstance(event, Run.Event):
-        return str(event.originator_id)
-    stream = str(event.originator_id)
-    if isinstance(event, ToolInvocation.ToolInvocationStarted | Collection.CollectionStarted):
-        streams.add({"stream_id": stream, "run_id": str(event.run_id)})
+        return uuid_text(event.originator_id)
+    stream = uuid_text(event.originator_id)
+    if isinstance(event, (ToolInvocation.ToolInvocationStarted, Collection.CollectionStarted)):
+        streams.add({"stream_id": stream, "run_id": uuid_text(event.run_id)})
     row = streams.get(stream)
     return None if row is None else str(row["run_id"])
 
