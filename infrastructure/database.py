@@ -42,7 +42,9 @@ def create_sql_engine(settings: Settings) -> Engine:
         pool_pre_ping=settings.db_pre_ping,
         connect_args={
             "connect_timeout": settings.db_connect_timeout,
-            # UTC sessions: times read back (and day boundaries) never depend on the server's zone
-            "options": f"-c search_path={settings.database_schema} -c timezone=UTC",
+            # UTC sessions: times read back (and day boundaries) never depend on the server's zone;
+            # a lock wait (two projectors claiming one batch) ends like the event store's does
+            "options": f"-c search_path={settings.database_schema} -c timezone=UTC"
+            f" -c lock_timeout={settings.db_lock_timeout * 1000}",
         },
     )
