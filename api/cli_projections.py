@@ -7,6 +7,7 @@ import threading
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 from sqlalchemy.exc import SQLAlchemyError
@@ -31,11 +32,15 @@ projections_app = typer.Typer(
 )
 
 
-def _open(settings: Settings) -> tuple[HarnessStore, Projector]:
+def _open_store(settings: Settings) -> HarnessStore:
     try:
-        store = open_store(settings)
+        return open_store(settings)
     except StoreError as error:
         fail(str(error))
+
+
+def _open(settings: Settings) -> tuple[HarnessStore, Projector]:
+    store = _open_store(settings)
     engine = create_sql_engine(settings)
     return store, Projector(store, engine, batch_size=settings.projection_batch)
 
@@ -53,12 +58,12 @@ def run() -> None:
     PostgreSQL it wakes on NOTIFY and polls every HARNESS_PROJECTION_POLL seconds anyway.
     """
     settings = load_settings()
-    store, projector = _open(settings)
-    projector.engine.dispose()
+    store = _open_store(settings)
+    engine = create_sql_engine(settings)
     live = LiveProjections(
         settings,
         store,
-        create_sql_engine(settings),
+        engine,
         poll_interval=settings.projection_poll,
         batch_size=settings.projection_batch,
     )
@@ -68,12 +73,13 @@ def run() -> None:
     try:
         live.start()
     except (SQLAlchemyError, StoreError) as error:
+        engine.dispose()
         store.close()
-        raise typer.Exit(code=2) from error
+        fail(f"cannot start following the log: {brief(error)}")
     console.print(f"following the log of {settings.database.describe()}")
     stopped.wait()
     live.close()
-    live.projector.engine.dispose()
+    engine.dispose()
     store.close()
 
 
@@ -123,12 +129,10 @@ def status() -> None:
     try:
         rows = projector.status()
     except (SQLAlchemyError, StoreError) as error:
-        fail(f"cannot read the projections' positions: {error}")
+        fail(f"cannot read the projections' positions: {brief(error)}")
     finally:
         _close(store, projector)
     table = Table("projection", "position", "head", "lag")
     for row in rows:
         table.add_row(row.name, str(row.position), str(row.head), str(row.lag))
-    from rich.console import Console
-
     Console().print(table)
