@@ -83,10 +83,28 @@ run_daily = Table(
 )
 """Finished runs per UTC day and outcome; '' stands for "none" in the key columns."""
 
+run_duration = Table(
+    "run_duration",
+    metadata,
+    Column("day", String(10), primary_key=True),
+    Column("intent", String(32), primary_key=True),
+    Column("release_outcome", String(16), primary_key=True),
+    Column("fallback_type", String(40), primary_key=True),
+    Column("termination_state", String(24), primary_key=True),
+    Column("duration_ms", Integer, primary_key=True, autoincrement=False),
+    Column("run_id", String(36), primary_key=True),
+    sqlite_with_rowid=False,
+)
+"""Every finished run's duration under its ``run_daily`` key, in key and duration order: a
+group's percentile is one indexed read at its rank, however many runs the day has."""
+
+LOG_POSITION = BigInteger().with_variant(Integer(), "sqlite")
+"""A log position; on SQLite ``INTEGER PRIMARY KEY`` is the row id itself, with no extra index."""
+
 trace_event = Table(
     "trace_event",
     metadata,
-    Column("position", BigInteger, primary_key=True),
+    Column("position", LOG_POSITION, primary_key=True),
     Column("run_id", String(36), nullable=False, index=True),
     Column("stream_id", String(36), nullable=False),
     Column("stream_version", Integer, nullable=False),
@@ -102,6 +120,7 @@ trace_stream = Table(
     metadata,
     Column("stream_id", String(36), primary_key=True),
     Column("run_id", String(36), nullable=False),
+    sqlite_with_rowid=False,
 )
 """Which run an invocation or collection stream belongs to (their later events omit it)."""
 
@@ -113,6 +132,7 @@ sse_event = Table(
     Column("position", BigInteger, nullable=False),
     Column("event", String(16), nullable=False),
     Column("data", JSON, nullable=False),
+    sqlite_with_rowid=False,
 )
 
 sse_run = Table(

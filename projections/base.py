@@ -10,12 +10,13 @@ from datetime import datetime
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sqlalchemy import JSON, bindparam, select
+import orjson
+from sqlalchemy import JSON, DateTime, bindparam, select
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-    from sqlalchemy import Connection, Table
+    from sqlalchemy import Connection, Select, Table
 
 Positioned = tuple[int, Any]
 """A domain event with its log position."""
@@ -39,8 +40,13 @@ class Projection(Protocol):
         """The tables it owns: emptied when it is rebuilt from position 0."""
         ...
 
+    @property
+    def interests(self) -> tuple[type, ...]:
+        """The event classes it reads (subclasses included); other events only move its position."""
+        ...
+
     def process(self, connection: Connection, events: Sequence[Positioned]) -> None:
-        """Apply a batch of events (in log order) inside the caller's transaction."""
+        """Apply a batch of its events of interest (in log order) in the caller's transaction."""
         ...
 
 
@@ -64,12 +70,12 @@ class RowCache:
     def preload(self, keys: Iterable[Any]) -> None:
         """Read the stored rows of ``keys`` not yet cached; missing ones are remembered as None."""
         wanted = [k for k in dict.fromkeys(keys) if k not in self.rows]
-        column = self.table.c[self.key]
+        query = _select_by_keys(self.table, self.key)
         for start in range(0, len(wanted), IN_CHUNK):
             chunk = wanted[start : start + IN_CHUNK]
             for k in chunk:
                 self.rows[k] = None
-            found = self.connection.execute(select(self.table).where(column.in_(chunk)))
+            found = self.connection.execute(query, {"keys": chunk})
             for mapping in found.mappings():
                 row = dict(mapping)
                 self.rows[row[self.key]] = row
@@ -96,17 +102,20 @@ class RowCache:
             for key, row in self.rows.items()
             if row is not None and key not in self.created and row != self.original.get(key)
         ]
-        if new:
-            insert_many(self.connection, self.table, new)
-        if changed:
-            update = self.table.update().where(self.table.c[self.key] == bindparam("_key"))
-            self.connection.execute(update, [{**row, "_key": row[self.key]} for row in changed])
+        insert_many(self.connection, self.table, new)
+        update_many(self.connection, self.table, self.key, changed)
         self.original.update({k: dict(r) for k, r in self.rows.items() if r is not None})
         self.created.clear()
 
 
+@functools.cache
+def _select_by_keys(table: Table, key: str) -> Select[Any]:
+    """``SELECT * FROM table WHERE key IN (:keys)``, built once (the list is bound at execution)."""
+    return select(table).where(table.c[key].in_(bindparam("keys", expanding=True)))
+
+
 def _json_default(value: Any) -> Any:
-    """What ``json`` cannot encode itself: enums by value, ids and times as text, value objects."""
+    """What the encoder cannot write itself: sets (sorted), anything else by its text form."""
     if isinstance(value, Enum):
         return value.value
     if isinstance(value, datetime):
@@ -115,16 +124,29 @@ def _json_default(value: Any) -> Any:
         return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
     if isinstance(value, set | frozenset):
         return sorted(value, key=repr)
-    return str(value)  # UUIDs and anything else with a faithful text form
+    return str(value)  # UUIDs, decimals and anything else with a faithful text form
 
 
-encode_json = json.JSONEncoder(default=_json_default, ensure_ascii=False).encode
-"""Event payloads as JSON text: one pass, no intermediate copy, one encoder for all calls."""
+_slow_encode = json.JSONEncoder(default=_json_default, ensure_ascii=False).encode
+_ORJSON_OPTIONS = orjson.OPT_NON_STR_KEYS
+
+
+def encode_json(value: Any) -> str:
+    """``value`` as JSON text: enums by value, ids and times as text, value objects as objects.
+
+    orjson writes enums, UUIDs, datetimes (ISO 8601), dataclasses and tuples itself, in one pass;
+    the standard encoder, with the same conventions, takes what orjson refuses (integers beyond
+    64 bits).
+    """
+    try:
+        return orjson.dumps(value, default=_json_default, option=_ORJSON_OPTIONS).decode()
+    except orjson.JSONEncodeError:
+        return _slow_encode(value)
 
 
 def jsonable(value: Any) -> Any:
     """``value`` as plain JSON data (enums by value, ids and times as text, tuples as lists)."""
-    return json.loads(encode_json(value))
+    return orjson.loads(encode_json(value))
 
 
 ENVELOPE = frozenset({"originator_id", "originator_version", "timestamp"})
@@ -148,26 +170,28 @@ def text(value: Enum | None) -> str | None:
 
 
 def insert_many(connection: Connection, table: Table, rows: Sequence[Row]) -> None:
-    """Insert ``rows`` with the driver's fastest bulk path.
-
-    That is ``COPY`` on PostgreSQL and one ``executemany`` on SQLite. Values pass through the
-    columns' own SQLAlchemy bind processing, except JSON, which :data:`encode_json` writes in one
-    pass.
-    """
+    """Insert ``rows`` (dicts with every column of ``table``) with the driver's bulk path."""
     if not rows:
         return
-    columns = [c.name for c in table.columns]
-    convert = [(i, f) for i, f in enumerate(_converters(table, connection.dialect)) if f]
+    columns = tuple(c.name for c in table.columns)
     pick = operator.itemgetter(*columns)
-    values = []
-    for row in rows:
-        value = list(pick(row))
-        for index, function in convert:
-            value[index] = function(value[index])
-        values.append(value)
+    insert_values(connection, table, columns, [list(pick(row)) for row in rows])
+
+
+def insert_values(
+    connection: Connection, table: Table, columns: Sequence[str], values: list[list[Any]]
+) -> None:
+    """Insert rows given as value lists in the order of ``columns``, with the driver's bulk path.
+
+    That is ``COPY`` on PostgreSQL and one ``executemany`` on SQLite. Values pass through the
+    columns' own storage format (see :func:`_converters`); the lists are converted in place.
+    """
+    if not values:
+        return
+    _convert(connection, table, columns, values)
     raw: Any = connection.connection.dbapi_connection
+    names = ", ".join(f'"{c}"' for c in columns)
     if connection.dialect.name == "postgresql":
-        names = ", ".join(f'"{c}"' for c in columns)
         with (
             raw.cursor() as cursor,
             cursor.copy(f'COPY "{table.name}" ({names}) FROM STDIN') as copy,
@@ -175,33 +199,71 @@ def insert_many(connection: Connection, table: Table, rows: Sequence[Row]) -> No
             for value in values:
                 copy.write_row(value)
         return
-    names = ", ".join(f'"{c}"' for c in columns)
     marks = ", ".join("?" for _ in columns)
+    _executemany(raw, f'INSERT INTO "{table.name}" ({names}) VALUES ({marks})', values)
+
+
+def update_many(connection: Connection, table: Table, key: str, rows: Sequence[Row]) -> None:
+    """Rewrite every column of ``rows`` (dicts with every column), matched on column ``key``."""
+    if not rows:
+        return
+    columns = tuple(c.name for c in table.columns if c.name != key)
+    pick = operator.itemgetter(*columns, key)
+    values = [list(pick(row)) for row in rows]
+    _convert(connection, table, (*columns, key), values)
+    mark = "%s" if connection.dialect.name == "postgresql" else "?"
+    assignments = ", ".join(f'"{c}" = {mark}' for c in columns)
+    statement = f'UPDATE "{table.name}" SET {assignments} WHERE "{key}" = {mark}'
+    _executemany(connection.connection.dbapi_connection, statement, values)
+
+
+def _executemany(raw: Any, statement: str, values: list[list[Any]]) -> None:
     cursor = raw.cursor()
     try:
-        cursor.executemany(f'INSERT INTO "{table.name}" ({names}) VALUES ({marks})', values)
+        cursor.executemany(statement, values)
     finally:
         cursor.close()
+
+
+def _convert(
+    connection: Connection, table: Table, columns: Sequence[str], values: list[list[Any]]
+) -> None:
+    converters = _converters(table, connection.dialect.name, connection.dialect)
+    convert = [(i, f) for i, name in enumerate(columns) if (f := converters[name])]
+    if not convert:
+        return
+    for value in values:
+        for index, function in convert:
+            value[index] = function(value[index])
 
 
 def _json_text(value: Any) -> Any:
     return None if value is None else encode_json(value)
 
 
+def sqlite_datetime(value: datetime | None) -> str | None:
+    """SQLAlchemy's SQLite ``DATETIME`` storage format (its fields, the zone dropped), faster."""
+    if value is None:
+        return None
+    return value.replace(tzinfo=None).isoformat(" ", "microseconds")
+
+
 @functools.cache
-def _converters_by_dialect(table: Table, dialect_name: str, dialect: Any) -> tuple[Any, ...]:
-    converters: list[Any] = []
+def _converters(table: Table, dialect_name: str, dialect: Any) -> dict[str, Any]:
+    """Per column, the function that turns a Python value into what the driver stores, or None.
+
+    JSON is written by :func:`encode_json` on both databases. On PostgreSQL, ``COPY`` and psycopg
+    adapt everything else themselves; on SQLite, date-times are written in SQLAlchemy's own
+    format (so its DateTime type reads them back) and other types by their bind processor.
+    """
+    converters: dict[str, Any] = {}
     for column in table.columns:
         if isinstance(column.type, JSON):
-            converters.append(_json_text)
+            converters[column.name] = _json_text
         elif dialect_name == "postgresql":
-            converters.append(None)  # COPY adapts Python values itself
+            converters[column.name] = None
+        elif isinstance(column.type, DateTime):
+            converters[column.name] = sqlite_datetime
         else:
-            # the dialect's own type (SQLite's DATETIME writes SQLAlchemy's text format)
-            impl = column.type.dialect_impl(dialect)
-            converters.append(impl.bind_processor(dialect))
-    return tuple(converters)
-
-
-def _converters(table: Table, dialect: Any) -> tuple[Any, ...]:
-    return _converters_by_dialect(table, dialect.name, dialect)
+            converters[column.name] = column.type.dialect_impl(dialect).bind_processor(dialect)
+    return converters

@@ -3,21 +3,31 @@
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from collections import defaultdict
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
+from sqlalchemy import select, tuple_
 
 from domain.collection import Collection
 from domain.run import Run
 from domain.states import BudgetKind, Intent, ModelStepPurpose, ReleaseOutcome
-from infrastructure.read_tables import diagnosis_run, run_daily
-from projections.base import Positioned, Row, RowCache, jsonable, text, uuid_text
+from infrastructure.read_tables import diagnosis_run, run_daily, run_duration
+from projections.base import (
+    Positioned,
+    Row,
+    RowCache,
+    insert_many,
+    insert_values,
+    jsonable,
+    text,
+    uuid_text,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from sqlalchemy import Connection
+    from sqlalchemy import Connection, ScalarSelect
 
 STATUS_BY_OUTCOME = {
     ReleaseOutcome.SUCCESS: "SUCCESS",
@@ -28,18 +38,24 @@ STATUS_BY_OUTCOME = {
 """SPEC §12: ``status=SUCCESS`` means "handled with safe content", not "has a conclusion"."""
 
 GROUP = ("intent", "release_outcome", "fallback_type", "termination_state")
+DAILY_KEY = ("day", *GROUP)
 
 
 class RunTable:
     """One row per run, kept current from its Run and Collection streams."""
 
     name = "diagnosis_run"
-    tables = (diagnosis_run, run_daily)
+    tables = (diagnosis_run, run_daily, run_duration)
+    interests = (Run.Event, Collection.CollectionStarted, Collection.CollectionStop)
 
     def process(self, connection: Connection, events: Sequence[Positioned]) -> None:
         """Apply the batch, then recompute the analytics groups of the runs that finished."""
         rows = RowCache(connection, diagnosis_run, "run_id")
-        rows.preload(uuid_text(e.originator_id) for _, e in events if isinstance(e, Run.Event))
+        rows.preload(
+            uuid_text(e.originator_id)
+            for _, e in events
+            if isinstance(e, Run.Event) and not isinstance(e, Run.RunStarted)
+        )
         finished: list[Row] = []
         for position, event in events:
             if isinstance(event, Run.Event):
@@ -55,8 +71,7 @@ class RunTable:
             elif isinstance(event, Collection.CollectionStop):
                 self._collection_stop(connection, rows, event, position)
         rows.flush()
-        for key in {_group_key(row) for row in finished}:
-            _recompute_group(connection, key)
+        _add_to_daily(connection, finished)
 
     def _apply(self, rows: RowCache, event: Run.Event) -> Row | None:
         run_id = uuid_text(event.originator_id)
@@ -155,6 +170,7 @@ def _finish(row: Row, event: Run.RunFinished) -> None:
     row["duration_ms"] = event.duration_ms
     published = outcome in (ReleaseOutcome.SUCCESS, ReleaseOutcome.FALLBACK)
     content = row["release_content"] if published else None
+    row["release_content"] = None  # only kept while the run is open; published as safe_answer
     row["safe_answer"] = content
     if outcome is not ReleaseOutcome.FALLBACK:
         row["fallback_type"] = None  # a decided fallback that was not published is no outcome
@@ -172,41 +188,71 @@ def _group_key(row: Row) -> tuple[str, ...]:
     return (day, *(row[column] or "" for column in GROUP))
 
 
-def _recompute_group(connection: Connection, key: tuple[str, ...]) -> None:
-    """Rewrite one analytics row from the finished runs of its group (idempotent)."""
-    day, *values = key
-    column = diagnosis_run.c
-    query = select(column.duration_ms, column.tokens_in, column.tokens_out)
-    for name, value in zip(GROUP, values, strict=True):
-        query = query.where(column[name].is_(None) if value == "" else column[name] == value)
-    start = datetime.fromisoformat(day).replace(tzinfo=UTC)
-    query = query.where(
-        column.finished_at.is_not(None),
-        column.created_at >= start,
-        column.created_at < start + timedelta(days=1),
+def _add_to_daily(connection: Connection, finished: list[Row]) -> None:
+    """Count the runs that finished in this batch into their ``run_daily`` groups.
+
+    A few statements per batch, whatever the number of groups: record the durations, read the
+    groups' stored rows, read every new percentile by rank in one query, rewrite the rows.
+    """
+    if not finished:
+        return
+    groups: dict[tuple[str, ...], list[Row]] = defaultdict(list)
+    for row in finished:
+        groups[_group_key(row)].append(row)
+    insert_values(
+        connection,
+        run_duration,
+        (*DAILY_KEY, "duration_ms", "run_id"),
+        [
+            [*key, int(row["duration_ms"] or 0), row["run_id"]]
+            for key, rows in groups.items()
+            for row in rows
+        ],
     )
-    found = list(connection.execute(query))
-    durations = sorted(int(r.duration_ms or 0) for r in found)
-    where = [run_daily.c.day == day] + [
-        run_daily.c[name] == value for name, value in zip(GROUP, values, strict=True)
-    ]
-    connection.execute(run_daily.delete().where(*where))
-    if found:
-        connection.execute(
-            run_daily.insert(),
+    key_columns = tuple_(*(run_daily.c[name] for name in DAILY_KEY))
+    daily = run_daily.c
+    found = connection.execute(
+        select(
+            *(daily[name] for name in DAILY_KEY), daily.runs, daily.tokens_in, daily.tokens_out
+        ).where(key_columns.in_(list(groups)))
+    )
+    width = len(DAILY_KEY)
+    stored = {tuple(row[:width]): tuple(row[width:]) for row in found}
+    totals: list[Row] = []
+    for key, rows in groups.items():
+        runs, tokens_in, tokens_out = stored.get(key, (0, 0, 0))
+        totals.append(
             {
-                "day": day,
-                **dict(zip(GROUP, values, strict=True)),
-                "runs": len(found),
-                "duration_p50_ms": _percentile(durations, 50),
-                "duration_p95_ms": _percentile(durations, 95),
-                "tokens_in": sum(r.tokens_in for r in found),
-                "tokens_out": sum(r.tokens_out for r in found),
-            },
+                **dict(zip(DAILY_KEY, key, strict=True)),
+                "runs": runs + len(rows),
+                "tokens_in": tokens_in + sum(r["tokens_in"] for r in rows),
+                "tokens_out": tokens_out + sum(r["tokens_out"] for r in rows),
+            }
         )
+    wanted = [(total, p) for total in totals for p in (50, 95)]
+    ranked = connection.execute(
+        select(*(_ranked_duration(total, _rank(p, total["runs"])) for total, p in wanted))
+    ).one()
+    for (total, p), duration in zip(wanted, ranked, strict=True):
+        total[f"duration_p{p}_ms"] = float(duration or 0)
+    if stored:
+        connection.execute(run_daily.delete().where(key_columns.in_(list(stored))))
+    insert_many(connection, run_daily, totals)
 
 
-def _percentile(ordered: list[int], p: int) -> float:
-    """Nearest-rank percentile of a sorted, non-empty list."""
-    rank = max(1, math.ceil(p / 100 * len(ordered)))
-    return float(ordered[rank - 1])
+def _rank(p: int, count: int) -> int:
+    """The nearest rank (1-based) of percentile ``p`` among ``count`` ordered values."""
+    return max(1, math.ceil(p / 100 * count))
+
+
+def _ranked_duration(group: Row, rank: int) -> ScalarSelect[Any]:
+    """The ``rank``-th shortest duration of a group (its index is ordered by duration)."""
+    column = run_duration.c
+    return (
+        select(column.duration_ms)
+        .where(*[column[name] == group[name] for name in DAILY_KEY])
+        .order_by(column.duration_ms)
+        .limit(1)
+        .offset(rank - 1)
+        .scalar_subquery()
+    )

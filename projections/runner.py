@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from eventsourcing.persistence import PersistenceError
-from sqlalchemy import select, update
+from sqlalchemy import select, tuple_, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from infrastructure.read_tables import create_read_tables, projection_tracking
@@ -140,50 +140,74 @@ class Projector:
 
     def step(self) -> int:
         """Apply one batch; the number of log entries read (0: every projection is caught up)."""
-        positions = self.positions()
-        start = min(positions.values())
-        notifications = self.store.recorder.select_notifications(
-            start=start + 1, limit=self.batch_size
-        )
-        if not notifications:
-            return 0
-        events: list[Positioned] = [
-            (n.id, self.store.mapper.to_domain_event(n)) for n in notifications
-        ]
+        return self._step(self.positions())[0]
+
+    def _step(self, positions: dict[str, int]) -> tuple[int, dict[str, int] | None]:
+        """Apply the batch after ``positions``; the entries read and the positions now.
+
+        The positions are None when another runner applied the batch first: read them again.
+        """
+        events = self._read(min(positions.values()))
+        if not events:
+            return 0, positions
+        last = events[-1][0]
         try:
             self._apply(positions, events)
+            after: dict[str, int] | None = {n: max(p, last) for n, p in positions.items()}
         except TrackingConflict:
             self.conflicts += 1  # another runner applied (part of) this batch: carry on from it
+            after = None
         with self.advanced:
             self.advanced.notify_all()
-        return len(events)
+        return len(events), after
+
+    def _read(self, after: int) -> list[Positioned]:
+        """Up to a batch of log entries after position ``after``, deserialised."""
+        notifications = self.store.recorder.select_notifications(
+            start=after + 1, limit=self.batch_size
+        )
+        to_domain_event = self.store.mapper.to_domain_event
+        return [(n.id, to_domain_event(n)) for n in notifications]
 
     def _apply(self, positions: dict[str, int], events: list[Positioned]) -> None:
         last = events[-1][0]
+        behind = [p for p in self.projections if positions[p.name] < last]
+        if not behind:
+            return
         with self.engine.begin() as connection:
-            for projection in self.projections:
+            # Claim the range before writing, all projections in one statement: a runner that lost
+            # the race stops here (on PostgreSQL the row locks make it wait for the winner's commit
+            # first, then it finds the positions moved).
+            claims = [(p.name, positions[p.name]) for p in behind]
+            tracked = tuple_(projection_tracking.c.name, projection_tracking.c.position)
+            moved = connection.execute(
+                update(projection_tracking).where(tracked.in_(claims)).values(position=last)
+            )
+            if moved.rowcount != len(claims):
+                raise TrackingConflict(", ".join(name for name, _ in claims))
+            for projection in behind:
                 position = positions[projection.name]
-                mine = [item for item in events if item[0] > position]
-                if not mine:
-                    continue
-                # Claim the range before writing: a runner that lost the race stops here (on
-                # PostgreSQL the row lock makes it wait for the winner's commit first).
-                moved = connection.execute(
-                    update(projection_tracking)
-                    .where(
-                        projection_tracking.c.name == projection.name,
-                        projection_tracking.c.position == position,
-                    )
-                    .values(position=last)
-                )
-                if moved.rowcount != 1:
-                    raise TrackingConflict(projection.name)
-                projection.process(connection, mine)
+                wanted = projection.interests
+                mine = [e for e in events if e[0] > position and isinstance(e[1], wanted)]
+                if mine:
+                    projection.process(connection, mine)
 
-    def catch_up(self, progress: Callable[[int], None] | None = None) -> int:
-        """Apply batches until every projection has reached the head; entries read in all."""
+    def catch_up(
+        self,
+        progress: Callable[[int], None] | None = None,
+        stop: threading.Event | None = None,
+    ) -> int:
+        """Apply batches until every projection has reached the head (or ``stop`` is set).
+
+        Returns the log entries read in all. The positions are read from the database at the
+        start and after a lost race; in between, each committed batch says where they are.
+        """
         total = 0
-        while read := self.step():
+        positions: dict[str, int] | None = None
+        while not (stop and stop.is_set()):
+            read, positions = self._step(positions if positions is not None else self.positions())
+            if not read:
+                break
             total += read
             if progress:
                 progress(read)
@@ -247,8 +271,7 @@ class Projector:
         while not stop.is_set():
             wake.clear()
             try:
-                while self.step() and not stop.is_set():
-                    pass
+                self.catch_up(stop=stop)
             except (SQLAlchemyError, PersistenceError, OSError) as error:
                 log.warning("projections: %s; retrying in %.1fs", brief(error), RETRY_AFTER)
                 stop.wait(RETRY_AFTER)

@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 from domain.run import Run
 from domain.states import Intent, ReleaseOutcome
 from infrastructure.read_tables import session_turn
-from projections.base import Positioned, Row, RowCache, jsonable, text, uuid_text
+from projections.base import IN_CHUNK, Positioned, Row, RowCache, jsonable, text, uuid_text
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -26,31 +26,42 @@ class Sessions:
 
     name = "session_turn"
     tables = (session_turn,)
+    interests = (Run.RunStarted, Run.RoutingDecision, Run.ReleaseDecision, Run.RunFinished)
 
     def process(self, connection: Connection, events: Sequence[Positioned]) -> None:
         """Add a turn per started run and fill it in as the run routes and finishes."""
         turns = RowCache(connection, session_turn, "run_id")
-        turns.preload(uuid_text(e.originator_id) for _, e in events if isinstance(e, Run.Event))
-        last_turn: dict[str, int] = {}
+        turns.preload(
+            uuid_text(e.originator_id) for _, e in events if not isinstance(e, Run.RunStarted)
+        )
+        last_turn = _stored_last_turns(
+            connection, {e.session_id for _, e in events if isinstance(e, Run.RunStarted)}
+        )
         for _, event in events:
             if isinstance(event, Run.RunStarted):
                 session = event.session_id
-                if session not in last_turn:
-                    last_turn[session] = _stored_last_turn(connection, session)
                 last_turn[session] += 1
                 turns.add(_new_turn(event, last_turn[session]))
-            elif isinstance(event, Run.Event):
+            else:
                 row = turns.get(uuid_text(event.originator_id))
                 if row is not None:
                     _update(row, event)
         turns.flush()
 
 
-def _stored_last_turn(connection: Connection, session_id: str) -> int:
-    found = connection.scalar(
-        select(func.max(session_turn.c.turn)).where(session_turn.c.session_id == session_id)
-    )
-    return int(found or 0)
+def _stored_last_turns(connection: Connection, sessions: set[str]) -> dict[str, int]:
+    """The highest stored turn of each session (0 for a new one), in a few queries."""
+    found = dict.fromkeys(sessions, 0)
+    wanted = sorted(sessions)
+    column = session_turn.c
+    for start in range(0, len(wanted), IN_CHUNK):
+        query = (
+            select(column.session_id, func.max(column.turn))
+            .where(column.session_id.in_(wanted[start : start + IN_CHUNK]))
+            .group_by(column.session_id)
+        )
+        found.update({session: int(turn) for session, turn in connection.execute(query)})
+    return found
 
 
 def _new_turn(event: Run.RunStarted, turn: int) -> Row:
@@ -82,5 +93,6 @@ def _update(row: Row, event: Run.Event) -> None:
             row["published_result"] = (
                 row["release_content"] if diagnosed and outcome is ReleaseOutcome.SUCCESS else None
             )
+            row["release_content"] = None  # only kept while the run is open
         case _:
             pass

@@ -30,15 +30,22 @@ class SseFeed:
 
     name = "sse_feed"
     tables = (sse_event, sse_run)
+    interests = (
+        Run.RunStarted,
+        Run.ApplicationStatusChanged,
+        Run.ReleaseDecision,
+        Run.RunTerminated,
+        Run.RunFinished,
+    )
 
     def process(self, connection: Connection, events: Sequence[Positioned]) -> None:
         """Append the feed entries that this batch's Run events produce."""
         runs = RowCache(connection, sse_run, "run_id")
-        runs.preload(uuid_text(e.originator_id) for _, e in events if isinstance(e, Run.Event))
+        runs.preload(
+            uuid_text(e.originator_id) for _, e in events if not isinstance(e, Run.RunStarted)
+        )
         feed: list[Row] = []
         for position, event in events:
-            if not isinstance(event, Run.Event):
-                continue
             run_id = uuid_text(event.originator_id)
             if isinstance(event, Run.RunStarted):
                 state = runs.add(_new_state(run_id, event.session_id))
@@ -91,7 +98,9 @@ def _entries(state: Row, event: Any) -> list[tuple[str, dict[str, Any]]]:
             state["termination_reason"] = str(event.reason.value)
         case Run.RunFinished():
             state["closed"] = True
-            return _ending(state, event.release_outcome)
+            entries = _ending(state, event.release_outcome)
+            state["release_content"] = None  # only kept while the feed is open
+            return entries
         case _:
             pass
     return []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from domain.catalogue import EVENT_CLASSES, event_type_name
@@ -19,7 +20,7 @@ from domain.states import (
 )
 from domain.tool_invocation import ToolInvocation
 from infrastructure.read_tables import trace_event, trace_stream
-from projections.base import Positioned, Row, RowCache, insert_many, payload, uuid_text
+from projections.base import Positioned, RowCache, insert_values, payload, uuid_text
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -40,94 +41,154 @@ PURPOSE_PHASE = {
 
 TYPE_NAMES = {cls: event_type_name(cls) for cls in EVENT_CLASSES}
 
+COLUMNS = (
+    "position",
+    "run_id",
+    "stream_id",
+    "stream_version",
+    "event_type",
+    "phase",
+    "status",
+    "timestamp",
+    "attributes",
+)
+"""The order of each row's values (every column of ``trace_event``)."""
+
 
 class Trace:
     """The audit timeline: one row per event, ordered by log position."""
 
     name = "trace_event"
     tables = (trace_event, trace_stream)
+    interests = (Run.Event, ToolInvocation.Event, Collection.Event)
+
+    def __init__(self) -> None:
+        """Start knowing no stream; a stream's run, once seen, is remembered (it never changes)."""
+        self.runs_of_streams: dict[str, str] = {}
 
     def process(self, connection: Connection, events: Sequence[Positioned]) -> None:
         """Insert one row per event; invocation and collection events find their run."""
-        streams = RowCache(connection, trace_stream, "stream_id")
-        streams.preload(
-            uuid_text(e.originator_id)
-            for _, e in events
-            if isinstance(e, (ToolInvocation.Event, Collection.Event))
-        )
-        rows: list[Row] = []
+        streams = self._streams(connection, events)
+        rows: list[list[Any]] = []
         for position, event in events:
-            run_id = _run_of(streams, event)
+            stream = uuid_text(event.originator_id)
+            run_id = stream if isinstance(event, Run.Event) else streams.get(stream)
             if run_id is None:
                 continue  # not a stream of a known run: nothing to place it on
-            phase, status = classify(event)
+            kind = type(event)
+            phase, status = _rule(kind)(event)
             rows.append(
-                {
-                    "position": position,
-                    "run_id": run_id,
-                    "stream_id": uuid_text(event.originator_id),
-                    "stream_version": event.originator_version,
-                    "event_type": TYPE_NAMES.get(type(event)) or event_type_name(type(event)),
-                    "phase": phase.value,
-                    "status": status.value,
-                    "timestamp": event.timestamp,
-                    "attributes": payload(event),
-                }
+                [
+                    position,
+                    run_id,
+                    stream,
+                    event.originator_version,
+                    TYPE_NAMES.get(kind) or event_type_name(kind),
+                    phase.value,
+                    status.value,
+                    event.timestamp,
+                    payload(event),
+                ]
             )
-        streams.flush()
-        if rows:
-            insert_many(connection, trace_event, rows)
+        insert_values(connection, trace_event, COLUMNS, rows)
+
+    def _streams(self, connection: Connection, events: Sequence[Positioned]) -> dict[str, str]:
+        """The run of every invocation and collection stream in ``events`` that has one.
+
+        Streams started in this batch are recorded in ``trace_stream``; the others are looked up
+        there once per process, since a stream never moves to another run.
+        """
+        known = self.runs_of_streams
+        if len(known) > STREAM_MEMORY:
+            known.clear()
+        started: list[list[Any]] = []
+        unknown: list[str] = []
+        for _, event in events:
+            if isinstance(event, Run.Event):
+                continue
+            stream = uuid_text(event.originator_id)
+            if isinstance(event, STREAM_STARTS):
+                known[stream] = uuid_text(event.run_id)
+                started.append([stream, known[stream]])
+            elif stream not in known:
+                unknown.append(stream)
+        if unknown:
+            cache = RowCache(connection, trace_stream, "stream_id")
+            cache.preload(unknown)
+            known.update({k: str(row["run_id"]) for k, row in cache.rows.items() if row})
+        insert_values(connection, trace_stream, ("stream_id", "run_id"), started)
+        return known
 
 
-def _run_of(streams: RowCache, event: Any) -> str | None:
-    if isinstance(event, Run.Event):
-        return uuid_text(event.originator_id)
-    stream = uuid_text(event.originator_id)
-    if isinstance(event, (ToolInvocation.ToolInvocationStarted, Collection.CollectionStarted)):
-        streams.add({"stream_id": stream, "run_id": uuid_text(event.run_id)})
-    row = streams.get(stream)
-    return None if row is None else str(row["run_id"])
+STREAM_STARTS = (ToolInvocation.ToolInvocationStarted, Collection.CollectionStarted)
+STREAM_MEMORY = 100_000
+"""Streams whose run the trace remembers in memory before it starts over."""
+
+Rule = Callable[[Any], tuple[TracePhase, TraceEventStatus]]
 
 
-def classify(event: Any) -> tuple[TracePhase, TraceEventStatus]:  # noqa: C901, PLR0911
+def _fixed(phase: TracePhase, status: TraceEventStatus) -> Rule:
+    return lambda _event: (phase, status)
+
+
+def _semantic_verdict(event: Any) -> tuple[TracePhase, TraceEventStatus]:
+    verdict = {SemanticVerdict.SUPPORTED: OK, SemanticVerdict.UNSUPPORTED: REJECTED}
+    return TracePhase.GUARD, verdict.get(event.verdict, ERROR) if event.verdict else ERROR
+
+
+def _guard_validity(event: Any) -> tuple[TracePhase, TraceEventStatus]:
+    return TracePhase.GUARD, OK if event.valid else REJECTED
+
+
+def _run_finished(event: Any) -> tuple[TracePhase, TraceEventStatus]:
+    published = event.release_outcome in (ReleaseOutcome.SUCCESS, ReleaseOutcome.FALLBACK)
+    return TracePhase.RUN, OK if published else ERROR
+
+
+RULES: dict[type, Rule] = {
+    Run.RoutingAttempt: _fixed(TracePhase.ROUTING, INFO),
+    Run.RoutingDecision: lambda e: (TracePhase.ROUTING, ERROR if e.intent is None else OK),
+    Run.AgentModelStep: lambda e: (
+        PURPOSE_PHASE[e.purpose],
+        ERROR if e.outcome is not ModelStepOutcome.OK else OK,
+    ),
+    Run.BudgetExhausted: _fixed(TracePhase.RUN, ERROR),
+    Run.ToolRequestRejected: _fixed(TracePhase.TOOL, REJECTED),
+    Run.EvidenceGuardInitial: _guard_validity,
+    Run.EvidenceGuardRecheck: _guard_validity,
+    Run.EvidenceRepair: _fixed(TracePhase.GUARD, INFO),
+    Run.SemanticGuardAttempt: _fixed(TracePhase.GUARD, INFO),
+    Run.SemanticGuardDecision: _semantic_verdict,
+    Run.ReleaseDecision: lambda e: (
+        TracePhase.RELEASE,
+        OK if e.outcome is ReleaseOutcome.SUCCESS else INFO,
+    ),
+    Run.RunTerminated: lambda e: (TracePhase.RUN, OK if e.state is RunState.SUCCESS else ERROR),
+    Run.RunFinished: _run_finished,
+    Run.Event: _fixed(TracePhase.RUN, INFO),  # started, status changes, charges, cancellation
+    ToolInvocation.ToolInvocationReady: _fixed(TracePhase.TOOL, OK),
+    ToolInvocation.ToolInvocationFailed: _fixed(TracePhase.TOOL, ERROR),
+    ToolInvocation.Event: _fixed(TracePhase.TOOL, INFO),
+    Collection.ToolProgress: lambda e: (
+        TracePhase.COLLECTION,
+        OK if e.gain is InformationGain.GAINED else INFO,
+    ),
+    Collection.ProgressProtocolViolation: _fixed(TracePhase.COLLECTION, REJECTED),
+    object: _fixed(TracePhase.COLLECTION, INFO),
+}
+"""SPEC §13 per event class; a class without its own rule takes its nearest base class's."""
+
+
+_RULE_OF: dict[type, Rule] = {}
+
+
+def _rule(kind: type) -> Rule:
+    rule = _RULE_OF.get(kind)
+    if rule is None:
+        rule = _RULE_OF[kind] = next(RULES[base] for base in kind.__mro__ if base in RULES)
+    return rule
+
+
+def classify(event: Any) -> tuple[TracePhase, TraceEventStatus]:
     """The timeline phase and status of one event (SPEC §13)."""
-    match event:
-        case Run.RoutingAttempt():
-            return TracePhase.ROUTING, INFO
-        case Run.RoutingDecision():
-            return TracePhase.ROUTING, ERROR if event.intent is None else OK
-        case Run.AgentModelStep():
-            failed = event.outcome is not ModelStepOutcome.OK
-            return PURPOSE_PHASE[event.purpose], ERROR if failed else OK
-        case Run.BudgetExhausted():
-            return TracePhase.RUN, ERROR
-        case Run.ToolRequestRejected():
-            return TracePhase.TOOL, REJECTED
-        case Run.EvidenceGuardInitial() | Run.EvidenceGuardRecheck():
-            return TracePhase.GUARD, OK if event.valid else REJECTED
-        case Run.EvidenceRepair() | Run.SemanticGuardAttempt():
-            return TracePhase.GUARD, INFO
-        case Run.SemanticGuardDecision():
-            verdict = {SemanticVerdict.SUPPORTED: OK, SemanticVerdict.UNSUPPORTED: REJECTED}
-            return TracePhase.GUARD, verdict.get(event.verdict, ERROR) if event.verdict else ERROR
-        case Run.ReleaseDecision():
-            return TracePhase.RELEASE, OK if event.outcome is ReleaseOutcome.SUCCESS else INFO
-        case Run.RunTerminated():
-            return TracePhase.RUN, OK if event.state is RunState.SUCCESS else ERROR
-        case Run.RunFinished():
-            published = event.release_outcome in (ReleaseOutcome.SUCCESS, ReleaseOutcome.FALLBACK)
-            return TracePhase.RUN, OK if published else ERROR
-        case Run.Event():
-            return TracePhase.RUN, INFO  # started, status changes, charges, cancellation
-        case ToolInvocation.ToolInvocationReady():
-            return TracePhase.TOOL, OK
-        case ToolInvocation.ToolInvocationFailed():
-            return TracePhase.TOOL, ERROR
-        case ToolInvocation.Event():
-            return TracePhase.TOOL, INFO
-        case Collection.ToolProgress():
-            return TracePhase.COLLECTION, OK if event.gain is InformationGain.GAINED else INFO
-        case Collection.ProgressProtocolViolation():
-            return TracePhase.COLLECTION, REJECTED
-        case _:
-            return TracePhase.COLLECTION, INFO
+    return _rule(type(event))(event)
