@@ -113,7 +113,7 @@ class Settings(BaseSettings):
         " follows the log in its own process (several workers).",
     )
     projection_batch: int = Field(
-        default=1000, ge=1, le=100_000, description="Log entries a projection batch reads at most."
+        default=2000, ge=1, le=100_000, description="Log entries a projection batch reads at most."
     )
     projection_poll: float = Field(
         default=1.0, gt=0, le=60, description="Seconds between polls when no wake-up arrives."

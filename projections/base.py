@@ -11,15 +11,27 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
-from sqlalchemy import JSON, DateTime, bindparam, select
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    Integer,
+    String,
+    bindparam,
+    select,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
+    from uuid import UUID
 
+    from eventsourcing.persistence import Mapper, Notification
     from sqlalchemy import Connection, Select, Table
 
-Positioned = tuple[int, Any]
-"""A domain event with its log position."""
+Positioned = tuple[int, Any, str]
+"""A domain event with its log position and its stream's id as text."""
 
 Row = dict[str, Any]
 
@@ -149,12 +161,19 @@ def jsonable(value: Any) -> Any:
     return orjson.loads(encode_json(value))
 
 
-ENVELOPE = frozenset({"originator_id", "originator_version", "timestamp"})
-
-
 def payload(event: Any) -> dict[str, Any]:
     """An event's own fields (not its stream, version and time), for a JSON column."""
-    return {k: v for k, v in vars(event).items() if k not in ENVELOPE}
+    fields = dict(vars(event))
+    fields.pop("originator_id", None)
+    fields.pop("originator_version", None)
+    fields.pop("timestamp", None)
+    return fields
+
+
+def positioned(mapper: Mapper[UUID], notifications: Iterable[Notification]) -> list[Positioned]:
+    """Log entries as :data:`Positioned` events, deserialised once for every projection."""
+    to_domain_event = mapper.to_domain_event
+    return [(n.id, to_domain_event(n), str(n.originator_id)) for n in notifications]
 
 
 uuid_text = functools.lru_cache(maxsize=65_536)(str)
@@ -194,8 +213,9 @@ def insert_values(
     if connection.dialect.name == "postgresql":
         with (
             raw.cursor() as cursor,
-            cursor.copy(f'COPY "{table.name}" ({names}) FROM STDIN') as copy,
+            cursor.copy(f'COPY "{table.name}" ({names}) FROM STDIN (FORMAT BINARY)') as copy,
         ):
+            copy.set_types([_copy_type(table.c[name].type) for name in columns])
             for value in values:
                 copy.write_row(value)
         return
@@ -215,6 +235,22 @@ def update_many(connection: Connection, table: Table, key: str, rows: Sequence[R
     assignments = ", ".join(f'"{c}" = {mark}' for c in columns)
     statement = f'UPDATE "{table.name}" SET {assignments} WHERE "{key}" = {mark}'
     _executemany(connection.connection.dbapi_connection, statement, values)
+
+
+def driver_query(connection: Connection, statement: str, params: Sequence[Any]) -> list[Any]:
+    """Run ``statement`` (with ``?`` placeholders) on the driver's connection; its rows, if any.
+
+    For the few statements a batch builds by the dozen, where composing SQLAlchemy expressions
+    would cost more than running them.
+    """
+    if connection.dialect.name == "postgresql":
+        statement = statement.replace("?", "%s")
+    cursor = connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.execute(statement, params)
+        return list(cursor.fetchall()) if cursor.description else []
+    finally:
+        cursor.close()
 
 
 def _executemany(raw: Any, statement: str, values: list[list[Any]]) -> None:
@@ -237,6 +273,29 @@ def _convert(
             value[index] = function(value[index])
 
 
+def _copy_type(column_type: Any) -> str:
+    """The PostgreSQL type a binary ``COPY`` sends a column's values as.
+
+    JSON goes as text: our JSON is already encoded, and text is the binary form of ``json``.
+    """
+    if isinstance(column_type, DateTime):
+        return "timestamptz" if column_type.timezone else "timestamp"
+    for kind, name in _COPY_TYPES:
+        if isinstance(column_type, kind):
+            return name
+    raise TypeError(f"no binary COPY type for {column_type!r}")
+
+
+_COPY_TYPES = (
+    (BigInteger, "int8"),
+    (Integer, "int4"),
+    (Float, "float8"),
+    (Boolean, "bool"),
+    (JSON, "text"),
+    (String, "text"),
+)
+
+
 def _json_text(value: Any) -> Any:
     return None if value is None else encode_json(value)
 
@@ -245,7 +304,7 @@ def sqlite_datetime(value: datetime | None) -> str | None:
     """SQLAlchemy's SQLite ``DATETIME`` storage format (its fields, the zone dropped), faster."""
     if value is None:
         return None
-    return value.replace(tzinfo=None).isoformat(" ", "microseconds")
+    return value.isoformat(" ", "microseconds")[:26]  # the zone, if any, is cut off
 
 
 @functools.cache

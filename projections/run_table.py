@@ -7,7 +7,7 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select, tuple_
+from sqlalchemy import select
 
 from domain.collection import Collection
 from domain.run import Run
@@ -17,6 +17,7 @@ from projections.base import (
     Positioned,
     Row,
     RowCache,
+    driver_query,
     insert_many,
     insert_values,
     jsonable,
@@ -25,9 +26,9 @@ from projections.base import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
 
-    from sqlalchemy import Connection, ScalarSelect
+    from sqlalchemy import Connection
 
 STATUS_BY_OUTCOME = {
     ReleaseOutcome.SUCCESS: "SUCCESS",
@@ -52,14 +53,14 @@ class RunTable:
         """Apply the batch, then recompute the analytics groups of the runs that finished."""
         rows = RowCache(connection, diagnosis_run, "run_id")
         rows.preload(
-            uuid_text(e.originator_id)
-            for _, e in events
+            stream
+            for _, e, stream in events
             if isinstance(e, Run.Event) and not isinstance(e, Run.RunStarted)
         )
         finished: list[Row] = []
-        for position, event in events:
+        for position, event, stream in events:
             if isinstance(event, Run.Event):
-                row = self._apply(rows, event)
+                row = self._apply(rows, event, stream)
                 if row is not None:
                     row["last_position"] = position
                     if isinstance(event, Run.RunFinished):
@@ -67,14 +68,13 @@ class RunTable:
             elif isinstance(event, Collection.CollectionStarted):
                 row = rows.get(uuid_text(event.run_id))
                 if row is not None:
-                    row["collection_id"] = uuid_text(event.originator_id)
+                    row["collection_id"] = stream
             elif isinstance(event, Collection.CollectionStop):
-                self._collection_stop(connection, rows, event, position)
+                self._collection_stop(connection, rows, event, position, stream)
         rows.flush()
         _add_to_daily(connection, finished)
 
-    def _apply(self, rows: RowCache, event: Run.Event) -> Row | None:
-        run_id = uuid_text(event.originator_id)
+    def _apply(self, rows: RowCache, event: Run.Event, run_id: str) -> Row | None:
         if isinstance(event, Run.RunStarted):
             return rows.add(_new_row(run_id, event))
         row = rows.get(run_id)
@@ -89,8 +89,8 @@ class RunTable:
         rows: RowCache,
         event: Collection.CollectionStop,
         position: int,
+        collection: str,
     ) -> None:
-        collection = uuid_text(event.originator_id)
         run_id = next(
             (k for k, r in rows.rows.items() if r is not None and r["collection_id"] == collection),
             None,
@@ -209,15 +209,11 @@ def _add_to_daily(connection: Connection, finished: list[Row]) -> None:
             for row in rows
         ],
     )
-    key_columns = tuple_(*(run_daily.c[name] for name in DAILY_KEY))
-    daily = run_daily.c
-    found = connection.execute(
-        select(
-            *(daily[name] for name in DAILY_KEY), daily.runs, daily.tokens_in, daily.tokens_out
-        ).where(key_columns.in_(list(groups)))
-    )
-    width = len(DAILY_KEY)
-    stored = {tuple(row[:width]): tuple(row[width:]) for row in found}
+    keys = list(groups)
+    stored = {
+        tuple(found[:KEY_WIDTH]): tuple(found[KEY_WIDTH:])
+        for found in driver_query(connection, _STORED_DAILY + _keys_in(len(keys)), _flat(keys))
+    }
     totals: list[Row] = []
     for key, rows in groups.items():
         runs, tokens_in, tokens_out = stored.get(key, (0, 0, 0))
@@ -229,30 +225,45 @@ def _add_to_daily(connection: Connection, finished: list[Row]) -> None:
                 "tokens_out": tokens_out + sum(r["tokens_out"] for r in rows),
             }
         )
+    # every group's new percentiles, read by rank in one statement
     wanted = [(total, p) for total in totals for p in (50, 95)]
-    ranked = connection.execute(
-        select(*(_ranked_duration(total, _rank(p, total["runs"])) for total, p in wanted))
-    ).one()
+    (ranked,) = driver_query(
+        connection,
+        "SELECT " + ", ".join([_RANKED_DURATION] * len(wanted)),
+        [
+            value
+            for total, p in wanted
+            for value in (*(total[name] for name in DAILY_KEY), _rank(p, total["runs"]) - 1)
+        ],
+    )
     for (total, p), duration in zip(wanted, ranked, strict=True):
         total[f"duration_p{p}_ms"] = float(duration or 0)
     if stored:
-        connection.execute(run_daily.delete().where(key_columns.in_(list(stored))))
+        driver_query(connection, "DELETE FROM run_daily" + _keys_in(len(stored)), _flat(stored))
     insert_many(connection, run_daily, totals)
+
+
+KEY_WIDTH = len(DAILY_KEY)
+_KEY_COLUMNS = ", ".join(DAILY_KEY)
+_STORED_DAILY = f"SELECT {_KEY_COLUMNS}, runs, tokens_in, tokens_out FROM run_daily"
+_RANKED_DURATION = (
+    "(SELECT duration_ms FROM run_duration WHERE "
+    + " AND ".join(f"{name} = ?" for name in DAILY_KEY)
+    + " ORDER BY duration_ms LIMIT 1 OFFSET ?)"
+)
+"""A group's duration at a rank (0-based): one step down its part of the ordered index."""
+
+
+def _keys_in(count: int) -> str:
+    """``WHERE (key columns) IN (VALUES …)`` for ``count`` keys."""
+    row = "(" + ", ".join("?" * KEY_WIDTH) + ")"
+    return f" WHERE ({_KEY_COLUMNS}) IN (VALUES {', '.join([row] * count)})"
+
+
+def _flat(keys: Iterable[tuple[Any, ...]]) -> list[Any]:
+    return [value for key in keys for value in key]
 
 
 def _rank(p: int, count: int) -> int:
     """The nearest rank (1-based) of percentile ``p`` among ``count`` ordered values."""
     return max(1, math.ceil(p / 100 * count))
-
-
-def _ranked_duration(group: Row, rank: int) -> ScalarSelect[Any]:
-    """The ``rank``-th shortest duration of a group (its index is ordered by duration)."""
-    column = run_duration.c
-    return (
-        select(column.duration_ms)
-        .where(*[column[name] == group[name] for name in DAILY_KEY])
-        .order_by(column.duration_ms)
-        .limit(1)
-        .offset(rank - 1)
-        .scalar_subquery()
-    )

@@ -21,6 +21,7 @@ from sqlalchemy import select, tuple_, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from infrastructure.read_tables import create_read_tables, projection_tracking
+from projections.base import positioned
 from projections.run_table import RunTable
 from projections.sessions import Sessions
 from projections.sse_feed import SseFeed
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEFAULT_BATCH = 1000
+DEFAULT_BATCH = 2000
 POLL_INTERVAL = 1.0
 """Seconds between polls of the log when no wake-up came (a lost NOTIFY, another process)."""
 RETRY_AFTER = 1.0
@@ -166,8 +167,7 @@ class Projector:
         notifications = self.store.recorder.select_notifications(
             start=after + 1, limit=self.batch_size
         )
-        to_domain_event = self.store.mapper.to_domain_event
-        return [(n.id, to_domain_event(n)) for n in notifications]
+        return positioned(self.store.mapper, notifications)
 
     def _apply(self, positions: dict[str, int], events: list[Positioned]) -> None:
         last = events[-1][0]
@@ -185,10 +185,14 @@ class Projector:
             )
             if moved.rowcount != len(claims):
                 raise TrackingConflict(", ".join(name for name, _ in claims))
+            kinds = {type(e[1]) for e in events}
+            first = events[0][0]
             for projection in behind:
                 position = positions[projection.name]
-                wanted = projection.interests
-                mine = [e for e in events if e[0] > position and isinstance(e[1], wanted)]
+                wanted = {kind for kind in kinds if issubclass(kind, projection.interests)}
+                mine = [e for e in events if type(e[1]) in wanted]
+                if position >= first:  # it already has part of this batch
+                    mine = [e for e in mine if e[0] > position]
                 if mine:
                     projection.process(connection, mine)
 
@@ -225,16 +229,21 @@ class Projector:
             )
         self.ensure_tracking()
         with self.engine.begin() as connection:
-            for projection in chosen:
-                # The tracking row first: its lock makes a follower's batch in flight commit
-                # before the tables are emptied, so none of its rows survive the reset.
-                connection.execute(
-                    update(projection_tracking)
-                    .where(projection_tracking.c.name == projection.name)
-                    .values(position=0)
-                )
-                for table in projection.tables:
-                    connection.execute(table.delete())
+            # The tracking rows first: their locks make a follower's batch in flight commit
+            # before the tables are emptied, so none of its rows survive the reset.
+            connection.execute(
+                update(projection_tracking)
+                .where(projection_tracking.c.name.in_([p.name for p in chosen]))
+                .values(position=0)
+            )
+            tables = [table for projection in chosen for table in projection.tables]
+            if connection.dialect.name == "postgresql":
+                # transactional, and it leaves no dead rows behind for vacuum to clean up
+                names = ", ".join(f'"{table.name}"' for table in tables)
+                connection.exec_driver_sql(f"TRUNCATE {names}")
+            else:
+                for table in tables:
+                    connection.execute(table.delete())  # SQLite's own truncate optimisation
         return self.catch_up(progress)
 
     # -- following the log live -------------------------------------------------------------------

@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 from domain.run import Run
 from domain.states import Intent, ReleaseOutcome
 from infrastructure.read_tables import session_turn
-from projections.base import IN_CHUNK, Positioned, Row, RowCache, jsonable, text, uuid_text
+from projections.base import IN_CHUNK, Positioned, Row, RowCache, jsonable, text
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -31,19 +31,17 @@ class Sessions:
     def process(self, connection: Connection, events: Sequence[Positioned]) -> None:
         """Add a turn per started run and fill it in as the run routes and finishes."""
         turns = RowCache(connection, session_turn, "run_id")
-        turns.preload(
-            uuid_text(e.originator_id) for _, e in events if not isinstance(e, Run.RunStarted)
-        )
+        turns.preload(run_id for _, e, run_id in events if not isinstance(e, Run.RunStarted))
         last_turn = _stored_last_turns(
-            connection, {e.session_id for _, e in events if isinstance(e, Run.RunStarted)}
+            connection, {e.session_id for _, e, _ in events if isinstance(e, Run.RunStarted)}
         )
-        for _, event in events:
+        for _, event, run_id in events:
             if isinstance(event, Run.RunStarted):
                 session = event.session_id
                 last_turn[session] += 1
-                turns.add(_new_turn(event, last_turn[session]))
+                turns.add(_new_turn(event, run_id, last_turn[session]))
             else:
-                row = turns.get(uuid_text(event.originator_id))
+                row = turns.get(run_id)
                 if row is not None:
                     _update(row, event)
         turns.flush()
@@ -64,9 +62,9 @@ def _stored_last_turns(connection: Connection, sessions: set[str]) -> dict[str, 
     return found
 
 
-def _new_turn(event: Run.RunStarted, turn: int) -> Row:
+def _new_turn(event: Run.RunStarted, run_id: str, turn: int) -> Row:
     return {
-        "run_id": uuid_text(event.originator_id),
+        "run_id": run_id,
         "session_id": event.session_id,
         "turn": turn,
         "query": event.query,

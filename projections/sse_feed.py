@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from domain.run import Run
 from domain.states import ReleaseOutcome
 from infrastructure.read_tables import sse_event, sse_run
-from projections.base import Positioned, Row, RowCache, insert_many, jsonable, text, uuid_text
+from projections.base import Positioned, Row, RowCache, insert_many, jsonable, text
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -41,12 +41,9 @@ class SseFeed:
     def process(self, connection: Connection, events: Sequence[Positioned]) -> None:
         """Append the feed entries that this batch's Run events produce."""
         runs = RowCache(connection, sse_run, "run_id")
-        runs.preload(
-            uuid_text(e.originator_id) for _, e in events if not isinstance(e, Run.RunStarted)
-        )
+        runs.preload(run_id for _, e, run_id in events if not isinstance(e, Run.RunStarted))
         feed: list[Row] = []
-        for position, event in events:
-            run_id = uuid_text(event.originator_id)
+        for position, event, run_id in events:
             if isinstance(event, Run.RunStarted):
                 state = runs.add(_new_state(run_id, event.session_id))
             else:

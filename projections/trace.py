@@ -70,13 +70,12 @@ class Trace:
         """Insert one row per event; invocation and collection events find their run."""
         streams = self._streams(connection, events)
         rows: list[list[Any]] = []
-        for position, event in events:
-            stream = uuid_text(event.originator_id)
+        for position, event, stream in events:
             run_id = stream if isinstance(event, Run.Event) else streams.get(stream)
             if run_id is None:
                 continue  # not a stream of a known run: nothing to place it on
             kind = type(event)
-            phase, status = _rule(kind)(event)
+            phase, status = _texts(kind)(event)
             rows.append(
                 [
                     position,
@@ -84,8 +83,8 @@ class Trace:
                     stream,
                     event.originator_version,
                     TYPE_NAMES.get(kind) or event_type_name(kind),
-                    phase.value,
-                    status.value,
+                    phase,
+                    status,
                     event.timestamp,
                     payload(event),
                 ]
@@ -103,10 +102,9 @@ class Trace:
             known.clear()
         started: list[list[Any]] = []
         unknown: list[str] = []
-        for _, event in events:
+        for _, event, stream in events:
             if isinstance(event, Run.Event):
                 continue
-            stream = uuid_text(event.originator_id)
             if isinstance(event, STREAM_STARTS):
                 known[stream] = uuid_text(event.run_id)
                 started.append([stream, known[stream]])
@@ -127,8 +125,15 @@ STREAM_MEMORY = 100_000
 Rule = Callable[[Any], tuple[TracePhase, TraceEventStatus]]
 
 
-def _fixed(phase: TracePhase, status: TraceEventStatus) -> Rule:
-    return lambda _event: (phase, status)
+class _Fixed:
+    """A rule whose answer does not depend on the event's fields."""
+
+    def __init__(self, phase: TracePhase, status: TraceEventStatus) -> None:
+        self.answer = (phase, status)
+        self.texts = (phase.value, status.value)
+
+    def __call__(self, _event: Any) -> tuple[TracePhase, TraceEventStatus]:
+        return self.answer
 
 
 def _semantic_verdict(event: Any) -> tuple[TracePhase, TraceEventStatus]:
@@ -146,18 +151,18 @@ def _run_finished(event: Any) -> tuple[TracePhase, TraceEventStatus]:
 
 
 RULES: dict[type, Rule] = {
-    Run.RoutingAttempt: _fixed(TracePhase.ROUTING, INFO),
+    Run.RoutingAttempt: _Fixed(TracePhase.ROUTING, INFO),
     Run.RoutingDecision: lambda e: (TracePhase.ROUTING, ERROR if e.intent is None else OK),
     Run.AgentModelStep: lambda e: (
         PURPOSE_PHASE[e.purpose],
         ERROR if e.outcome is not ModelStepOutcome.OK else OK,
     ),
-    Run.BudgetExhausted: _fixed(TracePhase.RUN, ERROR),
-    Run.ToolRequestRejected: _fixed(TracePhase.TOOL, REJECTED),
+    Run.BudgetExhausted: _Fixed(TracePhase.RUN, ERROR),
+    Run.ToolRequestRejected: _Fixed(TracePhase.TOOL, REJECTED),
     Run.EvidenceGuardInitial: _guard_validity,
     Run.EvidenceGuardRecheck: _guard_validity,
-    Run.EvidenceRepair: _fixed(TracePhase.GUARD, INFO),
-    Run.SemanticGuardAttempt: _fixed(TracePhase.GUARD, INFO),
+    Run.EvidenceRepair: _Fixed(TracePhase.GUARD, INFO),
+    Run.SemanticGuardAttempt: _Fixed(TracePhase.GUARD, INFO),
     Run.SemanticGuardDecision: _semantic_verdict,
     Run.ReleaseDecision: lambda e: (
         TracePhase.RELEASE,
@@ -165,16 +170,16 @@ RULES: dict[type, Rule] = {
     ),
     Run.RunTerminated: lambda e: (TracePhase.RUN, OK if e.state is RunState.SUCCESS else ERROR),
     Run.RunFinished: _run_finished,
-    Run.Event: _fixed(TracePhase.RUN, INFO),  # started, status changes, charges, cancellation
-    ToolInvocation.ToolInvocationReady: _fixed(TracePhase.TOOL, OK),
-    ToolInvocation.ToolInvocationFailed: _fixed(TracePhase.TOOL, ERROR),
-    ToolInvocation.Event: _fixed(TracePhase.TOOL, INFO),
+    Run.Event: _Fixed(TracePhase.RUN, INFO),  # started, status changes, charges, cancellation
+    ToolInvocation.ToolInvocationReady: _Fixed(TracePhase.TOOL, OK),
+    ToolInvocation.ToolInvocationFailed: _Fixed(TracePhase.TOOL, ERROR),
+    ToolInvocation.Event: _Fixed(TracePhase.TOOL, INFO),
     Collection.ToolProgress: lambda e: (
         TracePhase.COLLECTION,
         OK if e.gain is InformationGain.GAINED else INFO,
     ),
-    Collection.ProgressProtocolViolation: _fixed(TracePhase.COLLECTION, REJECTED),
-    object: _fixed(TracePhase.COLLECTION, INFO),
+    Collection.ProgressProtocolViolation: _Fixed(TracePhase.COLLECTION, REJECTED),
+    object: _Fixed(TracePhase.COLLECTION, INFO),
 }
 """SPEC §13 per event class; a class without its own rule takes its nearest base class's."""
 
@@ -187,6 +192,26 @@ def _rule(kind: type) -> Rule:
     if rule is None:
         rule = _RULE_OF[kind] = next(RULES[base] for base in kind.__mro__ if base in RULES)
     return rule
+
+
+_TEXTS_OF: dict[type, Callable[[Any], tuple[str, str]]] = {}
+
+
+def _texts(kind: type) -> Callable[[Any], tuple[str, str]]:
+    """The rule of ``kind`` answering the column values (constant for a fixed rule)."""
+    found = _TEXTS_OF.get(kind)
+    if found is None:
+        rule = _rule(kind)
+        if isinstance(rule, _Fixed):
+            texts = rule.texts
+            found = _TEXTS_OF[kind] = lambda _event: texts
+        else:
+            found = _TEXTS_OF[kind] = lambda event: _values(rule(event))
+    return found
+
+
+def _values(answer: tuple[TracePhase, TraceEventStatus]) -> tuple[str, str]:
+    return answer[0].value, answer[1].value
 
 
 def classify(event: Any) -> tuple[TracePhase, TraceEventStatus]:

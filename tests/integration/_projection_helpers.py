@@ -30,6 +30,7 @@ from infrastructure.model_scripted import (
     scripted_tools,
 )
 from infrastructure.read_tables import diagnosis_run, metadata
+from projections.base import Positioned, positioned
 from projections.runner import Projector
 from tests.integration.test_outcome_table import ROWS
 
@@ -166,10 +167,9 @@ def dump(engine: Engine) -> dict[str, list[dict[str, Any]]]:
     return tables
 
 
-def notifications(store: HarnessStore) -> list[tuple[int, Any]]:
-    """The whole log as (position, domain event)."""
-    found = store.recorder.select_notifications(start=1, limit=100_000)
-    return [(n.id, store.mapper.to_domain_event(n)) for n in found]
+def notifications(store: HarnessStore) -> list[Positioned]:
+    """The whole log as (position, domain event, stream id)."""
+    return positioned(store.mapper, store.recorder.select_notifications(start=1, limit=100_000))
 
 
 def rows(

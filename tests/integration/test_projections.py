@@ -293,7 +293,7 @@ def test_the_trace_has_one_row_per_log_entry_on_its_runs_timeline(
             e.originator_version,
             event_type_name(type(e)),
         )
-        for position, e in notifications(store)
+        for position, e, _ in notifications(store)
     }
     timeline = rows(engine, trace_event, order_by=[trace_event.c.position])
     found = {
@@ -347,7 +347,7 @@ def test_session_turns_count_from_one_and_carry_only_diagnosis_successes(
     store: HarnessStore, engine: Engine, fleet: dict[str, ChatResult]
 ) -> None:
     turns = rows(engine, session_turn, order_by=[session_turn.c.session_id, session_turn.c.turn])
-    started = {str(e.originator_id): p for p, e in notifications(store) if _is_start(e)}
+    started = {str(e.originator_id): p for p, e, _ in notifications(store) if _is_start(e)}
     by_session: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for turn in turns:
         by_session[turn["session_id"]].append(turn)
