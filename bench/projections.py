@@ -15,7 +15,7 @@ second:
 * ``ours``: ``Projector.rebuild()`` of all four projections with the default batch size, on the
   whole log (this includes emptying the read tables first, as a rebuild does);
 * ``ceiling``: reading and deserialising the notification log only: pages of
-  ``store.recorder.select_notifications(start, limit=DEFAULT_BATCH)`` and
+  ``store.recorder.select_notifications(start, limit=batch)`` (the Projector's batch size) and
   ``store.mapper.to_domain_event`` for every entry; nothing is written. No projection can rebuild
   faster than this;
 * ``per-event``: the library's ``ProjectionRunner`` style: one runner per projection, one
@@ -88,7 +88,7 @@ from infrastructure.ops_data import sample_incidents
 from infrastructure.read_tables import projection_tracking
 from infrastructure.settings import Settings
 from projections.base import Projection
-from projections.runner import DEFAULT_BATCH, Projector, all_projections
+from projections.runner import Projector, all_projections
 
 DEFAULT_RUNS = 450
 """Runs of ``ask``: with the default question mix, about 15k log entries."""
@@ -107,6 +107,8 @@ TARGETS = ((OURS, CEILING, 0.3), (OURS, PER_EVENT, 10.0))
 REFERENCES = ((ES_RUNNER, PER_EVENT_ONE), (OURS, ES_RUNNER), (PER_EVENT, CEILING))
 """Ratios printed as context only."""
 PROFILE_LINES = 20
+PAGE = 2000
+"""Log entries per read when counting the log's streams."""
 ES_RUNNER_TIMEOUT = 300.0
 
 
@@ -179,7 +181,7 @@ class Bench:
         recorder, mapper = self.store.recorder, self.store.mapper
         began = time.perf_counter()
         entries, start = 0, 1
-        while page := recorder.select_notifications(start=start, limit=DEFAULT_BATCH):
+        while page := recorder.select_notifications(start=start, limit=self.projector.batch_size):
             for notification in page:
                 mapper.to_domain_event(notification)
             entries += len(page)
@@ -272,6 +274,7 @@ class BackendReport:
     outcomes: dict[str, int]
     streams: dict[str, int]
     prefix: int
+    batch: int
     samples: dict[str, list[Sample]]
 
     def rates(self, name: str) -> list[float]:
@@ -310,7 +313,7 @@ def log_streams(store: HarnessStore) -> dict[str, int]:
     """Log entries per aggregate class."""
     counts: Counter[str] = Counter()
     start = 1
-    while page := store.recorder.select_notifications(start=start, limit=DEFAULT_BATCH):
+    while page := store.recorder.select_notifications(start=start, limit=PAGE):
         for notification in page:
             counts[notification.topic.rsplit(":", 1)[-1].split(".")[0]] += 1
         start = page[-1].id + 1
@@ -379,7 +382,15 @@ def bench_backend(
         if profile:
             profile_rebuild(backend, bench)
         return BackendReport(
-            backend, runs, entries, fill_seconds, outcomes, streams, bench.prefix, samples
+            backend,
+            runs,
+            entries,
+            fill_seconds,
+            outcomes,
+            streams,
+            bench.prefix,
+            bench.projector.batch_size,
+            samples,
         )
     finally:
         engine.dispose()
@@ -473,8 +484,9 @@ def print_workload(reports: list[BackendReport]) -> None:
     print()
     print("what is measured (events/s = log entries processed / wall seconds):")
     prefix = "/".join(str(r.prefix) for r in reports)
+    batch = "/".join(str(r.batch) for r in reports)
     for name in (*MEASUREMENTS[:3], PER_EVENT_ONE, ES_RUNNER):
-        print(f"  {name:13}  {DESCRIPTIONS[name].format(batch=DEFAULT_BATCH, prefix=prefix)}")
+        print(f"  {name:13}  {DESCRIPTIONS[name].format(batch=batch, prefix=prefix)}")
     print(EXPLANATION)
 
 
@@ -541,6 +553,7 @@ def print_json(reports: list[BackendReport], computed: list[dict[str, Any]], rep
             "outcomes": rep.outcomes,
             "fill_s": round(rep.fill_seconds, 3),
             "per_event_prefix": rep.prefix,
+            "batch": rep.batch,
             "repeats": repeat,
         }
         print(json.dumps(log_line))

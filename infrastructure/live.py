@@ -92,11 +92,7 @@ class LiveProjections:
         batch_size: int | None = None,
     ) -> None:
         """Follow ``store``'s log into ``engine``'s read tables."""
-        self.projector = (
-            Projector(store, engine, batch_size=batch_size)
-            if batch_size
-            else Projector(store, engine)
-        )
+        self.projector = Projector(store, engine, batch_size=batch_size)
         self.poll_interval = poll_interval
         self.stop_event = threading.Event()
         self.wake = threading.Event()

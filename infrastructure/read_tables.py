@@ -96,7 +96,7 @@ run_duration = Table(
     sqlite_with_rowid=False,
 )
 """Every finished run's duration under its ``run_daily`` key, in key and duration order: a
-group's percentile is one indexed read at its rank, however many runs the day has."""
+group's percentile is read at its rank in this index; a day's runs are never read back."""
 
 LOG_POSITION = BigInteger().with_variant(Integer(), "sqlite")
 """A log position; on SQLite ``INTEGER PRIMARY KEY`` is the row id itself, with no extra index."""

@@ -112,8 +112,12 @@ class Settings(BaseSettings):
         description="Run the projections inside the service; false when `harness projections run`"
         " follows the log in its own process (several workers).",
     )
-    projection_batch: int = Field(
-        default=2000, ge=1, le=100_000, description="Log entries a projection batch reads at most."
+    projection_batch: int | None = Field(
+        default=None,
+        ge=1,
+        le=100_000,
+        description="Log entries a projection batch reads at most (unset: 2000 on SQLite, where a"
+        " batch holds the only write lock, 4000 on PostgreSQL, where it saves round trips).",
     )
     projection_poll: float = Field(
         default=1.0, gt=0, le=60, description="Seconds between polls when no wake-up arrives."

@@ -37,7 +37,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEFAULT_BATCH = 2000
+DEFAULT_BATCH = {"sqlite": 2000, "postgresql": 4000}
+"""Log entries per batch by database: a SQLite batch holds the one write lock while it writes;
+on PostgreSQL a bigger one spreads the round trips of its dozen statements over more events."""
 POLL_INTERVAL = 1.0
 """Seconds between polls of the log when no wake-up came (a lost NOTIFY, another process)."""
 RETRY_AFTER = 1.0
@@ -82,13 +84,13 @@ class Projector:
         store: HarnessStore,
         engine: Engine,
         projections: Sequence[Projection] | None = None,
-        batch_size: int = DEFAULT_BATCH,
+        batch_size: int | None = None,
     ) -> None:
-        """Project ``store``'s log into tables on ``engine``."""
+        """Project ``store``'s log into tables on ``engine``, ``batch_size`` entries at a time."""
         self.store = store
         self.engine = engine
         self.projections = tuple(projections or all_projections())
-        self.batch_size = batch_size
+        self.batch_size = batch_size or DEFAULT_BATCH.get(engine.dialect.name, 2000)
         self.advanced = threading.Condition()
         """Notified after every committed batch (in-process readers waiting for a position)."""
         self.conflicts = 0
