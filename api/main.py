@@ -1,43 +1,44 @@
-"""Builds the FastAPI application from ``Settings`` (the service grows with later issues)."""
+"""Builds the FastAPI application from ``Settings``: one worker's services, routes and errors."""
 
 from __future__ import annotations
 
+import threading
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import TYPE_CHECKING
 
-from fastapi import FastAPI, HTTPException, Request
-from pydantic import BaseModel
+from fastapi import FastAPI
 
-from application.store import HarnessStore, StoreError
+from api import errors
+from api.deps import Services, previous_turn
+from api.feed import FeedHub
+from api.routes import chat, runs, sessions, system
+from application.dispatch import RunDispatcher
+from infrastructure.composition import build_runtime
 from infrastructure.database import create_sql_engine
 from infrastructure.eventstore import open_store
-from infrastructure.live import LiveProjections
+from infrastructure.live import LiveProjections, PgNotifyWake, read_channel
 from projections.runner import Projector
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Callable
 
+    from sqlalchemy import Engine
+
+    from application.store import HarnessStore
     from infrastructure.settings import Settings
 
+FEED_LISTEN_APPLICATION_NAME = "harness-feed-listen"
 
-class HealthPublic(BaseModel):
-    """Liveness: the process answers."""
+DESCRIPTION = """\
+Ask operational questions and get answers you can audit. A question becomes a **run**: routed
+(system chat, knowledge question or diagnosis), executed under budgets and a deadline, and
+published only after its evidence and semantic checks, or as a typed safe fallback. Every step is
+an event in the log; what you read here are projections of it.
 
-    status: str
-
-
-class ReadinessPublic(BaseModel):
-    """Readiness: the event store answers, with its backend and last log position."""
-
-    status: str
-    backend: str
-    head: int
-
-
-class ProblemPublic(BaseModel):
-    """An error body: what went wrong and what to do."""
-
-    detail: str
+Authenticate with `Authorization: Bearer <key>` when the service has API keys (roles: user,
+auditor, admin). Streams follow the WHATWG event-stream format; resume one with `Last-Event-ID`.
+"""
 
 
 def create_app(settings: Settings, store: HarnessStore | None = None) -> FastAPI:
@@ -45,56 +46,83 @@ def create_app(settings: Settings, store: HarnessStore | None = None) -> FastAPI
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.store = store or open_store(settings)
-        engine = create_sql_engine(settings)
-        live = None
-        if settings.projections_in_process:
-            live = LiveProjections(
-                settings,
-                app.state.store,
-                engine,
-                poll_interval=settings.projection_poll,
-                batch_size=settings.projection_batch,
-            ).start()
-        app.state.projector = live.projector if live else Projector(app.state.store, engine)
+        closers: list[Callable[[], None]] = []
         try:
+            app.state.services = _start(settings, store, closers)
             yield
         finally:
-            if live is not None:
-                live.close()
-            engine.dispose()
-            if store is None:
-                app.state.store.close()
+            for close in reversed(closers):
+                close()
 
     app = FastAPI(
         title="Diagnosis Harness",
         version="0.1.0",
         summary="Event-sourced backend for operational-diagnosis agents.",
+        description=DESCRIPTION,
         lifespan=lifespan,
     )
-
-    @app.get("/healthz", summary="Liveness", tags=["health"])
-    def healthz() -> HealthPublic:
-        """The process is alive."""
-        return HealthPublic(status="ok")
-
-    @app.get(
-        "/readyz",
-        summary="Readiness",
-        tags=["health"],
-        responses={503: {"model": ProblemPublic, "description": "The event store is unavailable"}},
-    )
-    def readyz(request: Request) -> ReadinessPublic:
-        """The event store answers; 503 with Retry-After when it does not."""
-        app_store: HarnessStore = request.app.state.store
-        try:
-            head = app_store.head()
-        except StoreError as error:
-            raise HTTPException(
-                status_code=503,
-                detail=f"event store unavailable: {error}",
-                headers={"Retry-After": "5"},
-            ) from error
-        return ReadinessPublic(status="ready", backend=settings.database.kind, head=head)
-
+    errors.install(app)
+    app.add_middleware(errors.BodyLimit, limit=settings.max_body_bytes)
+    for router in (chat.router, runs.router, sessions.router, system.router):
+        app.include_router(router)
     return app
+
+
+def _start(
+    settings: Settings, given: HarnessStore | None, closers: list[Callable[[], None]]
+) -> Services:
+    """Open everything one worker needs; ``closers`` undo it in reverse order."""
+    store = given or open_store(settings)
+    if given is None:
+        closers.append(store.close)
+    engine = create_sql_engine(settings)
+    closers.append(engine.dispose)
+    runtime = build_runtime(settings, store)
+    closers.append(runtime.close)
+    wake, stop = threading.Event(), threading.Event()
+    projector = _projections(settings, store, engine, wake, stop, closers)
+    hub = FeedHub(engine, wake, settings.feed_poll).start()
+    closers.append(hub.close)
+    context_of = partial(previous_turn, store, engine, projector, settings.read_wait)
+    dispatcher = RunDispatcher(runtime.service, settings.max_concurrent_runs, context_of)
+    closers.append(dispatcher.close)
+    return Services(settings, store, engine, projector, dispatcher, hub)
+
+
+def _projections(
+    settings: Settings,
+    store: HarnessStore,
+    engine: Engine,
+    wake: threading.Event,
+    stop: threading.Event,
+    closers: list[Callable[[], None]],
+) -> Projector:
+    """The projector of this worker, and what wakes the feed when the read tables advance.
+
+    In process, the projector's own batches wake the feed; with the projections in their own
+    process (several workers on PostgreSQL), its NOTIFY after every batch does.
+    """
+    if settings.projections_in_process:
+        live = LiveProjections(
+            settings,
+            store,
+            engine,
+            poll_interval=settings.projection_poll,
+            batch_size=settings.projection_batch,
+        ).start()
+        closers.append(live.close)
+        live.projector.listeners.append(lambda _position: wake.set())
+        return live.projector
+    if settings.database.kind == "postgres":
+        listener = PgNotifyWake(
+            settings, read_channel(settings), wake, stop, FEED_LISTEN_APPLICATION_NAME
+        )
+        thread = threading.Thread(target=listener.run, name="harness-feed-listen", daemon=True)
+        thread.start()
+
+        def close_listener() -> None:
+            stop.set()
+            thread.join(timeout=5)
+
+        closers.append(close_listener)
+    return Projector(store, engine, batch_size=settings.projection_batch)

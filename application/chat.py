@@ -99,20 +99,50 @@ class ChatService:
         result is carried into this run (the PreviousTurn policy, :attr:`Run.previous_turn`).
         """
         context = self.store.get_run(previous_run).previous_turn if previous_run else None
-        return self._execute(self._start(session_id, query), context or "")
+        return self._execute(self.begin(session_id, query)[0], context or "")
 
-    def start(self, session_id: str, query: str, run_id: UUID | None = None) -> UUID:
+    def start(
+        self,
+        session_id: str,
+        query: str,
+        run_id: UUID | None = None,
+        *,
+        owner: str = "",
+        deadline_s: float | None = None,
+        limits: Budget | None = None,
+    ) -> UUID:
         """Record ``RUN_STARTED`` (the run is RUNNING from here on)."""
-        return self._start(session_id, query, run_id).id
+        return self.begin(
+            session_id, query, run_id, owner=owner, deadline_s=deadline_s, limits=limits
+        )[0].id
 
-    def _start(self, session_id: str, query: str, run_id: UUID | None = None) -> Run:
-        deadline = self.clock.now() + timedelta(seconds=self.config.deadline_s)
-        run, _ = self.store.begin_run(session_id, query, deadline, self.config.limits, run_id)
-        return run
+    def begin(
+        self,
+        session_id: str,
+        query: str,
+        run_id: UUID | None = None,
+        *,
+        owner: str = "",
+        deadline_s: float | None = None,
+        limits: Budget | None = None,
+    ) -> tuple[Run, int]:
+        """Start a run for ``owner``; the saved run and the log position of ``RUN_STARTED``.
+
+        ``deadline_s`` and ``limits`` replace the configured ones for this run. The run returned
+        is current: hand it to :meth:`execute_started` without reading it again.
+        """
+        deadline = self.clock.now() + timedelta(seconds=deadline_s or self.config.deadline_s)
+        return self.store.begin_run(
+            session_id, query, deadline, limits or self.config.limits, run_id, owner
+        )
 
     def execute(self, run_id: UUID, context: str = "") -> ChatResult:
         """Route and execute a started run to its one termination and ``RUN_FINISHED``."""
         return self._execute(self.store.get_run(run_id), context)
+
+    def execute_started(self, run: Run, context: str = "") -> ChatResult:
+        """Execute a run just returned by :meth:`begin` (current: no need to read it again)."""
+        return self._execute(run, context)
 
     def _execute(self, run: Run, context: str) -> ChatResult:
         """Execute ``run``, which was just read or started here (so it is current)."""

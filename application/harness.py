@@ -14,10 +14,10 @@ is discarded (SPEC §14).
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from application.ports import ModelError, ModelTimeoutError
 from domain.errors import ConcurrentWriteError
@@ -32,6 +32,12 @@ if TYPE_CHECKING:
     from application.store import HarnessStore
     from domain.collection import Collection
     from domain.values import Termination
+
+
+CANCEL_POLL = 0.5
+"""Seconds between looks at the run while a port call is waited for (a cancel ends the wait)."""
+
+T = TypeVar("T")
 
 
 class RunAborted(Exception):
@@ -186,11 +192,30 @@ class RunContext:
         wait = max(0.0, min(request.timeout_s, remaining))
         future = self.pool.submit(self.provider.complete, request)
         try:
-            return future.result(timeout=wait)
+            return self.wait_for(future, wait)
         except FutureTimeout:
             future.cancel()  # not promised to stop physically; its result is discarded (SPEC §5)
             self.check_active()  # the deadline may have passed: TIMED_OUT
             raise ModelTimeoutError(f"no answer within {wait:.1f}s") from None
+
+    def wait_for(self, future: Future[T], timeout: float) -> T:
+        """The result of a port call running in another thread, waited for at most ``timeout``.
+
+        The wait looks at the run every :data:`CANCEL_POLL` seconds: once it has ended (a cancel
+        from any process, say) the call is abandoned and :class:`RunAborted` raised, so a run
+        whose port hangs still finishes at once instead of at its deadline.
+        """
+        end = time.monotonic() + timeout
+        while True:
+            try:
+                return future.result(timeout=max(0.0, min(CANCEL_POLL, end - time.monotonic())))
+            except FutureTimeout:
+                if time.monotonic() >= end:
+                    raise
+            self.run = self._reloaded()
+            if self.run.termination is not None:
+                future.cancel()
+                raise RunAborted(self.run.termination)
 
     def _record(
         self,

@@ -208,9 +208,10 @@ class HarnessStore(Application[UUID]):
         deadline: datetime,
         limits: Budget = DEFAULT_LIMITS,
         run_id: UUID | None = None,
+        owner: str = "",
     ) -> tuple[UUID, int]:
         """Start a run; returns its id and the log position of ``RUN_STARTED``."""
-        run, position = self.begin_run(session_id, query, deadline, limits, run_id)
+        run, position = self.begin_run(session_id, query, deadline, limits, run_id, owner)
         return run.id, position
 
     def begin_run(
@@ -220,9 +221,10 @@ class HarnessStore(Application[UUID]):
         deadline: datetime,
         limits: Budget = DEFAULT_LIMITS,
         run_id: UUID | None = None,
+        owner: str = "",
     ) -> tuple[Run, int]:
         """Start a run; returns the saved run (no reread needed) and its log position."""
-        run = Run.start(session_id, query, deadline, limits, run_id)
+        run = Run.start(session_id, query, deadline, limits, run_id, owner)
         position = self.save_all(run)
         assert position is not None
         return run, position

@@ -119,6 +119,12 @@ class ToolBoundary:
             output = self._run(tool, call)
         except ToolExecutionError as error:
             return self._failed(call, invocation, error.code, str(error))
+        except RunAborted:
+            # The run ended (a cancel) while the tool ran: the call is abandoned and its
+            # invocation closed, so no record is left STARTED; nothing else is recorded.
+            invocation.fail("ABANDONED", "the run ended before the tool answered")
+            self.ctx.save(invocation)
+            raise
         if not output.scope_description.strip():  # NO_EVIDENCE must always name its scope
             output = ToolOutput(output.lines, f"{tool.name} with {scope}")
         content, size = _project(output, tool.max_result_bytes)
@@ -148,7 +154,7 @@ class ToolBoundary:
                 return tool.run(call.arguments)
             remaining = (self.ctx.run.deadline - self.ctx.clock.now()).total_seconds()
             future = self.ctx.pool.submit(tool.run, call.arguments)
-            return future.result(timeout=max(0.0, remaining))
+            return self.ctx.wait_for(future, max(0.0, remaining))
         except FutureTimeout:
             # The invocation is closed as ERROR and the run times out at its next boundary; the
             # call is not promised to stop, and its late result is dropped (SPEC §5).

@@ -37,20 +37,28 @@ class Run(Aggregate):
     """One request's execution: identity, deadline, budget and exactly one termination."""
 
     class RunStarted(Aggregate.Created):
-        """A run started RUNNING with its identity, query, deadline and budget limits."""
+        """A run started RUNNING with its identity, owner, query, deadline and budget limits."""
 
-        class_version = 1
+        class_version = 2
         session_id: str
         query: str
         deadline: datetime
         limits: Budget
+        owner: str
+        """Who asked: the API principal's name ('' when the caller is not identified)."""
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            """Runs started before owners were recorded belong to no one."""
+            state["owner"] = ""
 
         def apply(self, aggregate: Run) -> None:
-            """Set the run's identity and limits."""
+            """Set the run's identity, owner and limits."""
             aggregate.session_id = self.session_id
             aggregate.query = self.query
             aggregate.deadline = self.deadline
             aggregate.limits = self.limits
+            aggregate.owner = self.owner
 
     class RoutingAttempt(Aggregate.Event):
         """The router was asked to classify the query."""
@@ -248,6 +256,7 @@ class Run(Aggregate):
     def __init__(self) -> None:
         """Fields are assigned by the events' ``apply`` methods."""
         self.session_id = ""
+        self.owner = ""
         self.query = ""
         self.deadline: datetime
         self.limits = DEFAULT_LIMITS
@@ -273,8 +282,9 @@ class Run(Aggregate):
         deadline: datetime,
         limits: Budget = DEFAULT_LIMITS,
         run_id: UUID | None = None,
+        owner: str = "",
     ) -> Run:
-        """Start a RUNNING run (``RUN_STARTED``)."""
+        """Start a RUNNING run (``RUN_STARTED``) for ``owner``."""
         run_key = run_id or uuid4()
         if not session_id.strip() or not query.strip():
             raise InvalidCommandError(
@@ -293,6 +303,7 @@ class Run(Aggregate):
             query=query,
             deadline=deadline,
             limits=limits,
+            owner=owner,
         )
 
     @property

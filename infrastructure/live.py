@@ -32,13 +32,24 @@ LISTEN_APPLICATION_NAME = "harness-projections-listen"
 RECONNECT_AFTER = 0.5
 
 
+def read_channel(settings: Settings) -> str:
+    """The PostgreSQL channel a projector NOTIFYs after every batch (per schema)."""
+    return f"harness_read_{settings.database_schema}"[:63]
+
+
 class PgNotifyWake:
     """Sets ``wake`` on every NOTIFY of the event table's channel; reconnects when cut off."""
 
     def __init__(
-        self, settings: Settings, channel: str, wake: threading.Event, stop: threading.Event
+        self,
+        settings: Settings,
+        channel: str,
+        wake: threading.Event,
+        stop: threading.Event,
+        application_name: str = LISTEN_APPLICATION_NAME,
     ) -> None:
         """Listen with ``settings``' database on ``channel``."""
+        self.application_name = application_name
         self.settings = settings
         self.channel = channel
         self.wake = wake
@@ -68,7 +79,7 @@ class PgNotifyWake:
             dbname=target.dbname,
             autocommit=True,
             connect_timeout=self.settings.db_connect_timeout,
-            application_name=LISTEN_APPLICATION_NAME,
+            application_name=self.application_name,
         ) as connection:
             connection.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
             self.connections += 1
@@ -92,7 +103,13 @@ class LiveProjections:
         batch_size: int | None = None,
     ) -> None:
         """Follow ``store``'s log into ``engine``'s read tables."""
-        self.projector = Projector(store, engine, batch_size=batch_size)
+        postgres = settings.database.kind == "postgres"
+        self.projector = Projector(
+            store,
+            engine,
+            batch_size=batch_size,
+            notify_channel=read_channel(settings) if postgres else None,
+        )
         self.poll_interval = poll_interval
         self.stop_event = threading.Event()
         self.wake = threading.Event()

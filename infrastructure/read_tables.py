@@ -7,6 +7,7 @@ commits its rows and its tracking row in one transaction (exactly-once).
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING
 
 from sqlalchemy import (
@@ -16,11 +17,15 @@ from sqlalchemy import (
     Column,
     DateTime,
     Float,
+    Index,
     Integer,
     MetaData,
     String,
     Table,
     Text,
+    inspect,
+    select,
+    text,
 )
 
 if TYPE_CHECKING:
@@ -40,6 +45,7 @@ diagnosis_run = Table(
     metadata,
     Column("run_id", String(36), primary_key=True),
     Column("session_id", String(200), nullable=False, index=True),
+    Column("owner", String(200), nullable=False, index=True),
     Column("query", Text, nullable=False),
     Column("intent", String(32)),
     Column("status", String(16), nullable=False, index=True),
@@ -132,6 +138,7 @@ sse_event = Table(
     Column("position", BigInteger, nullable=False),
     Column("event", String(16), nullable=False),
     Column("data", JSON, nullable=False),
+    Index("ix_sse_event_position", "position"),
     sqlite_with_rowid=False,
 )
 
@@ -153,6 +160,7 @@ session_turn = Table(
     metadata,
     Column("run_id", String(36), primary_key=True),
     Column("session_id", String(200), nullable=False, index=True),
+    Column("owner", String(200), nullable=False),
     Column("turn", Integer, nullable=False),
     Column("query", Text, nullable=False),
     Column("intent", String(32)),
@@ -164,6 +172,59 @@ session_turn = Table(
 )
 
 
-def create_read_tables(engine: Engine) -> None:
-    """Create every read-side table that does not exist yet (safe to run again)."""
-    metadata.create_all(engine)
+read_schema = Table(
+    "read_schema",
+    metadata,
+    Column("fingerprint", String(64), primary_key=True),
+)
+"""The fingerprint of the table definitions the read tables were created with."""
+
+
+def schema_fingerprint() -> str:
+    """A digest of every read table's columns, types, keys and indexes (changes with the code)."""
+    parts: list[str] = []
+    for table in sorted(metadata.tables.values(), key=lambda t: t.name):
+        for column in table.columns:
+            parts.append(
+                f"{table.name}.{column.name}:{column.type!r}:{column.nullable}:{column.primary_key}"
+            )
+        parts.extend(  # by columns: an index=True column's index is only named at DDL time
+            sorted(
+                f"{table.name}#{sorted(c.name for c in index.columns)}:{index.unique}"
+                for index in table.indexes
+            )
+        )
+        parts.append(f"{table.name}:{sorted(table.dialect_kwargs.items())}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def create_read_tables(engine: Engine) -> bool:
+    """Create the read tables; recreate them when the code defines them differently.
+
+    Read tables are projections: when their definition changed (a new column, say), they are
+    dropped and created empty, with every tracking position back at 0, and the projections
+    rebuild them from the log. Returns True when that happened. Safe to run again and, on
+    PostgreSQL, from several processes at once.
+    """
+    fingerprint = schema_fingerprint()
+    with engine.begin() as connection:
+        if connection.dialect.name == "postgresql":
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK})
+        found = set(inspect(connection).get_table_names())
+        stored = (
+            connection.scalar(select(read_schema.c.fingerprint))
+            if read_schema.name in found
+            else None
+        )
+        if stored == fingerprint:
+            return False
+        stale = stored is not None or bool(found & set(metadata.tables) - {read_schema.name})
+        if stale:
+            metadata.drop_all(connection)
+        metadata.create_all(connection)
+        connection.execute(read_schema.insert(), {"fingerprint": fingerprint})
+        return stale
+
+
+SCHEMA_LOCK = 0x48_41_52_4E_45_53_53
+"""The advisory lock that serialises read-schema changes across processes on PostgreSQL."""

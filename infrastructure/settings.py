@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import unquote, urlsplit
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_DATABASE_URL = "sqlite:///./harness.db"
@@ -59,6 +59,16 @@ def parse_database_url(url: str) -> DatabaseTarget:
     raise ValueError(
         f"unsupported database URL scheme {parts.scheme!r}: use sqlite:///PATH or postgresql://…"
     )
+
+
+class ApiKey(BaseModel):
+    """One entry of ``HARNESS_API_KEYS``: a secret, who holds it and their role."""
+
+    model_config = {"frozen": True}
+
+    key: SecretStr = Field(min_length=16, description="The secret (at least 16 characters).")
+    name: str = Field(min_length=1, max_length=200, description="Who holds it (runs' owner).")
+    role: Literal["user", "auditor", "admin"]
 
 
 class Settings(BaseSettings):
@@ -124,6 +134,38 @@ class Settings(BaseSettings):
     )
     host: str = Field(default="127.0.0.1", description="Address `harness serve` binds to.")
     port: int = Field(default=8000, ge=1, le=65535, description="Port `harness serve` binds to.")
+    api_keys: list[ApiKey] = Field(
+        default_factory=list,
+        description='API keys as JSON: [{"key": "…", "name": "ann", "role": "user"}, …]; roles'
+        " user, auditor, admin. None: one local user, loopback only.",
+    )
+    max_concurrent_runs: int = Field(
+        default=8,
+        ge=1,
+        le=1000,
+        description="Runs one worker executes at once; beyond it a new run gets 429 + Retry-After.",
+    )
+    max_query_chars: int = Field(
+        default=4000, ge=1, description="Longest query a run accepts (characters)."
+    )
+    max_body_bytes: int = Field(
+        default=65_536, ge=1024, description="Largest request body the API reads (bytes)."
+    )
+    sse_keepalive: float = Field(
+        default=15.0, gt=0, le=300, description="Seconds between SSE keep-alive comments."
+    )
+    feed_poll: float = Field(
+        default=1.0,
+        gt=0,
+        le=60,
+        description="Seconds between looks for new feed entries when no wake-up arrives.",
+    )
+    read_wait: float = Field(
+        default=5.0,
+        ge=0,
+        le=60,
+        description="Seconds a query waits for the read tables to reach a run it knows of.",
+    )
 
     @field_validator("database_url")
     @classmethod

@@ -107,6 +107,7 @@ def _new_row(run_id: str, event: Run.RunStarted) -> Row:
     return {
         "run_id": run_id,
         "session_id": event.session_id,
+        "owner": event.owner,
         "query": event.query,
         "intent": None,
         "status": "RUNNING",

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from eventsourcing.persistence import PersistenceError
-from sqlalchemy import select, tuple_, update
+from sqlalchemy import func, select, tuple_, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from infrastructure.read_tables import create_read_tables, projection_tracking
@@ -85,12 +85,18 @@ class Projector:
         engine: Engine,
         projections: Sequence[Projection] | None = None,
         batch_size: int | None = None,
+        notify_channel: str | None = None,
     ) -> None:
         """Project ``store``'s log into tables on ``engine``, ``batch_size`` entries at a time."""
         self.store = store
         self.engine = engine
         self.projections = tuple(projections or all_projections())
         self.batch_size = batch_size or DEFAULT_BATCH.get(engine.dialect.name, 2000)
+        self.notify_channel = notify_channel
+        """PostgreSQL: a channel NOTIFYed with the position of every committed batch, so other
+        processes (the service workers' feeds) learn at once that the read tables advanced."""
+        self.listeners: list[Callable[[int], None]] = []
+        """Called with the new position after every committed batch (in the projector's thread)."""
         self.advanced = threading.Condition()
         """Notified after every committed batch (in-process readers waiting for a position)."""
         self.conflicts = 0
@@ -122,10 +128,17 @@ class Projector:
     def positions(self) -> dict[str, int]:
         """Each projection's last applied log position."""
         self.ensure_tracking()
+        stored = self._stored_positions()
+        if set(self.names) - set(stored):  # the read tables were recreated meanwhile
+            self._tracked = False
+            self.ensure_tracking()
+            stored = self._stored_positions()
+        return {name: stored.get(name, 0) for name in self.names}
+
+    def _stored_positions(self) -> dict[str, int]:
         with self.engine.connect() as connection:
             found = connection.execute(select(projection_tracking))
-            stored = {row.name: int(row.position) for row in found}
-        return {name: stored.get(name, 0) for name in self.names}
+            return {row.name: int(row.position) for row in found}
 
     def status(self) -> list[ProjectionStatus]:
         """Position, head and lag of every projection."""
@@ -162,6 +175,9 @@ class Projector:
             after = None
         with self.advanced:
             self.advanced.notify_all()
+        if after is not None:
+            for listener in self.listeners:
+                listener(last)
         return len(events), after
 
     def _read(self, after: int) -> list[Positioned]:
@@ -189,6 +205,10 @@ class Projector:
                 raise TrackingConflict(", ".join(name for name, _ in claims))
             kinds = {type(e[1]) for e in events}
             first = events[0][0]
+            if self.notify_channel and connection.dialect.name == "postgresql":
+                connection.execute(  # delivered at commit, with the rows
+                    select(func.pg_notify(self.notify_channel, str(last)))
+                )
             for projection in behind:
                 position = positions[projection.name]
                 wanted = {kind for kind in kinds if issubclass(kind, projection.interests)}

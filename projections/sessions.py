@@ -66,6 +66,7 @@ def _new_turn(event: Run.RunStarted, run_id: str, turn: int) -> Row:
     return {
         "run_id": run_id,
         "session_id": event.session_id,
+        "owner": event.owner,
         "turn": turn,
         "query": event.query,
         "intent": None,

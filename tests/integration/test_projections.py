@@ -39,7 +39,9 @@ from domain.states import (
 from infrastructure.database import create_sql_engine
 from infrastructure.live import LiveProjections
 from infrastructure.read_tables import (
+    create_read_tables,
     diagnosis_run,
+    read_schema,
     run_daily,
     session_turn,
     sse_event,
@@ -212,6 +214,25 @@ def test_stop_reason_is_why_the_agent_stopped_calling_tools(
 
 
 # -- 2. rebuild equality ----------------------------------------------------------------------
+
+
+def test_read_tables_of_another_definition_are_recreated_and_rebuilt(
+    store: HarnessStore, engine: Engine
+) -> None:
+    run_scenario(store, "conclusion_supported")
+    projector = Projector(store, engine)
+    projector.catch_up()
+    before = dump(engine)
+    assert create_read_tables(engine) is False  # same definition: nothing happens
+    assert dump(engine) == before
+
+    with engine.begin() as connection:  # as if an older version of the code had made them
+        connection.execute(read_schema.update().values(fingerprint="an older definition"))
+        connection.execute(diagnosis_run.update().values(query="stale"))
+    assert create_read_tables(engine) is True
+    assert all(not rows for name, rows in dump(engine).items() if name != "read_schema")
+    assert Projector(store, engine).catch_up() == len(notifications(store))
+    assert dump(engine) == before
 
 
 def test_a_rebuild_from_position_zero_gives_identical_rows(

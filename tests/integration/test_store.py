@@ -212,6 +212,22 @@ def test_a_version_1_event_is_upcast_on_load(store: HarnessStore) -> None:
     assert store.get_run(run_id).version == 2
 
 
+def test_a_run_started_before_owners_were_recorded_belongs_to_no_one(
+    store: HarnessStore,
+) -> None:
+    run_id, _ = store.start_run("s", "q", _deadline(), owner="ann")
+    (stored,) = store.recorder.select_events(run_id)
+    v1_state = json.loads(stored.state)
+    assert (v1_state.pop("owner"), v1_state.pop("class_version")) == ("ann", 2)
+    old_run = uuid4()
+    store.recorder.insert_events(
+        [StoredEvent(old_run, 1, stored.topic, json.dumps(v1_state).encode())]
+    )
+    loaded = store.get_run(old_run)
+    assert (loaded.owner, loaded.session_id, loaded.query) == ("", "s", "q")
+    assert store.get_run(run_id).owner == "ann"
+
+
 def test_release_decisions_keep_their_fallback_type(store: HarnessStore) -> None:
     run_id, _ = store.start_run("s", "q", _deadline())
     run = store.get_run(run_id)

@@ -163,7 +163,9 @@ def budget_exhausted(kind: BudgetKind, limit: int, used: int) -> Payloads:
 
 
 def test_start_records_run_started_with_identity_deadline_and_limits() -> None:
-    run = Run.start("session-1", "why is checkout slow?", DEADLINE, limits=LIMITS, run_id=RUN_ID)
+    run = Run.start(
+        "session-1", "why is checkout slow?", DEADLINE, limits=LIMITS, run_id=RUN_ID, owner="ann"
+    )
 
     assert then_events(run) == [
         (
@@ -173,10 +175,12 @@ def test_start_records_run_started_with_identity_deadline_and_limits() -> None:
                 "query": "why is checkout slow?",
                 "deadline": DEADLINE,
                 "limits": LIMITS,
+                "owner": "ann",
             },
         )
     ]
     assert run.id == RUN_ID
+    assert run.owner == "ann"
     assert run.state is RunState.RUNNING
     assert run.is_active and not run.is_finished
     assert run.usage == Budget()
@@ -188,6 +192,7 @@ def test_start_without_limits_uses_the_defaults_and_a_fresh_id() -> None:
 
     assert first.limits == DEFAULT_LIMITS
     assert first.id != second.id
+    assert first.owner == ""
 
 
 def test_start_accepts_zero_limits() -> None:

@@ -1,0 +1,103 @@
+"""What routes depend on: the worker's services, built once per app (see ``api.main``)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated
+from uuid import UUID
+
+from fastapi import Depends, Request
+
+from api.errors import NotFound
+from domain.errors import UnknownAggregateError
+from projections.queries import last_turn_run, run_row, session_owner
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from api.auth import Principal
+    from api.feed import FeedHub
+    from application.dispatch import RunDispatcher
+    from application.store import HarnessStore
+    from infrastructure.settings import Settings
+    from projections.runner import Projector
+
+READ_POLL = 0.05
+"""Seconds between looks at the read tables while waiting for a run to appear there."""
+
+
+@dataclass
+class Services:
+    """One worker's open resources."""
+
+    settings: Settings
+    store: HarnessStore
+    engine: Engine
+    projector: Projector
+    dispatcher: RunDispatcher
+    hub: FeedHub
+
+    def visible_run(self, run_id: UUID, caller: Principal) -> dict[str, object]:
+        """The run's ``diagnosis_run`` row, if it exists and the caller may see it; else 404.
+
+        A run that exists in the log but not yet in the read tables (just started) is waited
+        for, at most ``HARNESS_READ_WAIT`` seconds.
+        """
+        row = self._row(run_id)
+        if row is None:
+            try:
+                owner = self.store.get_run(run_id).owner
+            except UnknownAggregateError:
+                raise NotFound(f"no run {run_id} exists") from None
+            if not caller.owns(owner):
+                raise NotFound(f"no run {run_id} exists")
+            row = self._wait_for_row(run_id)
+        if not caller.owns(str(row["owner"])):
+            raise NotFound(f"no run {run_id} exists")
+        return row
+
+    def _row(self, run_id: UUID) -> dict[str, object] | None:
+        with self.engine.connect() as connection:
+            return run_row(connection, str(run_id))
+
+    def _wait_for_row(self, run_id: UUID) -> dict[str, object]:
+        deadline = time.monotonic() + self.settings.read_wait
+        while (row := self._row(run_id)) is None:
+            if time.monotonic() > deadline:
+                raise NotFound(
+                    f"run {run_id} is not in the read tables yet; the projections lag "
+                    "(see GET /v1/projections): retry shortly"
+                )
+            time.sleep(READ_POLL)
+        return row
+
+    def session_owner(self, session_id: str) -> str | None:
+        """Who owns a session (None: no such session)."""
+        with self.engine.connect() as connection:
+            return session_owner(connection, session_id)
+
+
+def previous_turn(
+    store: HarnessStore, engine: Engine, projector: Projector, wait: float, session_id: str
+) -> str:
+    """What the session's latest turn carries into the next (SPEC §1 PreviousTurn).
+
+    The session table is given ``wait`` seconds to reach the log's head first, so a turn that
+    just finished is seen.
+    """
+    projector.wait_for(store.head(), wait, ["session_turn"])
+    with engine.connect() as connection:
+        run_id = last_turn_run(connection, session_id)
+    if run_id is None:
+        return ""
+    return store.get_run(UUID(run_id)).previous_turn or ""
+
+
+def services(request: Request) -> Services:
+    """FastAPI dependency: this worker's services."""
+    found: Services = request.app.state.services
+    return found
+
+
+ServicesDep = Annotated[Services, Depends(services)]

@@ -1,0 +1,147 @@
+"""The one mapping from errors to HTTP answers, and the request-size limit.
+
+Every error body is ``{"detail": "..."}`` naming what was wrong and what to do (422 keeps
+FastAPI's list of field errors). Nothing escapes as a 500 with a traceback: an unexpected error is
+logged and answered 500 with a plain sentence.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from eventsourcing.persistence import PersistenceError
+from fastapi.responses import JSONResponse
+from sqlalchemy.exc import SQLAlchemyError
+
+from api.schemas import ProblemPublic
+from application.dispatch import AdmissionRefused
+from application.store import StoreError, StoreNotInitialisedError
+from domain.errors import InvalidCommandError, UnknownAggregateError
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI, Request
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+log = logging.getLogger(__name__)
+
+RETRY_AFTER = "5"
+"""Seconds a client waits before retrying when the database is unavailable."""
+
+
+class NotFound(Exception):
+    """A run or session that does not exist, or that this caller may not see."""
+
+
+class BadRequest(Exception):
+    """A malformed header or parameter the schema cannot describe (e.g. ``Last-Event-ID``)."""
+
+
+def problem(status: int, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    """An error response with a ``detail`` sentence."""
+    return JSONResponse({"detail": detail}, status_code=status, headers=headers)
+
+
+def install(app: FastAPI) -> None:
+    """Register the handlers on ``app``."""
+
+    @app.exception_handler(NotFound)
+    async def not_found(_request: Request, error: NotFound) -> JSONResponse:
+        return problem(404, str(error))
+
+    @app.exception_handler(UnknownAggregateError)
+    async def unknown(_request: Request, error: UnknownAggregateError) -> JSONResponse:
+        return problem(404, str(error))
+
+    @app.exception_handler(BadRequest)
+    async def bad_request(_request: Request, error: BadRequest) -> JSONResponse:
+        return problem(400, str(error))
+
+    @app.exception_handler(InvalidCommandError)
+    async def invalid(_request: Request, error: InvalidCommandError) -> JSONResponse:
+        return problem(422, str(error))
+
+    @app.exception_handler(AdmissionRefused)
+    async def busy(_request: Request, error: AdmissionRefused) -> JSONResponse:
+        return problem(429, str(error), {"Retry-After": str(error.retry_after)})
+
+    @app.exception_handler(StoreNotInitialisedError)
+    async def not_initialised(_request: Request, error: StoreNotInitialisedError) -> JSONResponse:
+        return problem(503, str(error), {"Retry-After": RETRY_AFTER})
+
+    async def unavailable(_request: Request, error: Exception) -> JSONResponse:
+        log.warning("database unavailable: %s", _first_line(error))
+        return problem(
+            503,
+            f"the database is unavailable ({type(error).__name__}); retry shortly",
+            {"Retry-After": RETRY_AFTER},
+        )
+
+    for kind in (StoreError, PersistenceError, SQLAlchemyError):
+        app.add_exception_handler(kind, unavailable)
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, error: Exception) -> JSONResponse:
+        log.exception("unexpected error in %s %s", request.method, request.url.path)
+        return problem(500, "an unexpected error occurred; it was logged for the operators")
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(getattr(error, "orig", None) or error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
+
+
+class BodyLimit:
+    """Refuse request bodies larger than ``limit`` bytes with 413, before the app reads them."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        """Wrap ``app``."""
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Check the declared length, then count the bytes as they arrive."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
+            await self._refuse(scope, receive, send)
+            return
+        seen = 0
+
+        async def counted() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, counted, send)
+        except _TooLarge:
+            await self._refuse(scope, receive, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = problem(413, f"the request body is larger than {self.limit} bytes")
+        await response(scope, receive, send)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` entries for the error codes a route may answer."""
+    described = {
+        400: "A malformed header or parameter",
+        401: "No API key, or one that is not valid",
+        403: "The caller's role may not do this",
+        404: "No such run or session, or not the caller's",
+        413: "The request body is too large",
+        429: "This worker runs its maximum of runs; retry after Retry-After seconds",
+        503: "The database is unavailable; retry after Retry-After seconds",
+    }
+    return {code: {"model": ProblemPublic, "description": described[code]} for code in codes}

@@ -1,0 +1,200 @@
+"""Server-Sent Events from the ``sse_event`` projection: replay, resume and follow live.
+
+A stream first reads its run's feed from the table (after ``Last-Event-ID``), then receives new
+entries from the :class:`FeedHub`: one thread per worker that, whenever the projections advance
+(an in-process wake-up, a PostgreSQL NOTIFY from a projection process, or a poll), reads the
+new entries of every watched run in one query and hands them to the streams watching them.
+Entries are numbered per run (the SSE ``id:``); a stream skips what it has already sent, so
+the replay and the live hand-over may overlap but never leave a gap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import orjson
+from sqlalchemy.exc import SQLAlchemyError
+from starlette.responses import StreamingResponse
+
+from projections.queries import feed_after, feed_head, feed_since
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable
+
+    from sqlalchemy import Engine
+
+log = logging.getLogger(__name__)
+
+STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+@dataclass(eq=False)
+class Subscription:
+    """One stream's interest in one run's feed."""
+
+    run_id: str
+    loop: asyncio.AbstractEventLoop
+    queue: asyncio.Queue[dict[str, Any]] = field(default_factory=asyncio.Queue)
+
+    def put(self, row: dict[str, Any]) -> None:
+        """Hand a row to the stream (from the hub's thread)."""
+        self.loop.call_soon_threadsafe(self.queue.put_nowait, row)
+
+
+class FeedHub:
+    """Delivers new feed entries to the streams of this worker; one query per wake-up."""
+
+    def __init__(self, engine: Engine, wake: threading.Event, poll_interval: float) -> None:
+        """Read from ``engine``; ``wake`` is set when the projections advanced."""
+        self.engine = engine
+        self.wake = wake
+        self.poll_interval = poll_interval
+        self._subscriptions: dict[str, set[Subscription]] = {}
+        self._lock = threading.Lock()
+        self._mark: int | None = None
+        """Every entry at or before this log position went to the streams that were watching."""
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="harness-feed", daemon=True)
+
+    def start(self) -> FeedHub:
+        """Start delivering."""
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        """Stop delivering (streams still open end at their next keep-alive)."""
+        self._stop.set()
+        self.wake.set()
+        self._thread.join(timeout=5)
+
+    def subscribe(self, run_id: str, loop: asyncio.AbstractEventLoop) -> Subscription:
+        """Watch a run's feed; call before reading its backlog (blocking: run it in a thread)."""
+        subscription = Subscription(run_id, loop)
+        with self._lock:
+            if self._mark is None:  # the first stream: entries after this point are delivered
+                with self.engine.connect() as connection:
+                    self._mark = feed_head(connection)
+            self._subscriptions.setdefault(run_id, set()).add(subscription)
+        return subscription
+
+    def unsubscribe(self, subscription: Subscription) -> None:
+        """Stop watching."""
+        with self._lock:
+            watching = self._subscriptions.get(subscription.run_id, set())
+            watching.discard(subscription)
+            if not watching:
+                self._subscriptions.pop(subscription.run_id, None)
+            if not self._subscriptions:
+                self._mark = None
+
+    @property
+    def watched(self) -> int:
+        """Streams watching now."""
+        with self._lock:
+            return sum(len(s) for s in self._subscriptions.values())
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.wake.wait(self.poll_interval)
+            self.wake.clear()
+            try:
+                self._deliver()
+            except SQLAlchemyError as error:
+                log.warning("feed: reading new entries failed (%s); retrying", error)
+
+    def _deliver(self) -> None:
+        with self._lock:
+            mark, runs = self._mark, list(self._subscriptions)
+        if mark is None or not runs:
+            return
+        with self.engine.connect() as connection:
+            head = feed_head(connection)
+            if head < mark:  # the feed was rebuilt: deliver again from where it is now
+                mark = head
+            rows = feed_since(connection, mark, runs) if head > mark else []
+        with self._lock:
+            for row in rows:
+                for subscription in self._subscriptions.get(row["run_id"], ()):
+                    subscription.put(row)
+            if self._mark is not None:
+                self._mark = max(mark, *(row["position"] for row in rows)) if rows else mark
+
+
+def ends_feed(row: dict[str, Any]) -> bool:
+    """Whether nothing follows this entry: ``done``, or a cancelled run's ``failure``."""
+    if row["event"] == "done":
+        return True
+    return bool(row["event"] == "failure" and row["data"].get("release_outcome") == "CANCELLED")
+
+
+def frame(row: dict[str, Any]) -> str:
+    """One entry in the WHATWG event-stream format (``id:`` is its number in the run's feed)."""
+    data = orjson.dumps(row["data"]).decode()
+    return f"id: {row['seq']}\nevent: {row['event']}\ndata: {data}\n\n"
+
+
+async def follow(hub: FeedHub, run_id: str, after_seq: int, keepalive: float) -> AsyncIterator[str]:
+    """The run's feed after ``after_seq``: replayed from the table, then live, then it ends."""
+    loop = asyncio.get_running_loop()
+    subscription = await anyio.to_thread.run_sync(hub.subscribe, run_id, loop)
+    try:
+        last = after_seq
+        backlog = await anyio.to_thread.run_sync(_read_after, hub.engine, run_id, last)
+        while True:
+            for row in backlog:
+                if row["seq"] <= last:
+                    continue
+                last = row["seq"]
+                yield frame(row)
+                if ends_feed(row):
+                    return
+            try:
+                row = await asyncio.wait_for(subscription.queue.get(), keepalive)
+            except TimeoutError:
+                yield ": keep-alive\n\n"
+                backlog = []
+                continue
+            if row["seq"] <= last + 1:
+                backlog = [row]
+            else:  # entries in between were not handed over: read them from the table
+                backlog = await anyio.to_thread.run_sync(_read_after, hub.engine, run_id, last)
+    finally:
+        hub.unsubscribe(subscription)
+
+
+def _read_after(engine: Engine, run_id: str, after_seq: int) -> list[dict[str, Any]]:
+    with engine.connect() as connection:
+        return feed_after(connection, run_id, after_seq)
+
+
+class EventStream(StreamingResponse):
+    """A ``text/event-stream`` response that tells ``on_abandon`` when the client left early.
+
+    "Early" is before the feed's last entry was sent: a client that disconnects mid-run. The
+    callback runs in a thread of its own (it may append to the store); nothing more is sent.
+    """
+
+    media_type = "text/event-stream"
+
+    def __init__(
+        self, feed: AsyncIterator[str], on_abandon: Callable[[], None] | None = None
+    ) -> None:
+        """Stream ``feed``; call ``on_abandon`` if the client goes before it ends."""
+        super().__init__(_watched(feed, on_abandon), headers=STREAM_HEADERS)
+
+
+async def _watched(
+    feed: AsyncIterator[str], on_abandon: Callable[[], None] | None
+) -> AsyncIterator[str]:
+    try:
+        async for chunk in feed:
+            yield chunk
+    except (asyncio.CancelledError, GeneratorExit):  # the client went away mid-feed
+        if on_abandon is not None:
+            threading.Thread(target=on_abandon, name="harness-abandon", daemon=True).start()
+        raise

@@ -1,0 +1,1 @@
+"""One router per resource: chat, runs, sessions, projections and health."""

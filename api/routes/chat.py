@@ -1,0 +1,60 @@
+"""``POST /v1/chat``: ask and watch the answer arrive as Server-Sent Events."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import anyio
+from fastapi import APIRouter
+
+from api.auth import Writer
+from api.deps import ServicesDep
+from api.errors import error_responses
+from api.feed import EventStream, follow
+from api.routes.starting import start_run
+from api.schemas import ChatCreate
+from domain.states import CancellationReason
+
+if TYPE_CHECKING:
+    from uuid import UUID
+
+    from api.deps import Services
+
+log = logging.getLogger(__name__)
+
+router = APIRouter(prefix="/v1", tags=["chat"])
+
+STREAM_DOC = {
+    "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    "description": "The run's feed: metadata → status* → (content | failure) → done, each "
+    "event with its id; keep-alive comments meanwhile.",
+}
+
+
+@router.post(
+    "/chat",
+    summary="Ask, and stream the run",
+    response_class=EventStream,
+    responses={200: STREAM_DOC, **error_responses(401, 403, 404, 413, 429, 503)},
+)
+async def chat(body: ChatCreate, services: ServicesDep, caller: Writer) -> EventStream:
+    """Start a run and stream its public events (SPEC §11) until ``done``.
+
+    Leaving early cancels the run (CLIENT_DISCONNECTED) and nothing more is sent; a cancelled
+    run ends with a ``failure`` and no ``done``. Use ``POST /v1/runs`` to start a run that
+    outlives its first watcher.
+    """
+    started = await anyio.to_thread.run_sync(start_run, services, body, caller)
+    feed = follow(services.hub, str(started.run_id), 0, services.settings.sse_keepalive)
+    stream = EventStream(feed, on_abandon=lambda: _abandoned(services, started.run_id))
+    stream.headers["Location"] = f"/v1/runs/{started.run_id}"
+    return stream
+
+
+def _abandoned(services: Services, run_id: UUID) -> None:
+    """The client left mid-run: the seed's rule cancels it (a no-op once it has ended)."""
+    try:
+        services.store.cancel(run_id, CancellationReason.CLIENT_DISCONNECTED)
+    except Exception:  # a thread of its own: log, never raise into nowhere
+        log.exception("run %s: the client left, and cancelling the run failed", run_id)

@@ -1,0 +1,163 @@
+"""``/v1/runs``: start detached runs, watch, cancel, list, and explain them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+from uuid import UUID
+
+import anyio
+from fastapi import APIRouter, Header, Query, status
+
+from api.auth import Caller, Writer
+from api.deps import ServicesDep
+from api.errors import BadRequest, error_responses
+from api.feed import EventStream, follow
+from api.routes.chat import STREAM_DOC
+from api.routes.starting import start_run
+from api.schemas import (
+    CancelPublic,
+    ChatCreate,
+    RunCreated,
+    RunPublic,
+    RunsPublic,
+    TraceEventPublic,
+    TracePublic,
+)
+from application.explain import RunExplanation, explain_run
+from domain.states import CancellationReason, FallbackType, ReleaseOutcome, RunState
+from projections.queries import RunFilter, list_runs, trace_rows
+
+router = APIRouter(prefix="/v1/runs", tags=["runs"])
+
+MAX_PAGE = 200
+
+
+@router.post(
+    "",
+    summary="Start a run in the background",
+    status_code=status.HTTP_202_ACCEPTED,
+    responses=error_responses(401, 403, 404, 413, 429, 503),
+)
+def create_run(body: ChatCreate, services: ServicesDep, caller: Writer) -> RunCreated:
+    """Start a run and return at once; watch it at ``stream``. No watcher ever cancels it."""
+    started = start_run(services, body, caller)
+    return RunCreated(
+        run_id=started.run_id,
+        session_id=started.session_id,
+        position=started.position,
+        stream=f"/v1/runs/{started.run_id}/stream",
+    )
+
+
+@router.get("", summary="List runs", responses=error_responses(401, 503))
+def list_all(
+    services: ServicesDep,
+    caller: Caller,
+    session_id: str | None = None,
+    state: Annotated[RunState | None, Query(description="Termination state.")] = None,
+    release_outcome: ReleaseOutcome | None = None,
+    fallback_type: FallbackType | None = None,
+    status_: Annotated[
+        str | None,
+        Query(alias="status", pattern="^(RUNNING|SUCCESS|FAILED|CANCELLED)$"),
+    ] = None,
+    created_after: datetime | None = None,
+    created_before: datetime | None = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> RunsPublic:
+    """Runs newest first, narrowed by the filters; a user sees only their own."""
+    where = RunFilter(
+        owner=None if caller.reads_all else caller.name,
+        session_id=session_id,
+        status=status_,
+        release_outcome=release_outcome.value if release_outcome else None,
+        fallback_type=fallback_type.value if fallback_type else None,
+        termination_state=state.value if state else None,
+        created_after=created_after,
+        created_before=created_before,
+    )
+    with services.engine.connect() as connection:
+        rows, count = list_runs(connection, where, limit, offset)
+    return RunsPublic(
+        data=[RunPublic.model_validate(r) for r in rows], count=count, limit=limit, offset=offset
+    )
+
+
+@router.get("/{run_id}", summary="One run", responses=error_responses(401, 404, 503))
+def get_run(run_id: UUID, services: ServicesDep, caller: Caller) -> RunPublic:
+    """The run's row: status, release outcome, fallback type, termination, usage (SPEC §12)."""
+    return RunPublic.model_validate(services.visible_run(run_id, caller))
+
+
+@router.get(
+    "/{run_id}/stream",
+    summary="Watch a run",
+    response_class=EventStream,
+    responses={200: STREAM_DOC, **error_responses(400, 401, 404, 503)},
+)
+async def stream(
+    run_id: UUID,
+    services: ServicesDep,
+    caller: Caller,
+    last_event_id: Annotated[
+        str | None, Header(description="Resume after this event id (what the client saw last).")
+    ] = None,
+) -> EventStream:
+    """Replay the run's feed from the start (or after ``Last-Event-ID``), then follow it live.
+
+    Any number of watchers see the same feed; a watcher leaving never cancels the run.
+    """
+    after = _event_id(last_event_id)
+    await anyio.to_thread.run_sync(services.visible_run, run_id, caller)
+    return EventStream(follow(services.hub, str(run_id), after, services.settings.sse_keepalive))
+
+
+def _event_id(value: str | None) -> int:
+    if value is None or value.strip() == "":
+        return 0
+    if not value.strip().isdigit() or len(value.strip()) > 18:
+        raise BadRequest(
+            f"Last-Event-ID must be the id of an event of this stream (a number), not {value!r:.40}"
+        )
+    return int(value.strip())
+
+
+@router.post(
+    "/{run_id}/cancel",
+    summary="Cancel a run",
+    responses=error_responses(401, 403, 404, 503),
+)
+def cancel(run_id: UUID, services: ServicesDep, caller: Writer) -> CancelPublic:
+    """Cancel (USER_REQUESTED) from any worker; the executing one stops at its next boundary."""
+    services.visible_run(run_id, caller)
+    result = services.store.cancel(run_id, CancellationReason.USER_REQUESTED)
+    termination = result.termination
+    return CancelPublic(
+        run_id=run_id,
+        cancelled=result.position is not None,
+        termination_state=termination.state,
+        termination_reason=str(termination.reason.value),
+        position=result.position,
+    )
+
+
+@router.get("/{run_id}/trace", summary="A run's timeline", responses=error_responses(401, 404, 503))
+def trace(run_id: UUID, services: ServicesDep, caller: Caller) -> TracePublic:
+    """Every event of the run in log order, with its TracePhase and status (SPEC §13)."""
+    services.visible_run(run_id, caller)
+    with services.engine.connect() as connection:
+        rows = trace_rows(connection, str(run_id))
+    return TracePublic(
+        run_id=run_id, data=[TraceEventPublic.model_validate(r) for r in rows], count=len(rows)
+    )
+
+
+@router.get(
+    "/{run_id}/explain", summary="Why it ended so", responses=error_responses(401, 404, 503)
+)
+def explain(run_id: UUID, services: ServicesDep, caller: Caller) -> RunExplanation:
+    """Every troubleshooting question of SPEC §15, answered from the log in words and fields."""
+    services.visible_run(run_id, caller)
+    return explain_run(services.store, run_id)

@@ -1,0 +1,71 @@
+"""Starting a run from an API request: limits checked against the configured ones."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+from uuid import uuid4
+
+from fastapi.exceptions import RequestValidationError
+
+from api.errors import NotFound
+from domain.values import Budget
+
+if TYPE_CHECKING:
+    from api.auth import Principal
+    from api.deps import Services
+    from api.schemas import ChatCreate
+    from application.dispatch import Started
+
+
+def start_run(services: Services, body: ChatCreate, caller: Principal) -> Started:
+    """Admit and start a run for ``caller`` (blocking: call it from a worker thread)."""
+    deadline_s, limits = _checked(services, body)
+    session = body.session_id or uuid4().hex
+    if body.session_id is not None:
+        owner = services.session_owner(session)
+        if owner is not None and owner != caller.name:  # never reveal another's session
+            raise NotFound(f"no session {session!r} of yours exists; omit session_id for a new one")
+    return services.dispatcher.submit(
+        session, body.query, owner=caller.name, deadline_s=deadline_s, limits=limits
+    )
+
+
+def _checked(services: Services, body: ChatCreate) -> tuple[float | None, Budget | None]:
+    settings = services.settings
+    errors: list[dict[str, Any]] = []
+    if len(body.query) > settings.max_query_chars:
+        errors.append(
+            _error(("query",), f"at most {settings.max_query_chars} characters", body.query[:50])
+        )
+    if body.deadline_s is not None and body.deadline_s > settings.run_deadline:
+        errors.append(
+            _error(("deadline_s",), f"at most {settings.run_deadline} seconds", body.deadline_s)
+        )
+    configured = Budget(
+        settings.budget_model_calls,
+        settings.budget_tool_calls,
+        settings.budget_tokens,
+        settings.budget_bytes,
+    )
+    limits: Budget | None = None
+    if body.budget is not None:
+        asked = body.budget.model_dump()
+        for name, value in asked.items():
+            if value is not None and value > getattr(configured, name):
+                ceiling = getattr(configured, name)
+                errors.append(_error(("budget", name), f"at most {ceiling}", value))
+        limits = Budget(
+            **{name: getattr(configured, name) if v is None else v for name, v in asked.items()}
+        )
+    if errors:
+        raise RequestValidationError(errors)
+    return body.deadline_s, limits
+
+
+def _error(where: tuple[str, ...], limit: str, value: object) -> dict[str, Any]:
+    return {
+        "type": "less_than_equal",
+        "loc": ("body", *where),
+        "msg": f"Input should be {limit} (the configured maximum)",
+        "input": value,
+    }

@@ -1,0 +1,81 @@
+"""Health, readiness, and the projections' positions (admins may rebuild them)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import anyio
+from fastapi import APIRouter, HTTPException, Query, Request
+
+from api.auth import Admin, Caller
+from api.deps import ServicesDep
+from api.errors import RETRY_AFTER, error_responses
+from api.schemas import (
+    HealthPublic,
+    ProjectionPublic,
+    ProjectionsPublic,
+    ReadinessPublic,
+    RebuildPublic,
+)
+from application.store import StoreError
+
+router = APIRouter(tags=["system"])
+
+
+@router.get("/healthz", summary="Liveness")
+def healthz() -> HealthPublic:
+    """The process is alive."""
+    return HealthPublic(status="ok")
+
+
+@router.get("/readyz", summary="Readiness", responses=error_responses(503))
+def readyz(request: Request) -> ReadinessPublic:
+    """The event store answers; 503 with Retry-After when it does not."""
+    services = request.app.state.services
+    try:
+        head = services.store.head()
+    except StoreError as error:
+        raise HTTPException(
+            status_code=503,
+            detail=f"event store unavailable: {error}",
+            headers={"Retry-After": RETRY_AFTER},
+        ) from error
+    return ReadinessPublic(status="ready", backend=services.settings.database.kind, head=head)
+
+
+@router.get("/v1/projections", summary="Projection lag", responses=error_responses(401, 503))
+def projections(services: ServicesDep, _caller: Caller) -> ProjectionsPublic:
+    """Each projection's position against the log's head."""
+    found = services.projector.status()
+    head = found[0].head if found else services.store.head()
+    return ProjectionsPublic(
+        head=head,
+        data=[
+            ProjectionPublic(name=s.name, position=s.position, head=s.head, lag=s.lag)
+            for s in found
+        ],
+    )
+
+
+@router.post(
+    "/v1/projections/rebuild",
+    summary="Rebuild projections",
+    responses=error_responses(400, 401, 403, 503),
+)
+async def rebuild(
+    services: ServicesDep,
+    _admin: Admin,
+    name: Annotated[
+        list[str] | None, Query(description="Projections to rebuild (all: omit).")
+    ] = None,
+) -> RebuildPublic:
+    """Empty the named projections and apply the log again from position 0 (admins only)."""
+    projector = services.projector
+    unknown = set(name or ()) - set(projector.names)
+    if unknown:
+        raise HTTPException(
+            400,
+            f"unknown projection {', '.join(sorted(unknown))}; known: {', '.join(projector.names)}",
+        )
+    entries = await anyio.to_thread.run_sync(projector.rebuild, name)
+    return RebuildPublic(names=list(name or projector.names), entries=entries)

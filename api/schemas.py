@@ -1,0 +1,190 @@
+"""Request and response bodies of the HTTP API (``XCreate`` in, ``XPublic`` / ``XsPublic`` out)."""
+
+from __future__ import annotations
+
+from datetime import datetime  # noqa: TC003 (pydantic needs it at runtime)
+from typing import Any
+from uuid import UUID  # noqa: TC003
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from domain.states import FallbackType, ReleaseOutcome, RunState
+
+SESSION_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$"
+
+
+class BudgetCreate(BaseModel):
+    """Limits for one run; each at most the configured one (omitted: the configured one)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model_calls: int | None = Field(None, ge=1, description="Model calls.")
+    tool_calls: int | None = Field(None, ge=0, description="Tool calls.")
+    tokens: int | None = Field(None, ge=1, description="Tokens, in and out.")
+    bytes: int | None = Field(None, ge=0, description="Bytes of tool output.")
+
+
+class ChatCreate(BaseModel):
+    """A question for the harness."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, description="What to ask (at most HARNESS_MAX_QUERY_CHARS).")
+    session_id: str | None = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        pattern=SESSION_PATTERN,
+        description="Continue a session of yours; omitted: a new session.",
+    )
+    budget: BudgetCreate | None = Field(None, description="Tighter limits for this run.")
+    deadline_s: float | None = Field(
+        None, gt=0, description="Seconds this run may take (at most HARNESS_RUN_DEADLINE)."
+    )
+
+
+class RunCreated(BaseModel):
+    """A run started in the background: where to watch it."""
+
+    run_id: UUID
+    session_id: str
+    position: int = Field(description="Log position of its RUN_STARTED (read-your-writes).")
+    stream: str = Field(description="Its event stream: GET this URL.")
+
+
+class RunPublic(BaseModel):
+    """One run as the read side holds it (the diagnosis_run row, SPEC §12)."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    run_id: UUID
+    session_id: str
+    owner: str
+    query: str
+    intent: str | None
+    status: str = Field(description="RUNNING, then SUCCESS, FAILED or CANCELLED (SPEC §12).")
+    application_status: str | None
+    release_outcome: ReleaseOutcome | None
+    fallback_type: FallbackType | None
+    termination_state: RunState | None
+    termination_reason: str | None
+    stop_reason: str | None
+    safe_answer: dict[str, Any] | None
+    conclusion: str | None
+    published_result: dict[str, Any] | None
+    created_at: datetime
+    deadline: datetime
+    finished_at: datetime | None
+    duration_ms: int | None
+    tokens_in: int
+    tokens_out: int
+    model_calls: int
+    agent_steps: int
+    tool_calls: int
+    rejected_tool_requests: int
+    last_position: int
+
+
+class RunsPublic(BaseModel):
+    """A page of runs, newest first."""
+
+    data: list[RunPublic]
+    count: int = Field(description="Runs matching the filters in all.")
+    limit: int
+    offset: int
+
+
+class TraceEventPublic(BaseModel):
+    """One event on a run's timeline (SPEC §13)."""
+
+    position: int
+    stream_id: UUID
+    stream_version: int
+    event_type: str
+    phase: str
+    status: str
+    timestamp: datetime
+    attributes: dict[str, Any]
+
+
+class TracePublic(BaseModel):
+    """A run's timeline in log order."""
+
+    run_id: UUID
+    data: list[TraceEventPublic]
+    count: int
+
+
+class CancelPublic(BaseModel):
+    """What a cancel request did: the run's one termination (first one wins)."""
+
+    run_id: UUID
+    cancelled: bool = Field(description="False when the run had already ended.")
+    termination_state: RunState
+    termination_reason: str
+    position: int | None = Field(description="Log position of the cancel, when it was recorded.")
+
+
+class TurnPublic(BaseModel):
+    """One turn of a session."""
+
+    turn: int
+    run_id: UUID
+    query: str
+    intent: str | None
+    release_outcome: ReleaseOutcome | None
+    published_result: dict[str, Any] | None
+    created_at: datetime
+    finished_at: datetime | None
+
+
+class SessionPublic(BaseModel):
+    """A session's turns in order."""
+
+    session_id: str
+    owner: str
+    data: list[TurnPublic]
+    count: int
+
+
+class ProjectionPublic(BaseModel):
+    """Where one projection stands against the log."""
+
+    name: str
+    position: int
+    head: int
+    lag: int
+
+
+class ProjectionsPublic(BaseModel):
+    """Every projection's position, the log's head and the lag."""
+
+    head: int
+    data: list[ProjectionPublic]
+
+
+class RebuildPublic(BaseModel):
+    """A finished rebuild."""
+
+    names: list[str]
+    entries: int = Field(description="Log entries applied.")
+
+
+class HealthPublic(BaseModel):
+    """Liveness: the process answers."""
+
+    status: str
+
+
+class ReadinessPublic(BaseModel):
+    """Readiness: the event store answers, with its backend and last log position."""
+
+    status: str
+    backend: str
+    head: int
+
+
+class ProblemPublic(BaseModel):
+    """An error body: what went wrong and what to do."""
+
+    detail: str

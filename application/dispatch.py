@@ -1,0 +1,109 @@
+"""Runs executed in the background of one worker process, under a cap on how many at once.
+
+A run is admitted before anything is recorded: when the worker already executes its cap, the
+caller is refused (:class:`AdmissionRefused`) and no ``RUN_STARTED`` exists, so nothing is ever
+half-started. An admitted run is started in the caller's thread (its id and log position are
+known when :meth:`RunDispatcher.submit` returns) and executed in a thread of its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from uuid import UUID
+
+    from application.chat import ChatResult, ChatService
+    from domain.run import Run
+    from domain.values import Budget
+
+log = logging.getLogger(__name__)
+
+
+class AdmissionRefused(Exception):
+    """This worker already executes as many runs as it may; try again shortly."""
+
+    def __init__(self, cap: int, retry_after: int) -> None:
+        """Name the cap and when to retry."""
+        super().__init__(
+            f"this worker already executes its {cap} concurrent runs; retry in {retry_after}s"
+        )
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class Started:
+    """An admitted run: its identity and the log position of its ``RUN_STARTED``."""
+
+    run_id: UUID
+    session_id: str
+    position: int
+
+
+class RunDispatcher:
+    """Admits, starts and executes runs in background threads of this process."""
+
+    def __init__(
+        self,
+        service: ChatService,
+        cap: int,
+        context_of: Callable[[str], str],
+        retry_after: int = 1,
+    ) -> None:
+        """Execute at most ``cap`` runs at once; ``context_of(session)`` gives PreviousTurn."""
+        self.service = service
+        self.cap = cap
+        self.context_of = context_of
+        self.retry_after = retry_after
+        self._slots = threading.BoundedSemaphore(cap)
+        self._pool = ThreadPoolExecutor(cap, thread_name_prefix="harness-run")
+        self._running: dict[UUID, Future[ChatResult]] = {}
+        self._lock = threading.Lock()
+
+    def submit(
+        self,
+        session_id: str,
+        query: str,
+        *,
+        owner: str = "",
+        deadline_s: float | None = None,
+        limits: Budget | None = None,
+    ) -> Started:
+        """Admit, start and hand a run to a thread; refused beyond the cap."""
+        if not self._slots.acquire(blocking=False):
+            raise AdmissionRefused(self.cap, self.retry_after)
+        try:
+            context = self.context_of(session_id)
+            run, position = self.service.begin(
+                session_id, query, owner=owner, deadline_s=deadline_s, limits=limits
+            )
+        except BaseException:
+            self._slots.release()
+            raise
+        future = self._pool.submit(self._execute, run, context)
+        with self._lock:
+            self._running[run.id] = future
+        return Started(run.id, run.session_id, position)
+
+    def _execute(self, run: Run, context: str) -> ChatResult:
+        try:
+            return self.service.execute_started(run, context)
+        finally:
+            with self._lock:
+                self._running.pop(run.id, None)
+            self._slots.release()
+
+    @property
+    def in_flight(self) -> int:
+        """Runs this process is executing now."""
+        with self._lock:
+            return len(self._running)
+
+    def close(self) -> None:
+        """Stop taking runs; runs in flight keep their threads until they end."""
+        self._pool.shutdown(wait=False)

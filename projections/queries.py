@@ -1,0 +1,142 @@
+"""Queries over the read tables: what the API and the CLI show (no SQL anywhere else).
+
+Every function takes a SQLAlchemy ``Connection`` and returns plain rows (dicts), newest first
+where a list is paged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import func, select
+
+from infrastructure.read_tables import diagnosis_run, session_turn, sse_event, trace_event
+
+if TYPE_CHECKING:
+    from collections.abc import Collection
+    from datetime import datetime
+
+    from sqlalchemy import Connection
+
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    """What ``list_runs`` narrows by; None means any."""
+
+    owner: str | None = None
+    session_id: str | None = None
+    status: str | None = None
+    release_outcome: str | None = None
+    fallback_type: str | None = None
+    termination_state: str | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+
+
+def list_runs(
+    connection: Connection, where: RunFilter, limit: int, offset: int
+) -> tuple[list[Row], int]:
+    """One page of ``diagnosis_run`` rows (newest first) and how many rows match in all."""
+    column = diagnosis_run.c
+    conditions = [
+        column[name] == value
+        for name in (
+            "owner",
+            "session_id",
+            "status",
+            "release_outcome",
+            "fallback_type",
+            "termination_state",
+        )
+        if (value := getattr(where, name)) is not None
+    ]
+    if where.created_after is not None:
+        conditions.append(column.created_at >= where.created_after)
+    if where.created_before is not None:
+        conditions.append(column.created_at < where.created_before)
+    total = connection.scalar(select(func.count()).select_from(diagnosis_run).where(*conditions))
+    page = connection.execute(
+        select(diagnosis_run)
+        .where(*conditions)
+        .order_by(column.created_at.desc(), column.run_id)
+        .limit(limit)
+        .offset(offset)
+    )
+    return [dict(row) for row in page.mappings()], int(total or 0)
+
+
+def run_row(connection: Connection, run_id: str) -> Row | None:
+    """The ``diagnosis_run`` row of one run, or None."""
+    found = connection.execute(select(diagnosis_run).where(diagnosis_run.c.run_id == run_id))
+    row = found.mappings().first()
+    return dict(row) if row else None
+
+
+def trace_rows(connection: Connection, run_id: str) -> list[Row]:
+    """A run's timeline in log order."""
+    found = connection.execute(
+        select(trace_event).where(trace_event.c.run_id == run_id).order_by(trace_event.c.position)
+    )
+    return [dict(row) for row in found.mappings()]
+
+
+def feed_after(connection: Connection, run_id: str, after_seq: int) -> list[Row]:
+    """A run's public feed entries after ``after_seq`` (its SSE ids), in order."""
+    column = sse_event.c
+    found = connection.execute(
+        select(sse_event)
+        .where(column.run_id == run_id, column.seq > after_seq)
+        .order_by(column.seq)
+    )
+    return [dict(row) for row in found.mappings()]
+
+
+def feed_since(connection: Connection, after_position: int, run_ids: Collection[str]) -> list[Row]:
+    """The feed entries of ``run_ids`` produced by log entries after ``after_position``."""
+    column = sse_event.c
+    found = connection.execute(
+        select(sse_event)
+        .where(column.position > after_position, column.run_id.in_(list(run_ids)))
+        .order_by(column.position, column.seq)
+    )
+    return [dict(row) for row in found.mappings()]
+
+
+def feed_head(connection: Connection) -> int:
+    """The log position of the newest feed entry (0 when there is none)."""
+    return int(connection.scalar(select(func.max(sse_event.c.position))) or 0)
+
+
+def session_rows(connection: Connection, session_id: str) -> list[Row]:
+    """A session's turns in order."""
+    found = connection.execute(
+        select(session_turn)
+        .where(session_turn.c.session_id == session_id)
+        .order_by(session_turn.c.turn)
+    )
+    return [dict(row) for row in found.mappings()]
+
+
+def session_owner(connection: Connection, session_id: str) -> str | None:
+    """Who started the session's first run (None: no such session yet)."""
+    found = connection.scalar(
+        select(session_turn.c.owner)
+        .where(session_turn.c.session_id == session_id)
+        .order_by(session_turn.c.turn)
+        .limit(1)
+    )
+    return None if found is None else str(found)
+
+
+def last_turn_run(connection: Connection, session_id: str) -> str | None:
+    """The run id of a session's latest turn (None: a new session)."""
+    found = connection.scalar(
+        select(session_turn.c.run_id)
+        .where(session_turn.c.session_id == session_id)
+        .order_by(session_turn.c.turn.desc())
+        .limit(1)
+    )
+    return None if found is None else str(found)
