@@ -10,6 +10,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from api.cli_common import console, fail, load_settings
 from api.cli_projections import projections_app
+from api.cli_runs import runs_app
 from application.store import HarnessStore, StoreError
 from infrastructure.composition import load_sample_data
 from infrastructure.database import create_sql_engine
@@ -31,6 +32,7 @@ app = typer.Typer(
 db_app = typer.Typer(help="Create and inspect the event store.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(projections_app, name="projections")
+app.add_typer(runs_app, name="runs")
 
 
 def _head(settings: Settings, opener: Callable[[Settings], HarnessStore]) -> int:
@@ -108,20 +110,34 @@ def _open_for_work(settings: Settings) -> HarnessStore:
 def serve(
     host: Annotated[str | None, typer.Option(help="Bind address (HARNESS_HOST).")] = None,
     port: Annotated[int | None, typer.Option(help="Port (HARNESS_PORT).")] = None,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Worker processes (PostgreSQL only); the projections then run in a process"
+            " of their own, started and restarted by this command.",
+        ),
+    ] = 1,
 ) -> None:
-    """Run the HTTP service. On the SQLite default, tables and sample data are set up first."""
-    import uvicorn
+    """Run the HTTP service (Ctrl-C stops it).
 
-    from api.main import create_app
+    On the SQLite default, tables and sample data are set up first and one worker serves,
+    with the projections in its process. Without HARNESS_API_KEYS it only binds to loopback.
+    """
+    from api.cli_serve import check_bind, serve_many, serve_one
 
     settings = load_settings()
+    bind_host, bind_port = host or settings.host, port or settings.port
+    check_bind(settings, bind_host, workers)
     store = _open_for_work(settings)
-    bind_host = host or settings.host
-    console.print(
-        f"serving on http://{bind_host}:{port or settings.port} ({settings.database.describe()})"
-    )
-    uvicorn.run(create_app(settings, store), host=bind_host, port=port or settings.port)
-    store.close()
+    if workers > 1:
+        store.close()  # each worker opens its own
+        serve_many(settings, bind_host, bind_port, workers)
+        return
+    try:
+        serve_one(settings, store, bind_host, bind_port)
+    finally:
+        store.close()
 
 
 @app.command()

@@ -108,29 +108,30 @@ class BodyLimit:
         if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
             await self._refuse(scope, receive, send)
             return
-        seen = 0
+        seen, refused = 0, False
 
         async def counted() -> Message:
-            nonlocal seen
+            nonlocal seen, refused
+            if refused:
+                return {"type": "http.disconnect"}
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise _TooLarge
+                if seen > self.limit:  # answer now; the app sees the client go away
+                    refused = True
+                    await self._refuse(scope, receive, send)
+                    return {"type": "http.disconnect"}
             return message
 
-        try:
-            await self.app(scope, counted, send)
-        except _TooLarge:
-            await self._refuse(scope, receive, send)
+        async def unless_refused(message: Message) -> None:
+            if not refused:
+                await send(message)
+
+        await self.app(scope, counted, unless_refused)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
         response = problem(413, f"the request body is larger than {self.limit} bytes")
         await response(scope, receive, send)
-
-
-class _TooLarge(Exception):
-    pass
 
 
 def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:

@@ -21,7 +21,7 @@ import orjson
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.responses import StreamingResponse
 
-from projections.queries import feed_after, feed_head, feed_since
+from projections.queries import feed_after, feed_closed, feed_head, feed_since
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -144,7 +144,9 @@ async def follow(hub: FeedHub, run_id: str, after_seq: int, keepalive: float) ->
     subscription = await anyio.to_thread.run_sync(hub.subscribe, run_id, loop)
     try:
         last = after_seq
-        backlog = await anyio.to_thread.run_sync(_read_after, hub.engine, run_id, last)
+        backlog, closed = await anyio.to_thread.run_sync(_read_after, hub.engine, run_id, last)
+        if closed and not backlog:
+            return  # resumed after the feed's last entry: there is nothing more to send
         while True:
             for row in backlog:
                 if row["seq"] <= last:
@@ -162,14 +164,20 @@ async def follow(hub: FeedHub, run_id: str, after_seq: int, keepalive: float) ->
             if row["seq"] <= last + 1:
                 backlog = [row]
             else:  # entries in between were not handed over: read them from the table
-                backlog = await anyio.to_thread.run_sync(_read_after, hub.engine, run_id, last)
+                backlog, _ = await anyio.to_thread.run_sync(_read_after, hub.engine, run_id, last)
     finally:
         hub.unsubscribe(subscription)
 
 
-def _read_after(engine: Engine, run_id: str, after_seq: int) -> list[dict[str, Any]]:
+def _read_after(engine: Engine, run_id: str, after_seq: int) -> tuple[list[dict[str, Any]], bool]:
+    """The entries after ``after_seq``, and whether the feed had ended before they were read.
+
+    The flag is read first: it commits with the feed's last entry, so when it is set the entries
+    read next include that entry.
+    """
     with engine.connect() as connection:
-        return feed_after(connection, run_id, after_seq)
+        closed = feed_closed(connection, run_id)
+        return feed_after(connection, run_id, after_seq), closed
 
 
 class EventStream(StreamingResponse):

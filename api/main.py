@@ -68,6 +68,13 @@ def create_app(settings: Settings, store: HarnessStore | None = None) -> FastAPI
     return app
 
 
+def create_app_from_environment() -> FastAPI:
+    """The app with settings from HARNESS_* variables (for ``uvicorn --factory`` workers)."""
+    from infrastructure.settings import Settings
+
+    return create_app(Settings())
+
+
 def _start(
     settings: Settings, given: HarnessStore | None, closers: list[Callable[[], None]]
 ) -> Services:

@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
 
-from infrastructure.read_tables import diagnosis_run, session_turn, sse_event, trace_event
+from infrastructure.read_tables import (
+    diagnosis_run,
+    session_turn,
+    sse_event,
+    sse_run,
+    trace_event,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Collection
@@ -92,6 +98,11 @@ def feed_after(connection: Connection, run_id: str, after_seq: int) -> list[Row]
         .order_by(column.seq)
     )
     return [dict(row) for row in found.mappings()]
+
+
+def feed_closed(connection: Connection, run_id: str) -> bool:
+    """Whether a run's feed has its last entry (``done``, or a cancelled run's ``failure``)."""
+    return bool(connection.scalar(select(sse_run.c.closed).where(sse_run.c.run_id == run_id)))
 
 
 def feed_since(connection: Connection, after_position: int, run_ids: Collection[str]) -> list[Row]:

@@ -35,6 +35,7 @@ STREAM_DOC = {
 @router.post(
     "/chat",
     summary="Ask, and stream the run",
+    status_code=200,
     response_class=EventStream,
     responses={200: STREAM_DOC, **error_responses(401, 403, 404, 413, 429, 503)},
 )

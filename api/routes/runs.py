@@ -94,6 +94,7 @@ def get_run(run_id: UUID, services: ServicesDep, caller: Caller) -> RunPublic:
 @router.get(
     "/{run_id}/stream",
     summary="Watch a run",
+    status_code=200,
     response_class=EventStream,
     responses={200: STREAM_DOC, **error_responses(400, 401, 404, 503)},
 )

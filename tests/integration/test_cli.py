@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from uuid import uuid4
 
 from infrastructure.settings import Settings
 
@@ -58,3 +60,46 @@ def test_an_unreachable_database_is_reported_without_the_password(tmp_path: Path
     assert result.returncode == 2
     assert "127.0.0.1:1" in result.stderr
     assert "sekret-pw" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_serve_refuses_a_public_address_without_api_keys(tmp_path: Path) -> None:
+    refused = _harness("serve", "--host", "0.0.0.0", env={}, cwd=tmp_path)
+    assert refused.returncode == 2
+    assert "without API keys" in refused.stderr and "HARNESS_API_KEYS" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert not (tmp_path / "harness.db").exists()  # refused before anything was set up
+
+
+def test_serve_refuses_several_workers_on_sqlite(tmp_path: Path) -> None:
+    refused = _harness("serve", "--workers", "2", env={}, cwd=tmp_path)
+    assert refused.returncode == 2 and "need PostgreSQL" in refused.stderr
+
+
+def test_runs_list_show_explain_and_cancel(tmp_path: Path) -> None:
+    asked = _harness("ask", "hello", "--session", "ops-7", env={}, cwd=tmp_path)
+    assert asked.returncode == 0, asked.stderr
+    projected = _harness("projections", "rebuild", env={}, cwd=tmp_path)
+    assert projected.returncode == 0, projected.stderr
+
+    listed = _harness("runs", "list", "--json", "--session", "ops-7", env={}, cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    (run,) = json.loads(listed.stdout)["data"]
+    assert (run["status"], run["intent"], run["termination_reason"]) == (
+        "SUCCESS",
+        "SYSTEM_CHAT",
+        "COMPLETED",
+    )
+    shown = json.loads(
+        _harness("runs", "show", run["run_id"], "--json", env={}, cwd=tmp_path).stdout
+    )
+    assert shown["run"]["run_id"] == run["run_id"]
+    assert [e["event_type"] for e in shown["trace"]][-1] == "RUN_FINISHED"
+    explained = _harness("runs", "explain", run["run_id"], "--json", env={}, cwd=tmp_path)
+    questions = [a["question"] for a in json.loads(explained.stdout)["answers"]]
+    assert "timed_out_or_budget_exhausted" in questions
+    cancelled = _harness("runs", "cancel", run["run_id"], env={}, cwd=tmp_path)
+    assert cancelled.returncode == 0 and "already ended SUCCESS" in cancelled.stderr
+    unknown = _harness("runs", "show", "not-an-id", env={}, cwd=tmp_path)
+    assert unknown.returncode == 2 and "not a run id" in unknown.stderr
+    missing = _harness("runs", "explain", str(uuid4()), env={}, cwd=tmp_path)
+    assert missing.returncode == 2 and "no run" in missing.stderr

@@ -1,0 +1,199 @@
+"""Bad input over real HTTP: a clear answer naming what was wrong, and nothing recorded."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from application.store import HarnessStore
+from infrastructure.composition import load_sample_data
+from infrastructure.eventstore import init_store
+from infrastructure.settings import Settings
+from tests.api._serve import events, serving
+from tests.api.test_streams import HANGS, QUESTION, TIMEOUT
+
+UNKNOWN = "00000000-0000-4000-8000-000000000000"
+
+
+@pytest.fixture
+def served(sqlite_settings: Settings) -> Iterator[tuple[httpx.Client, HarnessStore]]:
+    store = init_store(sqlite_settings)
+    load_sample_data(sqlite_settings)
+    try:
+        with (
+            serving(sqlite_settings, store) as base,
+            httpx.Client(base_url=base, timeout=TIMEOUT) as client,
+        ):
+            yield client, store
+    finally:
+        store.close()
+
+
+def _problem(response: httpx.Response, status: int) -> Any:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/json")
+    return response.json()["detail"]
+
+
+def _fields(detail: list[dict[str, Any]]) -> set[tuple[Any, ...]]:
+    return {tuple(error["loc"]) for error in detail}
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({}, ("body", "query")),
+        ({"query": ""}, ("body", "query")),
+        ({"query": 42}, ("body", "query")),
+        ({"query": "x" * 4001}, ("body", "query")),
+        ({"query": "q", "colour": "red"}, ("body", "colour")),
+        ({"query": "q", "session_id": "has space"}, ("body", "session_id")),
+        ({"query": "q", "session_id": "s" * 201}, ("body", "session_id")),
+        ({"query": "q", "deadline_s": -1}, ("body", "deadline_s")),
+        ({"query": "q", "deadline_s": 10_000}, ("body", "deadline_s")),
+        ({"query": "q", "budget": {"tokens": 0}}, ("body", "budget", "tokens")),
+        ({"query": "q", "budget": {"tool_calls": 10**9}}, ("body", "budget", "tool_calls")),
+        ({"query": "q", "budget": {"dollars": 1}}, ("body", "budget", "dollars")),
+    ],
+)
+def test_a_bad_run_request_names_its_field_and_records_nothing(
+    served: tuple[httpx.Client, HarnessStore], body: dict[str, Any], field: tuple[str, ...]
+) -> None:
+    client, store = served
+    head = store.head()
+    for path in ("/v1/runs", "/v1/chat"):
+        detail = _problem(client.post(path, json=body), 422)
+        assert field in _fields(detail), (path, detail)
+    assert store.head() == head
+
+
+def test_a_body_that_is_not_json_is_a_422(served: tuple[httpx.Client, HarnessStore]) -> None:
+    client, store = served
+    head = store.head()
+    answer = client.post(
+        "/v1/runs", content=b"{not json", headers={"content-type": "application/json"}
+    )
+    _problem(answer, 422)
+    assert store.head() == head
+
+
+def test_a_body_over_the_limit_is_refused_before_it_is_read(
+    served: tuple[httpx.Client, HarnessStore],
+) -> None:
+    client, store = served
+    head = store.head()
+    huge = {"query": "x" * 70_000}
+    assert "bytes" in _problem(client.post("/v1/runs", json=huge), 413)
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: counted as it arrives
+        yield b'{"query": "'
+        for _ in range(100):
+            yield b"x" * 1000
+        yield b'"}'
+
+    streamed = client.post(
+        "/v1/runs", content=chunks(), headers={"content-type": "application/json"}
+    )
+    _problem(streamed, 413)
+    assert store.head() == head
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "1.5", "9" * 30, "1 2"])
+def test_a_malformed_last_event_id_is_a_400(
+    served: tuple[httpx.Client, HarnessStore], value: str
+) -> None:
+    client, _ = served
+    run_id = client.post("/v1/runs", json={"query": "hello"}).json()["run_id"]
+    detail = _problem(
+        client.get(f"/v1/runs/{run_id}/stream", headers={"Last-Event-ID": value}), 400
+    )
+    assert "Last-Event-ID" in detail
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", f"/v1/runs/{UNKNOWN}"),
+        ("GET", f"/v1/runs/{UNKNOWN}/stream"),
+        ("GET", f"/v1/runs/{UNKNOWN}/trace"),
+        ("GET", f"/v1/runs/{UNKNOWN}/explain"),
+        ("POST", f"/v1/runs/{UNKNOWN}/cancel"),
+        ("GET", "/v1/sessions/nobody-s-session"),
+    ],
+)
+def test_unknown_ids_are_404_naming_the_id(
+    served: tuple[httpx.Client, HarnessStore], method: str, path: str
+) -> None:
+    client, _ = served
+    detail = _problem(client.request(method, path), 404)
+    assert UNKNOWN in detail or "nobody-s-session" in detail
+
+
+def test_an_id_that_is_not_a_uuid_is_a_422(served: tuple[httpx.Client, HarnessStore]) -> None:
+    client, _ = served
+    assert ("path", "run_id") in _fields(_problem(client.get("/v1/runs/not-a-uuid"), 422))
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["limit=0", "limit=201", "offset=-1", "state=SLEEPY", "status=DONE", "created_after=yesterday"],
+)
+def test_bad_list_filters_are_422(served: tuple[httpx.Client, HarnessStore], query: str) -> None:
+    client, _ = served
+    _problem(client.get(f"/v1/runs?{query}"), 422)
+
+
+def test_beyond_the_cap_a_run_is_refused_with_retry_after_and_nothing_half_started(
+    sqlite_settings: Settings,
+) -> None:
+    settings = sqlite_settings.model_copy(update={"model": HANGS, "max_concurrent_runs": 1})
+    store = init_store(settings)
+    try:
+        with (
+            serving(settings, store) as base,
+            httpx.Client(base_url=base, timeout=TIMEOUT) as client,
+        ):
+            first = client.post("/v1/runs", json={"query": QUESTION}).json()["run_id"]
+            for path in ("/v1/runs", "/v1/chat"):
+                refused = client.post(path, json={"query": QUESTION})
+                assert "concurrent runs" in _problem(refused, 429)
+                assert int(refused.headers["retry-after"]) >= 1
+            assert _runs_started(store) == 1  # no RUN_STARTED for the refused ones
+
+            ended = threading.Event()
+
+            def watch() -> None:
+                with client.stream("GET", f"/v1/runs/{first}/stream") as response:
+                    list(events(response))
+                ended.set()
+
+            watcher = threading.Thread(target=watch)
+            watcher.start()
+            client.post(f"/v1/runs/{first}/cancel")
+            watcher.join(60)
+            assert ended.is_set()
+            again = client.post("/v1/runs", json={"query": "hello"})  # the slot is free again
+            assert again.status_code == 202, again.text
+    finally:
+        store.close()
+
+
+def _runs_started(store: HarnessStore) -> int:
+    log = store.recorder.select_notifications(start=1, limit=100_000)
+    return sum(n.topic.endswith("Run.RunStarted") for n in log)
+
+
+def test_the_openapi_document_describes_every_route(
+    served: tuple[httpx.Client, HarnessStore],
+) -> None:
+    client, _ = served
+    document = client.get("/openapi.json").json()
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            assert operation.get("summary"), (method, path)
+            assert operation.get("description"), (method, path)
+            assert "200" in operation["responses"] or "202" in operation["responses"], path
