@@ -8,6 +8,7 @@ import typer
 from rich.console import Console
 from sqlalchemy.exc import SQLAlchemyError
 
+from api.auth import LOCAL
 from api.cli_common import console, fail, load_settings
 from api.cli_projections import projections_app
 from api.cli_runs import runs_app
@@ -163,7 +164,7 @@ def ask(
     view = AskView(Console())
     store.listeners.append(view.on_events)
     try:
-        result = runtime.service.ask(session, question)
+        result = runtime.service.ask(session, question, owner=LOCAL)
     finally:
         runtime.close()
         store.close()

@@ -17,9 +17,11 @@ from sqlalchemy.exc import SQLAlchemyError
 from api.schemas import ProblemPublic
 from application.dispatch import AdmissionRefused
 from application.store import StoreError, StoreNotInitialisedError
-from domain.errors import InvalidCommandError, UnknownAggregateError
+from domain.errors import InvalidCommandError, SessionNotYoursError, UnknownAggregateError
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
     from fastapi import FastAPI, Request
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -42,24 +44,28 @@ def problem(status: int, detail: str, headers: dict[str, str] | None = None) -> 
     return JSONResponse({"detail": detail}, status_code=status, headers=headers)
 
 
+PLAIN: tuple[tuple[type[Exception], int], ...] = (
+    (NotFound, 404),
+    (UnknownAggregateError, 404),
+    (BadRequest, 400),
+)
+"""Errors whose own message is the answer, by status."""
+
+
 def install(app: FastAPI) -> None:
     """Register the handlers on ``app``."""
-
-    @app.exception_handler(NotFound)
-    async def not_found(_request: Request, error: NotFound) -> JSONResponse:
-        return problem(404, str(error))
-
-    @app.exception_handler(UnknownAggregateError)
-    async def unknown(_request: Request, error: UnknownAggregateError) -> JSONResponse:
-        return problem(404, str(error))
-
-    @app.exception_handler(BadRequest)
-    async def bad_request(_request: Request, error: BadRequest) -> JSONResponse:
-        return problem(400, str(error))
+    for kind, status in PLAIN:
+        app.add_exception_handler(kind, _plain(status))
 
     @app.exception_handler(InvalidCommandError)
     async def invalid(_request: Request, error: InvalidCommandError) -> JSONResponse:
-        return problem(422, str(error))
+        # the shape of FastAPI's own 422, so the one documented schema describes both
+        detail = [{"type": "value_error", "loc": ["body"], "msg": str(error), "input": None}]
+        return JSONResponse({"detail": detail}, status_code=422)
+
+    @app.exception_handler(SessionNotYoursError)
+    async def not_yours(_request: Request, error: SessionNotYoursError) -> JSONResponse:
+        return problem(404, f"no session of yours has this id ({error}); omit session_id")
 
     @app.exception_handler(AdmissionRefused)
     async def busy(_request: Request, error: AdmissionRefused) -> JSONResponse:
@@ -84,6 +90,13 @@ def install(app: FastAPI) -> None:
     async def unexpected(request: Request, error: Exception) -> JSONResponse:
         log.exception("unexpected error in %s %s", request.method, request.url.path)
         return problem(500, "an unexpected error occurred; it was logged for the operators")
+
+
+def _plain(status: int) -> Callable[[Request, Exception], Awaitable[JSONResponse]]:
+    async def handler(_request: Request, error: Exception) -> JSONResponse:
+        return problem(status, str(error))
+
+    return handler
 
 
 def _first_line(error: BaseException) -> str:
@@ -134,8 +147,12 @@ class BodyLimit:
         await response(scope, receive, send)
 
 
-def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI ``responses`` entries for the error codes a route may answer."""
+def error_responses(*codes: int, streaming: bool = False) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` entries for the error codes a route may answer.
+
+    Errors are JSON; for a streaming route (whose own media type is ``text/event-stream``) the
+    JSON content is spelled out, or the document would give them the stream's media type.
+    """
     described = {
         400: "A malformed header or parameter",
         401: "No API key, or one that is not valid",
@@ -145,4 +162,10 @@ def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
         429: "This worker runs its maximum of runs; retry after Retry-After seconds",
         503: "The database is unavailable; retry after Retry-After seconds",
     }
+    if streaming:
+        problem_json = {"application/json": {"schema": {"$ref": PROBLEM_REF}}}
+        return {code: {"content": problem_json, "description": described[code]} for code in codes}
     return {code: {"model": ProblemPublic, "description": described[code]} for code in codes}
+
+
+PROBLEM_REF = "#/components/schemas/ProblemPublic"

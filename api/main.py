@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 
@@ -13,6 +13,7 @@ from api import errors
 from api.deps import Services, previous_turn
 from api.feed import FeedHub
 from api.routes import chat, runs, sessions, system
+from api.schemas import document_limits
 from application.dispatch import RunDispatcher
 from infrastructure.composition import build_runtime
 from infrastructure.database import create_sql_engine
@@ -61,6 +62,14 @@ def create_app(settings: Settings, store: HarnessStore | None = None) -> FastAPI
         description=DESCRIPTION,
         lifespan=lifespan,
     )
+    original = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = document_limits(original(), settings)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     errors.install(app)
     app.add_middleware(errors.BodyLimit, limit=settings.max_body_bytes)
     for router in (chat.router, runs.router, sessions.router, system.router):

@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
-from datetime import datetime  # noqa: TC003 (pydantic needs it at runtime)
-from typing import Any
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Annotated, Any
 from uuid import UUID  # noqa: TC003
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from domain.states import FallbackType, ReleaseOutcome, RunState
 
+if TYPE_CHECKING:
+    from infrastructure.settings import Settings
+
 SESSION_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$"
+
+
+def as_utc(value: datetime) -> datetime:
+    """A time in UTC; a naive one is taken as UTC (SQLite hands stored times back naive)."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+UtcDatetime = Annotated[datetime, AfterValidator(as_utc)]
+"""Every time the API shows: RFC 3339 with its offset, in UTC."""
 
 
 class BudgetCreate(BaseModel):
@@ -29,7 +41,11 @@ class ChatCreate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    query: str = Field(min_length=1, description="What to ask (at most HARNESS_MAX_QUERY_CHARS).")
+    query: str = Field(
+        min_length=1,
+        pattern=r"\S",
+        description="What to ask (not only spaces; at most HARNESS_MAX_QUERY_CHARS).",
+    )
     session_id: str | None = Field(
         None,
         min_length=1,
@@ -72,9 +88,9 @@ class RunPublic(BaseModel):
     safe_answer: dict[str, Any] | None
     conclusion: str | None
     published_result: dict[str, Any] | None
-    created_at: datetime
-    deadline: datetime
-    finished_at: datetime | None
+    created_at: UtcDatetime
+    deadline: UtcDatetime
+    finished_at: UtcDatetime | None
     duration_ms: int | None
     tokens_in: int
     tokens_out: int
@@ -103,7 +119,7 @@ class TraceEventPublic(BaseModel):
     event_type: str
     phase: str
     status: str
-    timestamp: datetime
+    timestamp: UtcDatetime
     attributes: dict[str, Any]
 
 
@@ -134,8 +150,8 @@ class TurnPublic(BaseModel):
     intent: str | None
     release_outcome: ReleaseOutcome | None
     published_result: dict[str, Any] | None
-    created_at: datetime
-    finished_at: datetime | None
+    created_at: UtcDatetime
+    finished_at: UtcDatetime | None
 
 
 class SessionPublic(BaseModel):
@@ -188,3 +204,30 @@ class ProblemPublic(BaseModel):
     """An error body: what went wrong and what to do."""
 
     detail: str
+
+
+def document_limits(document: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    """Write the configured limits into the OpenAPI document (they are settings, not constants).
+
+    A request the service accepts is then exactly a request the document allows.
+    """
+    components = document.get("components", {}).get("schemas", {})
+    chat = components.get("ChatCreate", {}).get("properties", {})
+    if "query" in chat:
+        chat["query"]["maxLength"] = settings.max_query_chars
+    _maximum(chat.get("deadline_s"), settings.run_deadline)
+    budget = components.get("BudgetCreate", {}).get("properties", {})
+    for name, ceiling in (
+        ("model_calls", settings.budget_model_calls),
+        ("tool_calls", settings.budget_tool_calls),
+        ("tokens", settings.budget_tokens),
+        ("bytes", settings.budget_bytes),
+    ):
+        _maximum(budget.get(name), ceiling)
+    return document
+
+
+def _maximum(field: dict[str, Any] | None, ceiling: float) -> None:
+    for choice in (field or {}).get("anyOf", [field] if field else []):
+        if choice.get("type") in ("number", "integer"):
+            choice["maximum"] = ceiling

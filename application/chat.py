@@ -92,14 +92,16 @@ class ChatService:
     config: ChatConfig = field(default_factory=ChatConfig)
     pool: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(8, "harness"))
 
-    def ask(self, session_id: str, query: str, previous_run: UUID | None = None) -> ChatResult:
+    def ask(
+        self, session_id: str, query: str, previous_run: UUID | None = None, owner: str = ""
+    ) -> ChatResult:
         """Start and execute a run in the calling thread.
 
         ``previous_run`` is the session's previous run; only its published DIAGNOSIS + SUCCESS
         result is carried into this run (the PreviousTurn policy, :attr:`Run.previous_turn`).
         """
         context = self.store.get_run(previous_run).previous_turn if previous_run else None
-        return self._execute(self.begin(session_id, query)[0], context or "")
+        return self._execute(self.begin(session_id, query, owner=owner)[0], context or "")
 
     def start(
         self,

@@ -27,6 +27,7 @@ from application.transcodings import TupleRestoringMapper, register_all
 from domain.collection import Collection, collection_id
 from domain.errors import ConcurrentWriteError, IllegalTransitionError, UnknownAggregateError
 from domain.run import Run
+from domain.session import Session, session_key
 from domain.tool_invocation import ToolInvocation
 from domain.values import DEFAULT_LIMITS, Budget, Termination
 
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 
     from domain.states import BudgetKind, CancellationReason, FailureCode
 
-A = TypeVar("A", Run, ToolInvocation, Collection)
+A = TypeVar("A", Run, ToolInvocation, Collection, Session)
 T = TypeVar("T")
 
 MAX_CONFLICT_RETRIES = 50
@@ -152,7 +153,7 @@ class HarnessStore(Application[UUID]):
     # -- writes --------------------------------------------------------------------------------
 
     def save_all(
-        self, *aggregates: Run | ToolInvocation | Collection, collecting: bool = True
+        self, *aggregates: Run | ToolInvocation | Collection | Session, collecting: bool = True
     ) -> int | None:
         """Append the pending events of all given aggregates in one transaction.
 
@@ -223,11 +224,35 @@ class HarnessStore(Application[UUID]):
         run_id: UUID | None = None,
         owner: str = "",
     ) -> tuple[Run, int]:
-        """Start a run; returns the saved run (no reread needed) and its log position."""
-        run = Run.start(session_id, query, deadline, limits, run_id, owner)
-        position = self.save_all(run)
-        assert position is not None
-        return run, position
+        """Start a run; returns the saved run (no reread needed) and its log position.
+
+        With an ``owner``, the session must be theirs: its first run claims it in the same
+        transaction (:class:`Session`), a later one of another owner raises
+        :class:`SessionNotYoursError`; two first runs racing for one session id: one claims it,
+        the other is refused.
+        """
+        for _ in range(MAX_CONFLICT_RETRIES):
+            run = Run.start(session_id, query, deadline, limits, run_id, owner)
+            claim = self.get_session(session_id) if owner else None
+            if claim is not None:
+                claim.check_owner(owner)
+            new = [Session.claim(session_id, owner)] if owner and claim is None else []
+            try:
+                position = self.save_all(run, *new)
+            except ConcurrentWriteError:
+                if not new or self.get_session(session_id) is None:
+                    raise  # the run's own id was taken: not a session race
+                continue  # another first run claimed the session meanwhile: check it again
+            assert position is not None
+            return run, position
+        raise StoreUnavailableError(f"session {session_id!r}: could not be claimed")
+
+    def get_session(self, session_id: str) -> Session | None:
+        """The claim of a session id (None: no run claimed it yet)."""
+        try:
+            return self._get(Session, session_key(session_id), "session")
+        except UnknownAggregateError:
+            return None
 
     def new_collection(self, run_id: UUID) -> Collection:
         """The run's collection with the configured thresholds, unsaved.
@@ -285,7 +310,7 @@ class HarnessStore(Application[UUID]):
         )
 
     def _collections_stopped_by_budget(
-        self, aggregates: tuple[Run | ToolInvocation | Collection, ...]
+        self, aggregates: tuple[Run | ToolInvocation | Collection | Session, ...]
     ) -> tuple[Collection, ...]:
         """Budget exhaustion stops the run's collection in the same transaction (SPEC §9)."""
         exhausted = [

@@ -55,3 +55,7 @@ class ConcurrentWriteError(DomainError):
         """Start with no unsaved events; the store attaches them."""
         super().__init__(aggregate_id, message)
         self.unsaved = []
+
+
+class SessionNotYoursError(DomainError):
+    """A run asked to join a session that another owner claimed."""

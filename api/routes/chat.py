@@ -25,8 +25,18 @@ log = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/v1", tags=["chat"])
 
+SSE_EVENT = {
+    "type": "object",
+    "description": "One server-sent event; its `data` is JSON with the run's session and run id.",
+    "properties": {
+        "id": {"type": "string", "pattern": "^[0-9]+$", "description": "Its number in the feed."},
+        "event": {"type": "string", "enum": ["metadata", "status", "content", "failure", "done"]},
+        "data": {"type": "string", "contentMediaType": "application/json"},
+    },
+    "required": ["id", "event", "data"],
+}
 STREAM_DOC = {
-    "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    "content": {"text/event-stream": {"schema": SSE_EVENT}},
     "description": "The run's feed: metadata → status* → (content | failure) → done, each "
     "event with its id; keep-alive comments meanwhile.",
 }
@@ -37,7 +47,7 @@ STREAM_DOC = {
     summary="Ask, and stream the run",
     status_code=200,
     response_class=EventStream,
-    responses={200: STREAM_DOC, **error_responses(401, 403, 404, 413, 429, 503)},
+    responses={200: STREAM_DOC, **error_responses(401, 403, 404, 413, 429, 503, streaming=True)},
 )
 async def chat(body: ChatCreate, services: ServicesDep, caller: Writer) -> EventStream:
     """Start a run and stream its public events (SPEC §11) until ``done``.

@@ -23,6 +23,7 @@ from api.schemas import (
     RunsPublic,
     TraceEventPublic,
     TracePublic,
+    as_utc,
 )
 from application.explain import RunExplanation, explain_run
 from domain.states import CancellationReason, FallbackType, ReleaseOutcome, RunState
@@ -31,6 +32,7 @@ from projections.queries import RunFilter, list_runs, trace_rows
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
 
 MAX_PAGE = 200
+MAX_OFFSET = 2**31 - 1
 
 
 @router.post(
@@ -65,7 +67,7 @@ def list_all(
     created_after: datetime | None = None,
     created_before: datetime | None = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> RunsPublic:
     """Runs newest first, narrowed by the filters; a user sees only their own."""
     where = RunFilter(
@@ -75,8 +77,8 @@ def list_all(
         release_outcome=release_outcome.value if release_outcome else None,
         fallback_type=fallback_type.value if fallback_type else None,
         termination_state=state.value if state else None,
-        created_after=created_after,
-        created_before=created_before,
+        created_after=as_utc(created_after) if created_after else None,
+        created_before=as_utc(created_before) if created_before else None,
     )
     with services.engine.connect() as connection:
         rows, count = list_runs(connection, where, limit, offset)
@@ -96,15 +98,20 @@ def get_run(run_id: UUID, services: ServicesDep, caller: Caller) -> RunPublic:
     summary="Watch a run",
     status_code=200,
     response_class=EventStream,
-    responses={200: STREAM_DOC, **error_responses(400, 401, 404, 503)},
+    responses={200: STREAM_DOC, **error_responses(400, 401, 404, 503, streaming=True)},
 )
 async def stream(
     run_id: UUID,
     services: ServicesDep,
     caller: Caller,
     last_event_id: Annotated[
-        str | None, Header(description="Resume after this event id (what the client saw last).")
-    ] = None,
+        str,
+        Header(
+            description="Resume after this event id (what the client saw last); anything but a"
+            " number is a 400.",
+            json_schema_extra={"pattern": "^[0-9]{1,18}$"},  # documented; checked below (400)
+        ),
+    ] = "",
 ) -> EventStream:
     """Replay the run's feed from the start (or after ``Last-Event-ID``), then follow it live.
 
@@ -115,8 +122,8 @@ async def stream(
     return EventStream(follow(services.hub, str(run_id), after, services.settings.sse_keepalive))
 
 
-def _event_id(value: str | None) -> int:
-    if value is None or value.strip() == "":
+def _event_id(value: str) -> int:
+    if value.strip() == "":
         return 0
     if not value.strip().isdigit() or len(value.strip()) > 18:
         raise BadRequest(

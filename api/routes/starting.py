@@ -7,7 +7,6 @@ from uuid import uuid4
 
 from fastapi.exceptions import RequestValidationError
 
-from api.errors import NotFound
 from domain.values import Budget
 
 if TYPE_CHECKING:
@@ -18,13 +17,13 @@ if TYPE_CHECKING:
 
 
 def start_run(services: Services, body: ChatCreate, caller: Principal) -> Started:
-    """Admit and start a run for ``caller`` (blocking: call it from a worker thread)."""
+    """Admit and start a run for ``caller`` (blocking: call it from a worker thread).
+
+    A session is its first run's owner's (the store claims it with that run); a run of someone
+    else's session is refused as if the session did not exist.
+    """
     deadline_s, limits = _checked(services, body)
     session = body.session_id or uuid4().hex
-    if body.session_id is not None:
-        owner = services.session_owner(session)
-        if owner is not None and owner != caller.name:  # never reveal another's session
-            raise NotFound(f"no session {session!r} of yours exists; omit session_id for a new one")
     return services.dispatcher.submit(
         session, body.query, owner=caller.name, deadline_s=deadline_s, limits=limits
     )

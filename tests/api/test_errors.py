@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, get_args
 
 import httpx
 import pytest
 
+from api.routes.system import ProjectionName
 from application.store import HarnessStore
 from infrastructure.composition import load_sample_data
 from infrastructure.eventstore import init_store
 from infrastructure.settings import Settings
+from projections.runner import all_projections
 from tests.api._serve import events, serving
 from tests.api.test_streams import HANGS, QUESTION, TIMEOUT
 
@@ -48,6 +50,7 @@ def _fields(detail: list[dict[str, Any]]) -> set[tuple[Any, ...]]:
     [
         ({}, ("body", "query")),
         ({"query": ""}, ("body", "query")),
+        ({"query": " \u0085\t"}, ("body", "query")),
         ({"query": 42}, ("body", "query")),
         ({"query": "x" * 4001}, ("body", "query")),
         ({"query": "q", "colour": "red"}, ("body", "colour")),
@@ -197,3 +200,7 @@ def test_the_openapi_document_describes_every_route(
             assert operation.get("summary"), (method, path)
             assert operation.get("description"), (method, path)
             assert "200" in operation["responses"] or "202" in operation["responses"], path
+
+
+def test_the_documented_projection_names_are_the_projections() -> None:
+    assert get_args(ProjectionName) == tuple(p.name for p in all_projections())

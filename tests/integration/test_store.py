@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import threading
 from datetime import UTC, datetime, timedelta
-from uuid import uuid4
+from uuid import UUID, uuid4
 
 import pytest
 from eventsourcing.persistence import StoredEvent
@@ -15,9 +16,11 @@ from domain.errors import (
     ConcurrentWriteError,
     IllegalTransitionError,
     RunNotActiveError,
+    SessionNotYoursError,
     UnknownAggregateError,
 )
 from domain.run import Run
+from domain.session import Session
 from domain.states import (
     BudgetKind,
     CancellationReason,
@@ -264,3 +267,53 @@ def test_the_store_ignores_the_process_environment(
         assert reopened.get_run(run_id).query == "q"
     finally:
         reopened.close()
+
+
+def test_a_session_belongs_to_its_first_runs_owner(store: HarnessStore) -> None:
+    first, _ = store.start_run("shared", "q", _deadline(), owner="ann")
+    again, _ = store.start_run("shared", "q2", _deadline(), owner="ann")
+    head = store.head()
+    with pytest.raises(SessionNotYoursError, match="'shared' belongs to someone else"):
+        store.start_run("shared", "q3", _deadline(), owner="bob")
+    assert store.head() == head  # neither bob's run nor a claim was recorded
+    claim = store.get_session("shared")
+    assert claim is not None and (claim.owner, claim.session_id) == ("ann", "shared")
+    assert store.get_session("nobody's") is None
+    unowned, _ = store.start_run("shared", "q4", _deadline())  # no owner: no claim is checked
+    assert store.get_run(unowned).owner == ""
+
+
+def test_two_first_runs_racing_for_one_session_claim_it_once(store: HarnessStore) -> None:
+    """Both read "no claim yet"; the second claim conflicts in the store and is refused."""
+    seen_none = threading.Barrier(2)
+    original = store.get_session
+
+    def racing(session_id: str) -> Session | None:
+        found = original(session_id)
+        if found is None and seen_none.n_waiting < 2 and not seen_none.broken:
+            try:
+                seen_none.wait(timeout=5)
+            except threading.BrokenBarrierError:
+                pass
+        return found
+
+    store.get_session = racing  # type: ignore[method-assign]
+    outcomes: dict[str, object] = {}
+
+    def start(owner: str) -> None:
+        try:
+            outcomes[owner] = store.start_run("contested", owner, _deadline(), owner=owner)[0]
+        except SessionNotYoursError as error:
+            outcomes[owner] = error
+
+    threads = [threading.Thread(target=start, args=(o,)) for o in ("ann", "bob")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    store.get_session = original  # type: ignore[method-assign]
+    winner = original("contested")
+    assert winner is not None
+    loser = "bob" if winner.owner == "ann" else "ann"
+    assert isinstance(outcomes[winner.owner], UUID)
+    assert isinstance(outcomes[loser], SessionNotYoursError)
