@@ -11,6 +11,7 @@ from fastapi import Depends, Request
 
 from api.errors import NotFound
 from domain.errors import UnknownAggregateError
+from infrastructure.live import FEED
 from projections.queries import last_turn_run, run_row, session_owner
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ class Services:
         A run that exists in the log but not yet in the read tables (just started) is waited
         for, at most ``HARNESS_READ_WAIT`` seconds.
         """
+        self.fresh("diagnosis_run")
         row = self._row(run_id)
         if row is None:
             try:
@@ -56,6 +58,17 @@ class Services:
         if not caller.owns(str(row["owner"])):
             raise NotFound(f"no run {run_id} exists")
         return row
+
+    def fresh(self, *names: str) -> None:
+        """Let the named projections reach the feed's position first (bounded).
+
+        The feed commits before the other read tables when following live, so a client that
+        has seen a run's ``done`` then reads its row or timeline finds them finished too.
+        """
+        positions = self.projector.positions()
+        target = positions.get(FEED, 0)
+        if any(positions[name] < target for name in names):
+            self.projector.wait_for(target, self.settings.read_wait, list(names))
 
     def _row(self, run_id: UUID) -> dict[str, object] | None:
         with self.engine.connect() as connection:

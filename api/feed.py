@@ -113,10 +113,9 @@ class FeedHub:
         if mark is None or not runs:
             return
         with self.engine.connect() as connection:
-            head = feed_head(connection)
-            if head < mark:  # the feed was rebuilt: deliver again from where it is now
-                mark = head
-            rows = feed_since(connection, mark, runs) if head > mark else []
+            rows = feed_since(connection, mark, runs)
+            if not rows and (head := feed_head(connection)) < mark:
+                mark = head  # the feed was rebuilt: deliver again from where it is now
         with self._lock:
             for row in rows:
                 for subscription in self._subscriptions.get(row["run_id"], ()):
@@ -133,9 +132,20 @@ def ends_feed(row: dict[str, Any]) -> bool:
 
 
 def frame(row: dict[str, Any]) -> str:
-    """One entry in the WHATWG event-stream format (``id:`` is its number in the run's feed)."""
-    data = orjson.dumps(row["data"]).decode()
-    return f"id: {row['seq']}\nevent: {row['event']}\ndata: {data}\n\n"
+    """One entry in the WHATWG event-stream format (``id:`` is its number in the run's feed).
+
+    A row the hub hands to many streams is rendered once (its streams share the row and the
+    event loop's thread).
+    """
+    rendered: str | None = row.get(FRAME)
+    if rendered is None:
+        data = orjson.dumps(row["data"]).decode()
+        rendered = row[FRAME] = f"id: {row['seq']}\nevent: {row['event']}\ndata: {data}\n\n"
+    return rendered
+
+
+FRAME = "_frame"
+"""Where a row keeps its rendered frame."""
 
 
 async def follow(hub: FeedHub, run_id: str, after_seq: int, keepalive: float) -> AsyncIterator[str]:
@@ -148,25 +158,39 @@ async def follow(hub: FeedHub, run_id: str, after_seq: int, keepalive: float) ->
         if closed and not backlog:
             return  # resumed after the feed's last entry: there is nothing more to send
         while True:
+            chunk, ended = [], False
             for row in backlog:
                 if row["seq"] <= last:
                     continue
                 last = row["seq"]
-                yield frame(row)
-                if ends_feed(row):
-                    return
+                chunk.append(frame(row))
+                if ended := ends_feed(row):
+                    break
+            if chunk:
+                yield "".join(chunk)  # what arrived together goes out in one write
+            if ended:
+                return
             try:
                 row = await asyncio.wait_for(subscription.queue.get(), keepalive)
             except TimeoutError:
                 yield ": keep-alive\n\n"
                 backlog = []
                 continue
-            if row["seq"] <= last + 1:
-                backlog = [row]
+            arrived = [row, *_drain(subscription.queue)]
+            if arrived[0]["seq"] <= last + 1:
+                backlog = arrived
             else:  # entries in between were not handed over: read them from the table
                 backlog, _ = await anyio.to_thread.run_sync(_read_after, hub.engine, run_id, last)
     finally:
         hub.unsubscribe(subscription)
+
+
+def _drain(queue: asyncio.Queue[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Whatever else is already waiting in ``queue``."""
+    found = []
+    while not queue.empty():
+        found.append(queue.get_nowait())
+    return found
 
 
 def _read_after(engine: Engine, run_id: str, after_seq: int) -> tuple[list[dict[str, Any]], bool]:

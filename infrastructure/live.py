@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 LISTEN_APPLICATION_NAME = "harness-projections-listen"
 """``application_name`` of the LISTEN connection (find it in ``pg_stat_activity``)."""
 RECONNECT_AFTER = 0.5
+FEED = "sse_feed"
 
 
 def read_channel(settings: Settings) -> str:
@@ -109,6 +110,7 @@ class LiveProjections:
             engine,
             batch_size=batch_size,
             notify_channel=read_channel(settings) if postgres else None,
+            first=(FEED,),  # a stream's next event need not wait for the other read tables
         )
         self.poll_interval = poll_interval
         self.stop_event = threading.Event()

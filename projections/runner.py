@@ -86,11 +86,21 @@ class Projector:
         projections: Sequence[Projection] | None = None,
         batch_size: int | None = None,
         notify_channel: str | None = None,
+        first: Sequence[str] = (),
     ) -> None:
-        """Project ``store``'s log into tables on ``engine``, ``batch_size`` entries at a time."""
+        """Project ``store``'s log into tables on ``engine``, ``batch_size`` entries at a time.
+
+        The projections named in ``first`` commit each batch in a transaction of their own,
+        before the others: what must appear soonest (the SSE feed, when following live) does
+        not wait for the rest. By default one transaction applies every projection.
+        """
         self.store = store
         self.engine = engine
         self.projections = tuple(projections or all_projections())
+        early = tuple(p for p in self.projections if p.name in first)
+        rest = tuple(p for p in self.projections if p.name not in first)
+        self.groups = tuple(group for group in (early, rest) if group)
+        """Projections applied in one transaction per batch, group after group."""
         self.batch_size = batch_size or DEFAULT_BATCH.get(engine.dialect.name, 2000)
         self.notify_channel = notify_channel
         """PostgreSQL: a channel NOTIFYed with the position of every committed batch, so other
@@ -167,15 +177,18 @@ class Projector:
         if not events:
             return 0, positions
         last = events[-1][0]
-        try:
-            self._apply(positions, events)
-            after: dict[str, int] | None = {n: max(p, last) for n, p in positions.items()}
-        except TrackingConflict:
-            self.conflicts += 1  # another runner applied (part of) this batch: carry on from it
-            after = None
-        with self.advanced:
-            self.advanced.notify_all()
-        if after is not None:
+        after: dict[str, int] | None = dict(positions)
+        for group in self.groups:
+            try:
+                self._apply(positions, events, group)
+            except TrackingConflict:
+                self.conflicts += 1  # another runner applied (part of) this batch: carry on
+                after = None
+                continue
+            if after is not None:
+                after.update({p.name: max(positions[p.name], last) for p in group})
+            with self.advanced:
+                self.advanced.notify_all()
             for listener in self.listeners:
                 listener(last)
         return len(events), after
@@ -187,9 +200,14 @@ class Projector:
         )
         return positioned(self.store.mapper, notifications)
 
-    def _apply(self, positions: dict[str, int], events: list[Positioned]) -> None:
+    def _apply(
+        self,
+        positions: dict[str, int],
+        events: list[Positioned],
+        group: Sequence[Projection] | None = None,
+    ) -> None:
         last = events[-1][0]
-        behind = [p for p in self.projections if positions[p.name] < last]
+        behind = [p for p in group or self.projections if positions[p.name] < last]
         if not behind:
             return
         with self.engine.begin() as connection:

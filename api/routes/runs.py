@@ -80,6 +80,7 @@ def list_all(
         created_after=as_utc(created_after) if created_after else None,
         created_before=as_utc(created_before) if created_before else None,
     )
+    services.fresh("diagnosis_run")
     with services.engine.connect() as connection:
         rows, count = list_runs(connection, where, limit, offset)
     return RunsPublic(
@@ -155,6 +156,7 @@ def cancel(run_id: UUID, services: ServicesDep, caller: Writer) -> CancelPublic:
 def trace(run_id: UUID, services: ServicesDep, caller: Caller) -> TracePublic:
     """Every event of the run in log order, with its TracePhase and status (SPEC §13)."""
     services.visible_run(run_id, caller)
+    services.fresh("trace_event")
     with services.engine.connect() as connection:
         rows = trace_rows(connection, str(run_id))
     return TracePublic(

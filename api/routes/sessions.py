@@ -20,6 +20,7 @@ def get_session(
     session_id: str = Path(max_length=200, pattern=SESSION_PATTERN),
 ) -> SessionPublic:
     """The session's turns in order, each with what it published (the PreviousTurn policy)."""
+    services.fresh("session_turn")
     with services.engine.connect() as connection:
         rows = session_rows(connection, session_id)
     if not rows or not caller.owns(str(rows[0]["owner"])):

@@ -7,16 +7,20 @@ from collections.abc import Iterator
 from typing import Any, get_args
 
 import httpx
+import psycopg
 import pytest
+from psycopg import sql
+from pydantic import SecretStr
 
 from api.routes.system import ProjectionName
 from application.store import HarnessStore
 from infrastructure.composition import load_sample_data
 from infrastructure.eventstore import init_store
-from infrastructure.settings import Settings
+from infrastructure.settings import ApiKey, Settings
 from projections.runner import all_projections
 from tests.api._serve import events, serving
 from tests.api.test_streams import HANGS, QUESTION, TIMEOUT
+from tests.conftest import PG_URL
 
 UNKNOWN = "00000000-0000-4000-8000-000000000000"
 
@@ -204,3 +208,35 @@ def test_the_openapi_document_describes_every_route(
 
 def test_the_documented_projection_names_are_the_projections() -> None:
     assert get_args(ProjectionName) == tuple(p.name for p in all_projections())
+
+
+def test_an_unavailable_database_is_a_503_with_retry_after_and_keys_stay_out_of_logs(
+    pg_settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    key = "never-log-this-key-0123456789"
+    settings = pg_settings.model_copy(
+        update={"api_keys": [ApiKey(key=SecretStr(key), name="ann", role="user")]}
+    )
+    store = init_store(settings)
+    load_sample_data(settings)
+    auth = {"Authorization": f"Bearer {key}"}
+    try:
+        with (
+            serving(settings, store) as base,
+            httpx.Client(base_url=base, timeout=TIMEOUT, headers=auth) as client,
+        ):
+            assert client.get("/v1/runs").status_code == 200
+            with psycopg.connect(PG_URL, autocommit=True) as admin:  # the tables vanish
+                admin.execute(
+                    sql.SQL("DROP SCHEMA {} CASCADE").format(
+                        sql.Identifier(settings.database_schema)
+                    )
+                )
+            for method, path in (("GET", "/v1/runs"), ("POST", "/v1/runs"), ("GET", "/readyz")):
+                answer = client.request(method, path, json={"query": "hello"})
+                detail = _problem(answer, 503)
+                assert "Retry-After" in answer.headers, path
+                assert "Traceback" not in detail and key not in answer.text
+    finally:
+        store.close()
+    assert key not in caplog.text

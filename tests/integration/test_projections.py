@@ -235,6 +235,24 @@ def test_read_tables_of_another_definition_are_recreated_and_rebuilt(
     assert dump(engine) == before
 
 
+def test_the_feed_committed_first_gives_the_same_rows(store: HarnessStore, engine: Engine) -> None:
+    """Live following commits the feed before the other tables; the result is the same."""
+    run_scenario(store, "conclusion_supported")
+    run_scenario(store, "budget_no_progress")
+    split = Projector(store, engine, batch_size=5, first=["sse_feed"])
+    assert [[p.name for p in g] for g in split.groups] == [
+        ["sse_feed"],
+        ["diagnosis_run", "trace_event", "session_turn"],
+    ]
+    seen: list[int] = []
+    split.listeners.append(seen.append)
+    split.catch_up()
+    assert seen == sorted(seen) and len(seen) % 2 == 0  # each batch: the feed, then the rest
+    followed = dump(engine)
+    assert Projector(store, engine).rebuild() == len(notifications(store))
+    assert dump(engine) == followed
+
+
 def test_a_rebuild_from_position_zero_gives_identical_rows(
     store: HarnessStore, engine: Engine, fleet: dict[str, ChatResult]
 ) -> None:
