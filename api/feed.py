@@ -58,6 +58,9 @@ class FeedHub:
         self._lock = threading.Lock()
         self._mark: int | None = None
         """Every entry at or before this log position went to the streams that were watching."""
+        self._generation = 0
+        """Counts the times the mark was dropped (no stream left), so a delivery that read
+        before that never moves a mark set after it."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="harness-feed", daemon=True)
 
@@ -91,6 +94,7 @@ class FeedHub:
                 self._subscriptions.pop(subscription.run_id, None)
             if not self._subscriptions:
                 self._mark = None
+                self._generation += 1
 
     @property
     def watched(self) -> int:
@@ -109,7 +113,7 @@ class FeedHub:
 
     def _deliver(self) -> None:
         with self._lock:
-            mark, runs = self._mark, list(self._subscriptions)
+            mark, runs, generation = self._mark, list(self._subscriptions), self._generation
         if mark is None or not runs:
             return
         with self.engine.connect() as connection:
@@ -120,7 +124,7 @@ class FeedHub:
             for row in rows:
                 for subscription in self._subscriptions.get(row["run_id"], ()):
                     subscription.put(row)
-            if self._mark is not None:
+            if self._generation == generation:  # no stream started from a fresh mark meanwhile
                 self._mark = max(mark, *(row["position"] for row in rows)) if rows else mark
 
 

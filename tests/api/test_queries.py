@@ -1,0 +1,97 @@
+"""Queries over real HTTP: run listings narrow and page as asked; quiet streams keep alive."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import httpx
+import pytest
+
+from infrastructure.composition import load_sample_data
+from infrastructure.eventstore import init_store
+from infrastructure.settings import Settings
+from tests.api._serve import read_all, serving
+from tests.api.test_streams import HANGS, QUESTION, TIMEOUT
+
+HELLO = "hello"
+
+
+@pytest.fixture
+def client(sqlite_settings: Settings) -> Iterator[httpx.Client]:
+    store = init_store(sqlite_settings)
+    load_sample_data(sqlite_settings)
+    try:
+        with (
+            serving(sqlite_settings, store) as base,
+            httpx.Client(base_url=base, timeout=TIMEOUT) as http,
+        ):
+            yield http
+    finally:
+        store.close()
+
+
+def _finished(http: httpx.Client, query: str, session: str) -> str:
+    created = http.post("/v1/runs", json={"query": query, "session_id": session}).json()
+    read_all(http, "GET", created["stream"])
+    run_id: str = created["run_id"]
+    return run_id
+
+
+def _ids(http: httpx.Client, query: str) -> list[str]:
+    answer = http.get(f"/v1/runs?{query}")
+    assert answer.status_code == 200, answer.text
+    return [run["run_id"] for run in answer.json()["data"]]
+
+
+def test_listings_filter_by_session_outcome_state_and_time_and_page(
+    client: httpx.Client,
+) -> None:
+    chat_a = _finished(client, HELLO, "sess-a")
+    diagnosis_a = _finished(client, QUESTION, "sess-a")
+    chat_b = _finished(client, HELLO, "sess-b")
+
+    assert _ids(client, "") == [chat_b, diagnosis_a, chat_a]  # newest first
+    assert _ids(client, "session_id=sess-a") == [diagnosis_a, chat_a]
+    assert _ids(client, "session_id=sess-b&release_outcome=SUCCESS") == [chat_b]
+    assert _ids(client, "status=SUCCESS&state=SUCCESS") == [chat_b, diagnosis_a, chat_a]
+    assert _ids(client, "status=CANCELLED") == []
+    assert _ids(client, "release_outcome=FALLBACK") == []
+    later = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+    assert _ids(client, f"created_after={later.replace('+', '%2B')}") == []
+    assert _ids(client, f"created_before={later.replace('+', '%2B')}") == [
+        chat_b,
+        diagnosis_a,
+        chat_a,
+    ]
+    page = client.get("/v1/runs?limit=2&offset=1").json()
+    assert ([r["run_id"] for r in page["data"]], page["count"], page["limit"], page["offset"]) == (
+        [diagnosis_a, chat_a],
+        3,
+        2,
+        1,
+    )
+    session = client.get("/v1/sessions/sess-a").json()
+    assert [t["run_id"] for t in session["data"]] == [chat_a, diagnosis_a]
+    assert [t["turn"] for t in session["data"]] == [1, 2]
+
+
+def test_a_quiet_stream_sends_keep_alive_comments(sqlite_settings: Settings) -> None:
+    settings = sqlite_settings.model_copy(update={"model": HANGS, "sse_keepalive": 0.1})
+    store = init_store(settings)
+    try:
+        with serving(settings, store) as base, httpx.Client(base_url=base, timeout=TIMEOUT) as http:
+            run_id = http.post("/v1/runs", json={"query": QUESTION}).json()["run_id"]
+            comments, data = 0, []
+            with http.stream("GET", f"/v1/runs/{run_id}/stream") as response:
+                for line in response.iter_lines():
+                    if line.startswith("data:"):
+                        data.append(line)
+                    elif line.startswith(":"):
+                        comments += 1
+                        if comments == 2:  # the run hangs: the stream stays open, and alive
+                            assert http.post(f"/v1/runs/{run_id}/cancel").status_code == 200
+            assert comments >= 2
+            assert '"release_outcome":"CANCELLED"' in data[-1]
+    finally:
+        store.close()
