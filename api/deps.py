@@ -12,7 +12,7 @@ from fastapi import Depends, Request
 from api.errors import NotFound
 from domain.errors import UnknownAggregateError
 from infrastructure.live import FEED
-from projections.queries import last_turn_run, run_row, session_owner
+from projections.queries import last_turn_run, run_row
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -84,11 +84,6 @@ class Services:
                 )
             time.sleep(READ_POLL)
         return row
-
-    def session_owner(self, session_id: str) -> str | None:
-        """Who owns a session (None: no such session)."""
-        with self.engine.connect() as connection:
-            return session_owner(connection, session_id)
 
 
 def previous_turn(

@@ -88,3 +88,13 @@ def _diagnosis_refusal(
             assert_never(fallback_type)
     name = fallback_type.value if fallback_type else "SUCCESS"
     return None if ok else f"{name} requires {need}"
+
+
+DB_STATUS: dict[ReleaseOutcome, str] = {
+    ReleaseOutcome.SUCCESS: "SUCCESS",
+    ReleaseOutcome.FALLBACK: "SUCCESS",
+    ReleaseOutcome.FAILED: "FAILED",
+    ReleaseOutcome.CANCELLED: "CANCELLED",
+}
+"""SPEC §12: a finished run's database status by its ReleaseOutcome. SUCCESS means "handled with
+safe content", not "has a conclusion"; a run still RUNNING has no outcome yet."""

@@ -131,17 +131,6 @@ def session_rows(connection: Connection, session_id: str) -> list[Row]:
     return [dict(row) for row in found.mappings()]
 
 
-def session_owner(connection: Connection, session_id: str) -> str | None:
-    """Who started the session's first run (None: no such session yet)."""
-    found = connection.scalar(
-        select(session_turn.c.owner)
-        .where(session_turn.c.session_id == session_id)
-        .order_by(session_turn.c.turn)
-        .limit(1)
-    )
-    return None if found is None else str(found)
-
-
 def last_turn_run(connection: Connection, session_id: str) -> str | None:
     """The run id of a session's latest turn (None: a new session)."""
     found = connection.scalar(

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import select
 
 from domain.collection import Collection
+from domain.release import DB_STATUS
 from domain.run import Run
 from domain.states import BudgetKind, Intent, ModelStepPurpose, ReleaseOutcome
 from infrastructure.read_tables import diagnosis_run, run_daily, run_duration
@@ -30,13 +31,7 @@ if TYPE_CHECKING:
 
     from sqlalchemy import Connection
 
-STATUS_BY_OUTCOME = {
-    ReleaseOutcome.SUCCESS: "SUCCESS",
-    ReleaseOutcome.FALLBACK: "SUCCESS",
-    ReleaseOutcome.FAILED: "FAILED",
-    ReleaseOutcome.CANCELLED: "CANCELLED",
-}
-"""SPEC §12: ``status=SUCCESS`` means "handled with safe content", not "has a conclusion"."""
+STATUS_BY_OUTCOME = DB_STATUS
 
 GROUP = ("intent", "release_outcome", "fallback_type", "termination_state")
 DAILY_KEY = ("day", *GROUP)
