@@ -60,13 +60,7 @@ def run() -> None:
     settings = load_settings()
     store = _open_store(settings)
     engine = create_sql_engine(settings)
-    live = LiveProjections(
-        settings,
-        store,
-        engine,
-        poll_interval=settings.projection_poll,
-        batch_size=settings.projection_batch,
-    )
+    live = LiveProjections.configured(settings, store, engine)
     stopped = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stopped.set())

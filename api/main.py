@@ -119,13 +119,7 @@ def _projections(
     process (several workers on PostgreSQL), its NOTIFY after every batch does.
     """
     if settings.projections_in_process:
-        live = LiveProjections(
-            settings,
-            store,
-            engine,
-            poll_interval=settings.projection_poll,
-            batch_size=settings.projection_batch,
-        ).start()
+        live = LiveProjections.configured(settings, store, engine).start()
         closers.append(live.close)
         live.projector.listeners.append(lambda _position: wake.set())
         return live.projector

@@ -123,6 +123,17 @@ class LiveProjections:
         self._store = store
         self._threads: list[threading.Thread] = []
 
+    @classmethod
+    def configured(cls, settings: Settings, store: HarnessStore, engine: Engine) -> LiveProjections:
+        """Following with the configured poll interval and batch size."""
+        return cls(
+            settings,
+            store,
+            engine,
+            poll_interval=settings.projection_poll,
+            batch_size=settings.projection_batch,
+        )
+
     def _appended(self, _events: Sequence[object]) -> None:
         self.wake.set()
 
