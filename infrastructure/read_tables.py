@@ -73,14 +73,22 @@ diagnosis_run = Table(
     Column("last_position", BigInteger, nullable=False),
 )
 
+
+def _daily_key() -> list[Column[str]]:
+    """The analytics key: UTC day × intent × release outcome × fallback type × termination state."""
+    return [
+        Column("day", String(10), primary_key=True),
+        Column("intent", String(32), primary_key=True),
+        Column("release_outcome", String(16), primary_key=True),
+        Column("fallback_type", String(40), primary_key=True),
+        Column("termination_state", String(24), primary_key=True),
+    ]
+
+
 run_daily = Table(
     "run_daily",
     metadata,
-    Column("day", String(10), primary_key=True),
-    Column("intent", String(32), primary_key=True),
-    Column("release_outcome", String(16), primary_key=True),
-    Column("fallback_type", String(40), primary_key=True),
-    Column("termination_state", String(24), primary_key=True),
+    *_daily_key(),
     Column("runs", Integer, nullable=False),
     Column("duration_p50_ms", Float, nullable=False),
     Column("duration_p95_ms", Float, nullable=False),
@@ -92,11 +100,7 @@ run_daily = Table(
 run_duration = Table(
     "run_duration",
     metadata,
-    Column("day", String(10), primary_key=True),
-    Column("intent", String(32), primary_key=True),
-    Column("release_outcome", String(16), primary_key=True),
-    Column("fallback_type", String(40), primary_key=True),
-    Column("termination_state", String(24), primary_key=True),
+    *_daily_key(),
     Column("duration_ms", Integer, primary_key=True, autoincrement=False),
     Column("run_id", String(36), primary_key=True),
     sqlite_with_rowid=False,
