@@ -1,9 +1,10 @@
 """Server-Sent Events from the ``sse_event`` projection: replay, resume and follow live.
 
 A stream first reads its run's feed from the table (after ``Last-Event-ID``), then receives new
-entries from the :class:`FeedHub`: one thread per worker that, whenever the projections advance
-(an in-process wake-up, a PostgreSQL NOTIFY from a projection process, or a poll), reads the
-new entries of every watched run in one query and hands them to the streams watching them.
+entries from the :class:`FeedHub` of its worker: the in-process feed follower hands it every
+committed batch; otherwise (a PostgreSQL NOTIFY from a projection process, or a poll) it reads
+the new entries of every watched run in one query. Either way it hands them to the streams
+watching them, one call into their event loop per batch.
 Entries are numbered per run (the SSE ``id:``); a stream skips what it has already sent, so
 the replay and the live hand-over may overlap but never leave a gap.
 """
@@ -17,11 +18,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import orjson
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.responses import StreamingResponse
 
-from projections.queries import feed_after, feed_closed, feed_head, feed_since
+from projections.base import encode_json
+from projections.queries import feed_after, feed_closed, feed_position, feed_since
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -41,13 +42,16 @@ class Subscription:
     loop: asyncio.AbstractEventLoop
     queue: asyncio.Queue[dict[str, Any]] = field(default_factory=asyncio.Queue)
 
-    def put(self, row: dict[str, Any]) -> None:
-        """Hand a row to the stream (from the hub's thread)."""
-        self.loop.call_soon_threadsafe(self.queue.put_nowait, row)
-
 
 class FeedHub:
-    """Delivers new feed entries to the streams of this worker; one query per wake-up."""
+    """Delivers new feed entries to the streams of this worker.
+
+    Entries arrive two ways. In process, the feed follower hands over each committed batch
+    (:meth:`publish`): no query at all. Otherwise (the projections in another process, a
+    missed hand-over, a poll), a wake-up reads the new entries of every watched run in one
+    query. The mark says up to which log position the watching streams have been served; a
+    hand-over that does not start at or before it is left to the query.
+    """
 
     def __init__(self, engine: Engine, wake: threading.Event, poll_interval: float) -> None:
         """Read from ``engine``; ``wake`` is set when the projections advanced."""
@@ -81,7 +85,7 @@ class FeedHub:
         with self._lock:
             if self._mark is None:  # the first stream: entries after this point are delivered
                 with self.engine.connect() as connection:
-                    self._mark = feed_head(connection)
+                    self._mark = feed_position(connection)
             self._subscriptions.setdefault(run_id, set()).add(subscription)
         return subscription
 
@@ -102,6 +106,21 @@ class FeedHub:
         with self._lock:
             return sum(len(s) for s in self._subscriptions.values())
 
+    def publish(self, after: int, last: int, rows: list[dict[str, Any]]) -> None:
+        """A committed feed batch that applied the log entries ``(after, last]``, and its entries.
+
+        Called by the in-process feed follower, in its thread, right after the commit.
+        """
+        with self._lock:
+            mark = self._mark
+            if mark is None:
+                return  # nobody is watching
+            if mark < after:  # entries between the mark and this batch never came by here
+                self.wake.set()
+                return
+            self._hand_over([row for row in rows if row["position"] > mark])
+            self._mark = max(mark, last)
+
     def _run(self) -> None:
         while not self._stop.is_set():
             self.wake.wait(self.poll_interval)
@@ -117,15 +136,35 @@ class FeedHub:
         if mark is None or not runs:
             return
         with self.engine.connect() as connection:
-            rows = feed_since(connection, mark, runs)
-            if not rows and (head := feed_head(connection)) < mark:
-                mark = head  # the feed was rebuilt: deliver again from where it is now
+            # The position first: the entries read next include every one committed up to it.
+            reached = feed_position(connection)
+            rows = feed_since(connection, min(mark, reached), runs)
         with self._lock:
-            for row in rows:
-                for subscription in self._subscriptions.get(row["run_id"], ()):
-                    subscription.put(row)
-            if self._generation == generation:  # no stream started from a fresh mark meanwhile
-                self._mark = max(mark, *(row["position"] for row in rows)) if rows else mark
+            if self._generation != generation or self._mark is None:
+                return  # every stream left meanwhile; a new one started from a fresh mark
+            if reached < mark:  # the feed was rebuilt: deliver again from where it is now
+                self._mark = mark = reached
+            current = self._mark
+            self._hand_over([row for row in rows if row["position"] > current])
+            self._mark = max(current, reached, *(row["position"] for row in rows))
+
+    def _hand_over(self, rows: list[dict[str, Any]]) -> None:
+        """Give each row to the streams watching its run: one call into each event loop.
+
+        Under the lock; the rows are in log order.
+        """
+        batches: dict[asyncio.AbstractEventLoop, list[tuple[Subscription, dict[str, Any]]]] = {}
+        for row in rows:
+            for subscription in self._subscriptions.get(row["run_id"], ()):
+                batches.setdefault(subscription.loop, []).append((subscription, row))
+        for loop, batch in batches.items():
+            loop.call_soon_threadsafe(_put_all, batch)
+
+
+def _put_all(batch: list[tuple[Subscription, dict[str, Any]]]) -> None:
+    """In a stream's event loop: queue each row for its stream."""
+    for subscription, row in batch:
+        subscription.queue.put_nowait(row)
 
 
 def ends_feed(row: dict[str, Any]) -> bool:
@@ -143,7 +182,7 @@ def frame(row: dict[str, Any]) -> str:
     """
     rendered: str | None = row.get(FRAME)
     if rendered is None:
-        data = orjson.dumps(row["data"]).decode()
+        data = encode_json(row["data"])
         rendered = row[FRAME] = f"id: {row['seq']}\nevent: {row['event']}\ndata: {data}\n\n"
     return rendered
 

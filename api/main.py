@@ -95,10 +95,9 @@ def _start(
     closers.append(engine.dispose)
     runtime = build_runtime(settings, store)
     closers.append(runtime.close)
-    wake, stop = threading.Event(), threading.Event()
-    projector = _projections(settings, store, engine, wake, stop, closers)
-    hub = FeedHub(engine, wake, settings.feed_poll).start()
+    hub = FeedHub(engine, threading.Event(), settings.feed_poll).start()
     closers.append(hub.close)
+    projector = _projections(settings, store, engine, hub, closers)
     context_of = partial(previous_turn, store, engine, projector, settings.read_wait)
     dispatcher = RunDispatcher(runtime.service, settings.max_concurrent_runs, context_of)
     closers.append(dispatcher.close)
@@ -109,23 +108,24 @@ def _projections(
     settings: Settings,
     store: HarnessStore,
     engine: Engine,
-    wake: threading.Event,
-    stop: threading.Event,
+    hub: FeedHub,
     closers: list[Callable[[], None]],
 ) -> Projector:
-    """The projector of this worker, and what wakes the feed when the read tables advance.
+    """The projector of this worker, and what brings the feed hub new entries.
 
-    In process, the projector's own batches wake the feed; with the projections in their own
-    process (several workers on PostgreSQL), its NOTIFY after every batch does.
+    In process, the feed follower hands each committed batch to the hub; with the projections
+    in their own process (several workers on PostgreSQL), its NOTIFY after every batch wakes
+    the hub to read them.
     """
     if settings.projections_in_process:
-        live = LiveProjections.configured(settings, store, engine).start()
-        closers.append(live.close)
-        live.projector.listeners.append(lambda _position: wake.set())
+        live = LiveProjections.configured(settings, store, engine)
+        live.published.append(hub.publish)
+        closers.append(live.start().close)
         return live.projector
     if settings.database.kind == "postgres":
+        stop = threading.Event()
         listener = PgNotifyWake(
-            settings, read_channel(settings), wake, stop, FEED_LISTEN_APPLICATION_NAME
+            settings, read_channel(settings), hub.wake.set, stop, FEED_LISTEN_APPLICATION_NAME
         )
         thread = threading.Thread(target=listener.run, name="harness-feed-listen", daemon=True)
         thread.start()

@@ -170,11 +170,11 @@ class Stamps:
                 with self._lock:
                     self.finished[str(event.originator_id)] = now
 
-    def on_batch(self, position: int) -> None:
+    def on_batch(self, _after: int, last: int) -> None:
         """Projector listener: stamp every committed batch with its last log position."""
         now = time.perf_counter()
         with self._lock:
-            self.batches.append((now, position))
+            self.batches.append((now, last))
 
     def projected(self, position: int, after: float) -> float | None:
         """When the first batch reaching ``position`` committed (not before ``after``)."""

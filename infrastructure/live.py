@@ -10,27 +10,30 @@ from __future__ import annotations
 
 import logging
 import threading
+from functools import partial
 from typing import TYPE_CHECKING
 
 import psycopg
 from psycopg import sql
 
-from projections.runner import POLL_INTERVAL, Projector
+from projections.runner import POLL_INTERVAL, Projector, all_projections
+from projections.sse_feed import SseFeed
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from sqlalchemy import Engine
 
     from application.store import HarnessStore
     from infrastructure.settings import Settings
+    from projections.base import Row
 
 log = logging.getLogger(__name__)
 
 LISTEN_APPLICATION_NAME = "harness-projections-listen"
 """``application_name`` of the LISTEN connection (find it in ``pg_stat_activity``)."""
 RECONNECT_AFTER = 0.5
-FEED = "sse_feed"
+FEED = SseFeed.name
 
 
 def read_channel(settings: Settings) -> str:
@@ -39,13 +42,13 @@ def read_channel(settings: Settings) -> str:
 
 
 class PgNotifyWake:
-    """Sets ``wake`` on every NOTIFY of the event table's channel; reconnects when cut off."""
+    """Calls ``wake`` on every NOTIFY of a channel; reconnects when cut off."""
 
     def __init__(
         self,
         settings: Settings,
         channel: str,
-        wake: threading.Event,
+        wake: Callable[[], object],
         stop: threading.Event,
         application_name: str = LISTEN_APPLICATION_NAME,
     ) -> None:
@@ -60,14 +63,14 @@ class PgNotifyWake:
         self.listening = threading.Event()
 
     def run(self) -> None:
-        """Listen until ``stop``; every (re)connection also wakes the projector once."""
+        """Listen until ``stop``; every (re)connection also wakes once."""
         while not self.stop.is_set():
             try:
                 self._listen()
             except psycopg.Error as error:
                 self.listening.clear()
                 log.warning("projections: LISTEN connection lost (%s); reconnecting", error)
-                self.wake.set()  # poll now: notifications may have been missed meanwhile
+                self.wake()  # poll now: notifications may have been missed meanwhile
                 self.stop.wait(RECONNECT_AFTER)
 
     def _listen(self) -> None:
@@ -85,14 +88,20 @@ class PgNotifyWake:
             connection.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
             self.connections += 1
             self.listening.set()
-            self.wake.set()
+            self.wake()
             while not self.stop.is_set():
                 for _ in connection.notifies(timeout=POLL_INTERVAL):
-                    self.wake.set()
+                    self.wake()
 
 
 class LiveProjections:
-    """A projector following the log in a background thread, with its wake-up source."""
+    """The projections following the log in background threads, with their wake-up source.
+
+    Two followers, each in a thread of its own: the SSE feed, and every other read table. The
+    feed never waits behind the others' batch (a stream's next event is the latency that
+    clients see); the others catch up in their own time. Both are applied exactly once through
+    the same tracking rows as any other runner, so a rebuild gives the same rows.
+    """
 
     def __init__(
         self,
@@ -105,18 +114,31 @@ class LiveProjections:
     ) -> None:
         """Follow ``store``'s log into ``engine``'s read tables."""
         postgres = settings.database.kind == "postgres"
-        self.projector = Projector(
+        self.projector = Projector(store, engine, batch_size=batch_size)
+        """Every projection: positions, status, waits and rebuilds (it does not follow)."""
+        self.sse = SseFeed()
+        self.feed = Projector(
             store,
             engine,
+            [self.sse],
             batch_size=batch_size,
             notify_channel=read_channel(settings) if postgres else None,
-            first=(FEED,),  # a stream's next event need not wait for the other read tables
         )
+        """Follows the SSE feed."""
+        rest = [p for p in all_projections() if p.name != FEED]
+        self.rest = Projector(store, engine, rest, batch_size=batch_size)
+        """Follows every other read table."""
+        for follower in (self.feed, self.rest):
+            follower.listeners.append(self._advanced)
+        self.feed.listeners.append(self._feed_committed)
+        self.published: list[Callable[[int, int, list[Row]], None]] = []
+        """Called after every committed feed batch (in the feed follower's thread) with the
+        log positions it covered, ``(after, last]``, and the feed entries it wrote."""
         self.poll_interval = poll_interval
         self.stop_event = threading.Event()
-        self.wake = threading.Event()
+        self.wakes = (threading.Event(), threading.Event())
         self.listener: PgNotifyWake | None = None
-        if settings.database.kind == "postgres":
+        if postgres:
             channel = str(getattr(store.recorder, "channel_name", ""))
             self.listener = PgNotifyWake(settings, channel, self.wake, self.stop_event)
         store.listeners.append(self._appended)  # this process's own writes
@@ -134,28 +156,52 @@ class LiveProjections:
             batch_size=settings.projection_batch,
         )
 
+    def wake(self) -> None:
+        """Make both followers look at the log now."""
+        for event in self.wakes:
+            event.set()
+
     def _appended(self, _events: Sequence[object]) -> None:
-        self.wake.set()
+        self.wake()
+
+    def _advanced(self, after: int, last: int) -> None:
+        """A follower committed a batch: wake :attr:`projector`'s waiters and tell its listeners."""
+        with self.projector.advanced:
+            self.projector.advanced.notify_all()
+        for listener in self.projector.listeners:
+            listener(after, last)
+
+    def _feed_committed(self, after: int, last: int) -> None:
+        # The entries the batch wrote (an earlier batch's, rolled back, fall outside the range).
+        written = [row for row in self.sse.written if after < row["position"] <= last]
+        self.sse.written = []
+        for publish in self.published:
+            publish(after, last, written)
 
     def start(self) -> LiveProjections:
         """Start following (the tables and tracking rows are created if missing)."""
         self.projector.ensure_tracking()
-        targets = [self._follow]
+        targets: list[tuple[str, Callable[[], None]]] = [
+            (name, partial(follower.follow, self.stop_event, wake, self.poll_interval))
+            for name, follower, wake in zip(
+                ("harness-projections-feed", "harness-projections"),
+                (self.feed, self.rest),
+                self.wakes,
+                strict=True,
+            )
+        ]
         if self.listener is not None:
-            targets.append(self.listener.run)
-        for target in targets:
-            thread = threading.Thread(target=target, name="harness-projections", daemon=True)
+            targets.append(("harness-projections-listen", self.listener.run))
+        for name, target in targets:
+            thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
         return self
 
-    def _follow(self) -> None:
-        self.projector.follow(self.stop_event, self.wake, self.poll_interval)
-
     def close(self, timeout: float = 10.0) -> None:
         """Stop following and wait for the threads."""
         self.stop_event.set()
-        self.wake.set()
+        self.wake()
         if self._appended in self._store.listeners:
             self._store.listeners.remove(self._appended)
         for thread in self._threads:

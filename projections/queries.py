@@ -13,11 +13,13 @@ from sqlalchemy import func, select
 
 from infrastructure.read_tables import (
     diagnosis_run,
+    projection_tracking,
     session_turn,
     sse_event,
     sse_run,
     trace_event,
 )
+from projections.sse_feed import SseFeed
 
 if TYPE_CHECKING:
     from collections.abc import Collection
@@ -116,9 +118,16 @@ def feed_since(connection: Connection, after_position: int, run_ids: Collection[
     return [dict(row) for row in found.mappings()]
 
 
-def feed_head(connection: Connection) -> int:
-    """The log position of the newest feed entry (0 when there is none)."""
-    return int(connection.scalar(select(func.max(sse_event.c.position))) or 0)
+def feed_position(connection: Connection) -> int:
+    """The log position the feed has been applied to (0 when it has no tracking row yet).
+
+    Every feed entry at or before it is committed: the position moves in the entries'
+    transaction.
+    """
+    found = connection.scalar(
+        select(projection_tracking.c.position).where(projection_tracking.c.name == SseFeed.name)
+    )
+    return int(found or 0)
 
 
 def session_rows(connection: Connection, session_id: str) -> list[Row]:

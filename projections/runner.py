@@ -86,27 +86,18 @@ class Projector:
         projections: Sequence[Projection] | None = None,
         batch_size: int | None = None,
         notify_channel: str | None = None,
-        first: Sequence[str] = (),
     ) -> None:
-        """Project ``store``'s log into tables on ``engine``, ``batch_size`` entries at a time.
-
-        The projections named in ``first`` commit each batch in a transaction of their own,
-        before the others: what must appear soonest (the SSE feed, when following live) does
-        not wait for the rest. By default one transaction applies every projection.
-        """
+        """Project ``store``'s log into tables on ``engine``, ``batch_size`` entries at a time."""
         self.store = store
         self.engine = engine
         self.projections = tuple(projections or all_projections())
-        early = tuple(p for p in self.projections if p.name in first)
-        rest = tuple(p for p in self.projections if p.name not in first)
-        self.groups = tuple(group for group in (early, rest) if group)
-        """Projections applied in one transaction per batch, group after group."""
         self.batch_size = batch_size or DEFAULT_BATCH.get(engine.dialect.name, 2000)
         self.notify_channel = notify_channel
         """PostgreSQL: a channel NOTIFYed with the position of every committed batch, so other
         processes (the service workers' feeds) learn at once that the read tables advanced."""
-        self.listeners: list[Callable[[int], None]] = []
-        """Called with the new position after every committed batch (in the projector's thread)."""
+        self.listeners: list[Callable[[int, int], None]] = []
+        """Called after every committed batch with the positions it went from and to (in the
+        projector's thread): the batch applied the log entries in ``(after, last]``."""
         self.advanced = threading.Condition()
         """Notified after every committed batch (in-process readers waiting for a position)."""
         self.conflicts = 0
@@ -176,22 +167,17 @@ class Projector:
         events = self._read(min(positions.values()))
         if not events:
             return 0, positions
-        last = events[-1][0]
-        after: dict[str, int] | None = dict(positions)
-        for group in self.groups:
-            try:
-                self._apply(positions, events, group)
-            except TrackingConflict:
-                self.conflicts += 1  # another runner applied (part of) this batch: carry on
-                after = None
-                continue
-            if after is not None:
-                after.update({p.name: max(positions[p.name], last) for p in group})
-            with self.advanced:
-                self.advanced.notify_all()
-            for listener in self.listeners:
-                listener(last)
-        return len(events), after
+        after, last = min(positions.values()), events[-1][0]
+        try:
+            self._apply(positions, events)
+        except TrackingConflict:
+            self.conflicts += 1  # another runner applied (part of) this batch: carry on
+            return len(events), None
+        with self.advanced:
+            self.advanced.notify_all()
+        for listener in self.listeners:
+            listener(after, last)
+        return len(events), {name: max(position, last) for name, position in positions.items()}
 
     def _read(self, after: int) -> list[Positioned]:
         """Up to a batch of log entries after position ``after``, deserialised."""
@@ -200,14 +186,9 @@ class Projector:
         )
         return positioned(self.store.mapper, notifications)
 
-    def _apply(
-        self,
-        positions: dict[str, int],
-        events: list[Positioned],
-        group: Sequence[Projection] | None = None,
-    ) -> None:
+    def _apply(self, positions: dict[str, int], events: list[Positioned]) -> None:
         last = events[-1][0]
-        behind = [p for p in group or self.projections if positions[p.name] < last]
+        behind = [p for p in self.projections if positions[p.name] < last]
         if not behind:
             return
         with self.engine.begin() as connection:
@@ -216,17 +197,18 @@ class Projector:
             # first, then it finds the positions moved).
             claims = [(p.name, positions[p.name]) for p in behind]
             tracked = tuple_(projection_tracking.c.name, projection_tracking.c.position)
-            moved = connection.execute(
-                update(projection_tracking).where(tracked.in_(claims)).values(position=last)
-            )
-            if moved.rowcount != len(claims):
+            claim = update(projection_tracking).where(tracked.in_(claims)).values(position=last)
+            if self.notify_channel and connection.dialect.name == "postgresql":
+                # Delivered at commit, with the rows; one per transaction (PostgreSQL folds
+                # identical notifications), sent in the claim's own round trip.
+                claim = claim.returning(func.pg_notify(self.notify_channel, str(last)))
+                moved = len(connection.execute(claim).all())
+            else:
+                moved = connection.execute(claim).rowcount
+            if moved != len(claims):
                 raise TrackingConflict(", ".join(name for name, _ in claims))
             kinds = {type(e[1]) for e in events}
             first = events[0][0]
-            if self.notify_channel and connection.dialect.name == "postgresql":
-                connection.execute(  # delivered at commit, with the rows
-                    select(func.pg_notify(self.notify_channel, str(last)))
-                )
             for projection in behind:
                 position = positions[projection.name]
                 wanted = {kind for kind in kinds if issubclass(kind, projection.interests)}
@@ -243,19 +225,31 @@ class Projector:
     ) -> int:
         """Apply batches until every projection has reached the head (or ``stop`` is set).
 
-        Returns the log entries read in all. The positions are read from the database at the
-        start and after a lost race; in between, each committed batch says where they are.
+        Returns the log entries read in all.
+        """
+        return self._catch_up(None, progress, stop)[0]
+
+    def _catch_up(
+        self,
+        positions: dict[str, int] | None,
+        progress: Callable[[int], None] | None = None,
+        stop: threading.Event | None = None,
+    ) -> tuple[int, dict[str, int] | None]:
+        """Catch up from ``positions`` (None: read them); the entries read and the positions now.
+
+        The positions are read from the database when not given and after a lost race; in
+        between, each committed batch says where they are. A committed batch shorter than the
+        batch size reached the head of the log as it was read: no further read is needed.
         """
         total = 0
-        positions: dict[str, int] | None = None
         while not (stop and stop.is_set()):
             read, positions = self._step(positions if positions is not None else self.positions())
-            if not read:
-                break
             total += read
-            if progress:
+            if read and progress:
                 progress(read)
-        return total
+            if read < self.batch_size and positions is not None:
+                break  # (after a lost race: read the positions again and go on)
+        return total, positions
 
     def rebuild(
         self, names: Sequence[str] | None = None, progress: Callable[[int], None] | None = None
@@ -314,19 +308,24 @@ class Projector:
 
         Set ``wake`` after ``stop`` to end the wait at once.
 
-        A database failure is logged and retried after :data:`RETRY_AFTER`; the positions live
-        in the database, so nothing is lost or applied twice across a failure.
+        The positions are carried from one wake-up to the next (read again after a lost race,
+        which is how a rebuild or another runner is noticed). A database failure is logged and
+        retried after :data:`RETRY_AFTER` from the positions in the database, so nothing is lost
+        or applied twice across a failure.
         """
+        positions: dict[str, int] | None = None
         while not stop.is_set():
             wake.clear()
             try:
-                self.catch_up(stop=stop)
+                positions = self._catch_up(positions, stop=stop)[1]
             except (SQLAlchemyError, PersistenceError, OSError) as error:
                 log.warning("projections: %s; retrying in %.1fs", brief(error), RETRY_AFTER)
+                positions = None
                 stop.wait(RETRY_AFTER)
                 continue
             except Exception:  # supervised: a bug is logged loudly, the follower keeps trying
                 log.exception("projections: a batch failed; retrying in %.1fs", RETRY_AFTER)
+                positions = None
                 stop.wait(RETRY_AFTER)
                 continue
             wake.wait(poll_interval)

@@ -38,8 +38,14 @@ class SseFeed:
         Run.RunFinished,
     )
 
+    def __init__(self) -> None:
+        """A feed projection; :attr:`written` holds the entries of its latest batch."""
+        self.written: list[Row] = []
+        """The entries the latest :meth:`process` wrote (committed or not: the caller knows)."""
+
     def process(self, connection: Connection, events: Sequence[Positioned]) -> None:
         """Append the feed entries that this batch's Run events produce."""
+        self.written = []
         runs = RowCache(connection, sse_run, "run_id")
         runs.preload(run_id for _, e, run_id in events if not isinstance(e, Run.RunStarted))
         feed: list[Row] = []
@@ -66,6 +72,7 @@ class SseFeed:
         runs.flush()
         if feed:
             insert_many(connection, sse_event, feed)
+        self.written = feed
 
 
 def _new_state(run_id: str, session_id: str) -> Row:

@@ -9,6 +9,7 @@ gives identical rows, two runners never apply a batch twice, and a reader can wa
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -50,7 +51,8 @@ from infrastructure.read_tables import (
 )
 from infrastructure.settings import Settings
 from projections.base import Positioned
-from projections.runner import Projector, TrackingConflict
+from projections.runner import Projector, TrackingConflict, all_projections
+from projections.sse_feed import SseFeed
 from tests.integration._projection_helpers import (
     INTERLEAVED,
     LosesTheRace,
@@ -235,19 +237,25 @@ def test_read_tables_of_another_definition_are_recreated_and_rebuilt(
     assert dump(engine) == before
 
 
-def test_the_feed_committed_first_gives_the_same_rows(store: HarnessStore, engine: Engine) -> None:
-    """Live following commits the feed before the other tables; the result is the same."""
+def test_the_feed_and_the_rest_followed_apart_give_the_same_rows(
+    store: HarnessStore, engine: Engine
+) -> None:
+    """Live following runs the feed and the other tables as two runners; the result is the same.
+
+    Each batch tells its listeners the range it applied: the ranges follow one another.
+    """
     run_scenario(store, "conclusion_supported")
     run_scenario(store, "budget_no_progress")
-    split = Projector(store, engine, batch_size=5, first=["sse_feed"])
-    assert [[p.name for p in g] for g in split.groups] == [
-        ["sse_feed"],
-        ["diagnosis_run", "trace_event", "session_turn"],
-    ]
-    seen: list[int] = []
-    split.listeners.append(seen.append)
-    split.catch_up()
-    assert seen == sorted(seen) and len(seen) % 2 == 0  # each batch: the feed, then the rest
+    feed = Projector(store, engine, [SseFeed()], batch_size=5)
+    rest = Projector(
+        store, engine, [p for p in all_projections() if p.name != "sse_feed"], batch_size=7
+    )
+    ranges: list[tuple[int, int]] = []
+    feed.listeners.append(lambda after, last: ranges.append((after, last)))
+    while feed.step() + rest.step():  # interleaved, at different paces
+        pass
+    assert ranges[0][0] == 0 and ranges[-1][1] == store.head()
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges))
     followed = dump(engine)
     assert Projector(store, engine).rebuild() == len(notifications(store))
     assert dump(engine) == followed
