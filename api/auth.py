@@ -100,3 +100,5 @@ def require(*roles: Role) -> Any:
 Writer = Annotated[Principal, require("user", "admin")]
 """Starts and cancels runs: users and admins, never auditors."""
 Admin = Annotated[Principal, require("admin")]
+Auditor = Annotated[Principal, require("auditor", "admin")]
+"""Reads the whole log: auditors and admins."""

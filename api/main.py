@@ -12,7 +12,7 @@ from fastapi import FastAPI
 from api import errors
 from api.deps import Services, previous_turn
 from api.feed import FeedHub
-from api.routes import chat, runs, sessions, system
+from api.routes import audit, chat, runs, sessions, system
 from api.schemas import document_limits
 from application.dispatch import RunDispatcher
 from infrastructure.composition import build_runtime
@@ -72,7 +72,7 @@ def create_app(settings: Settings, store: HarnessStore | None = None) -> FastAPI
     app.openapi = openapi  # type: ignore[method-assign]
     errors.install(app)
     app.add_middleware(errors.BodyLimit, limit=settings.max_body_bytes)
-    for router in (chat.router, runs.router, sessions.router, system.router):
+    for router in (chat.router, runs.router, sessions.router, system.router, audit.router):
         app.include_router(router)
     return app
 

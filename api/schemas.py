@@ -186,6 +186,28 @@ class RebuildPublic(BaseModel):
     entries: int = Field(description="Log entries applied.")
 
 
+class AuditEventPublic(BaseModel):
+    """One domain event of the log, as stored (the same record as `harness audit export`)."""
+
+    position: int = Field(description="Its log position (global, ordered).")
+    stream: UUID = Field(description="The aggregate it belongs to (run, tool invocation, …).")
+    version: int = Field(description="Its version in the stream, from 1.")
+    type: str = Field(description="The trace type, e.g. RUN_STARTED.")
+    topic: str = Field(description="The event class's topic in the store.")
+    timestamp: str | None = Field(description="When it was recorded (ISO 8601).")
+    payload: dict[str, Any] = Field(description="Its state as stored (transcoded JSON).")
+    hash: str | None = Field(description="Its chain link over the stream (see the Audit section).")
+
+
+class AuditEventsPublic(BaseModel):
+    """A page of the log; ask for the next with ``after=next_after``."""
+
+    data: list[AuditEventPublic]
+    count: int = Field(description="Events in this page.")
+    next_after: int = Field(description="The position to continue after (this page's last).")
+    head: int = Field(description="The log's last position when the page was read.")
+
+
 class HealthPublic(BaseModel):
     """Liveness: the process answers."""
 

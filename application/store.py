@@ -23,7 +23,8 @@ from eventsourcing.persistence import (
 )
 from eventsourcing.utils import Environment
 
-from application.transcodings import TupleRestoringMapper, register_all
+from application.audit.chain import ChainingMapper, split_state
+from application.transcodings import register_all
 from domain.collection import Collection, collection_id
 from domain.errors import ConcurrentWriteError, IllegalTransitionError, UnknownAggregateError
 from domain.run import Run
@@ -34,6 +35,8 @@ from domain.values import DEFAULT_LIMITS, Budget, Termination
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping, Sequence
     from datetime import datetime
+
+    from eventsourcing.persistence import Notification
 
     from domain.states import BudgetKind, CancellationReason, FailureCode
 
@@ -74,9 +77,17 @@ class HarnessStore(Application[UUID]):
         env: Mapping[str, str] | None = None,
         no_gain_threshold: int = 3,
         violation_threshold: int = 2,
+        audit_key: str | None = None,
     ) -> None:
-        """Build from an explicit environment (see ``infrastructure.eventstore``)."""
+        """Build from an explicit environment (see ``infrastructure.eventstore``).
+
+        With an ``audit_key`` each event's chain link is an HMAC (see
+        :mod:`application.audit.chain`); without one, a plain SHA-256 chain.
+        """
+        self.audit_key = audit_key.encode() if audit_key else None
         super().__init__(env=dict(env or {}))
+        self.chain = cast("ChainingMapper", self.mapper)
+        self.chain.previous_of = self._stored_link
         self.no_gain_threshold = no_gain_threshold
         self.violation_threshold = violation_threshold
         self.listeners: list[Callable[[Sequence[Any]], None]] = []
@@ -89,10 +100,20 @@ class HarnessStore(Application[UUID]):
         return Environment(name, dict(env or {}))
 
     def construct_mapper(self) -> Mapper[UUID]:
-        """A mapper that restores tuples in decoded events."""
-        return self.factory.mapper(
-            transcoder=self.construct_transcoder(), mapper_class=TupleRestoringMapper
-        )
+        """A mapper that chains every stored event to its stream and restores tuples."""
+        return ChainingMapper(self.construct_transcoder(), key=self.audit_key)
+
+    def _stored_link(self, stream: UUID, version: int) -> str | None:
+        """The chain link of one stored event (None when there is no such event)."""
+        found = self.recorder.select_events(stream, gt=version - 1, lte=version, limit=1)
+        return split_state(found[0].state)[1] if found else None
+
+    def _record(self, processing_event: ProcessingEvent[UUID]) -> list[Any]:
+        """Record as usual; the chain links of the save count once it committed."""
+        self.chain.begin()
+        recordings = super()._record(processing_event)
+        self.chain.committed()
+        return recordings
 
     def register_transcodings(self, transcoder: JSONTranscoder) -> None:
         """UUID, Decimal and datetime, plus every domain enum and value object."""
@@ -137,6 +158,11 @@ class HarnessStore(Application[UUID]):
         """The last log position (0 for an empty log)."""
         with self._store_errors():
             return self.recorder.max_notification_id() or 0
+
+    def notifications(self, after: int, limit: int) -> Sequence[Notification]:
+        """Up to ``limit`` log entries after position ``after``, in log order."""
+        with self._store_errors():
+            return self.recorder.select_notifications(after, limit, inclusive_of_start=False)
 
     def check_ready(self) -> None:
         """Raise a clear error unless the tables exist and the database answers."""

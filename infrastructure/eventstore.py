@@ -8,6 +8,7 @@ import psycopg
 from psycopg import sql
 
 from application.store import HarnessStore, StoreUnavailableError
+from infrastructure import pg_recorder
 
 if TYPE_CHECKING:
     from infrastructure.settings import Settings
@@ -37,6 +38,8 @@ def store_environment(settings: Settings, *, create_tables: bool) -> dict[str, s
         "POSTGRES_POOL_SIZE": str(settings.db_pool_size),
         "POSTGRES_MAX_OVERFLOW": str(settings.db_max_overflow),
         "POSTGRES_PRE_PING": "y" if settings.db_pre_ping else "n",
+        # Fails within about the connect timeout while the server is away (not after 10 retries).
+        "APPLICATION_RECORDER_TOPIC": pg_recorder.TOPIC,
         # Off on purpose: with it on, concurrent writers interleaved notification ids.
         "POSTGRES_ENABLE_DB_FUNCTIONS": "n",
     }
@@ -63,6 +66,7 @@ def _construct(settings: Settings, *, create_tables: bool) -> HarnessStore:
             env=env,
             no_gain_threshold=settings.no_gain_threshold,
             violation_threshold=settings.violation_threshold,
+            audit_key=settings.audit_key.get_secret_value() or None,
         )
     except Exception as error:  # the recorders raise driver-specific errors at connect time
         raise StoreUnavailableError(

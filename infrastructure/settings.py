@@ -160,6 +160,11 @@ class Settings(BaseSettings):
         le=60,
         description="Seconds between looks for new feed entries when no wake-up arrives.",
     )
+    audit_key: SecretStr = Field(
+        default=SecretStr(""),
+        description="Secret that makes each event's chain link an HMAC (see Audit); empty: a plain"
+        " SHA-256 chain. Verifying needs the same key.",
+    )
     read_wait: float = Field(
         default=5.0,
         ge=0,

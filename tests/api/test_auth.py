@@ -21,6 +21,7 @@ from pydantic import SecretStr
 
 from api.auth import LOCAL, Role
 from api.main import create_app
+from application.audit.records import store_records
 from application.store import HarnessStore
 from infrastructure.composition import load_sample_data
 from infrastructure.database import create_sql_engine
@@ -62,6 +63,7 @@ EXPLAIN = Route("GET", "/v1/runs/{run_id}/explain")
 SESSION = Route("GET", "/v1/sessions/{session_id}")
 PROJECTIONS = Route("GET", "/v1/projections")
 REBUILD = Route("POST", "/v1/projections/rebuild")
+AUDIT = Route("GET", "/v1/audit/events")
 HEALTHZ = Route("GET", "/healthz")
 READYZ = Route("GET", "/readyz")
 
@@ -77,6 +79,7 @@ ROUTES = (
     SESSION,
     PROJECTIONS,
     REBUILD,
+    AUDIT,
     HEALTHZ,
     READYZ,
 )
@@ -453,6 +456,36 @@ def test_every_role_reads_the_projections(keyed: Server, caller: str) -> None:
     assert body["data"] and all(p["lag"] == 0 for p in body["data"]), f"{context}: {body}"
 
 
+@pytest.mark.parametrize("caller", [ANN, BOB])
+def test_the_log_is_not_for_users(keyed: Server, caller: str) -> None:
+    response = send_as(keyed, AUDIT, caller)
+    context = f"{AUDIT} as {who(caller)}"
+    assert response.status_code == 403, f"{context}: {response.status_code} {response.text}"
+    assert question(ANN) not in response.text and question(BOB) not in response.text, context
+
+
+@pytest.mark.parametrize("caller", [AUDREY, ADAM])
+def test_auditors_and_admins_page_through_the_whole_log(keyed: Server, caller: str) -> None:
+    context = f"{AUDIT} as {who(caller)}"
+    seen: list[dict[str, Any]] = []
+    after = 0
+    while True:
+        response = send_as(keyed, AUDIT, caller, params={"after": str(after), "limit": "7"})
+        assert response.status_code == 200, f"{context}: {response.text}"
+        page = response.json()
+        assert page["count"] == len(page["data"]) <= 7, context
+        if not page["data"]:
+            assert page["next_after"] == after, context
+            break
+        seen.extend(page["data"])
+        after = page["next_after"]
+        assert after == page["data"][-1]["position"], context
+    expected = [r.to_json() for r in store_records(keyed.store)]
+    assert [{**e, "stream": str(e["stream"])} for e in seen] == expected, context
+    assert {e["type"] for e in seen} >= {"RUN_STARTED", "RUN_FINISHED"}, context
+    assert all(e["hash"].startswith("sha256:") for e in seen), context
+
+
 def test_an_admin_rebuilds_the_projections(keyed: Server) -> None:
     context = f"{REBUILD} as {who(ADAM)}"
     names = [p["name"] for p in send_as(keyed, PROJECTIONS, ADAM).json()["data"]]
@@ -485,6 +518,8 @@ def test_without_keys_the_local_principal_may_do_everything(local: Server, route
         assert {r["owner"] for r in response.json()["data"]} == {LOCAL}, context
     elif route == REBUILD:
         assert response.json()["entries"] == local.store.head() > 0, context
+    elif route == AUDIT:
+        assert response.json()["count"] == local.store.head() > 0, context
 
 
 # -- with keys: a session's owner while the projections lag ----------------------------------------

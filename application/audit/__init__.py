@@ -1,0 +1,1 @@
+"""The audit toolkit: tamper-evident chains, exports of the log and their offline verification."""

@@ -1,0 +1,178 @@
+"""Audit records: the log's events as self-contained JSON, read from a store or a JSON Lines file.
+
+One record per stored event: its log position, stream (the aggregate id), version in the
+stream, trace type, eventsourcing topic, timestamp, the payload exactly as stored (the
+transcoder's JSON, with ``{"_type_": ..., "_data_": ...}`` for dates, enums and value objects)
+and its chain link. The payload and the fields the link covers are enough to check the chain and
+to rebuild the domain event offline (:func:`to_domain_event`), without the service.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from eventsourcing.persistence import StoredEvent
+
+from application.audit.chain import CHAIN_KEY, split_state
+from domain.collection import collection_id
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+    from typing import IO
+
+    from eventsourcing.persistence import Mapper, Notification
+
+    from application.store import HarnessStore
+
+PAGE = 1000
+"""Log entries read per query when records are read from a store."""
+
+FIELDS = ("position", "stream", "version", "type", "topic", "timestamp", "payload", "hash")
+
+
+class AuditFormatError(ValueError):
+    """A record of an export is not valid (names the line and the field)."""
+
+
+@dataclass(frozen=True)
+class AuditRecord:
+    """One domain event of the log, as exported."""
+
+    position: int
+    stream: str
+    version: int
+    type: str
+    topic: str
+    timestamp: str | None
+    payload: dict[str, Any]
+    hash: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as a JSON object (one line of an export)."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: object, where: str = "record") -> AuditRecord:
+        """Parse one exported record; :class:`AuditFormatError` names what is wrong."""
+        if not isinstance(data, dict):
+            raise AuditFormatError(f"{where}: a record must be a JSON object")
+        missing = [name for name in FIELDS if name not in data]
+        if missing:
+            raise AuditFormatError(f"{where}: missing field(s) {', '.join(missing)}")
+        checks: tuple[tuple[str, type | tuple[type, ...]], ...] = (
+            ("position", int),
+            ("stream", str),
+            ("version", int),
+            ("type", str),
+            ("topic", str),
+            ("timestamp", (str, type(None))),
+            ("payload", dict),
+            ("hash", (str, type(None))),
+        )
+        for name, kind in checks:
+            value = data[name]
+            if not isinstance(value, kind) or isinstance(value, bool):
+                raise AuditFormatError(f"{where}: field {name!r} has the wrong type: {value!r:.80}")
+        try:
+            UUID(data["stream"])
+        except ValueError:
+            raise AuditFormatError(f"{where}: stream {data['stream']!r} is not a UUID") from None
+        return cls(**{name: data[name] for name in FIELDS})
+
+    def describe(self) -> str:
+        """How a report names this event: type, position, stream and version."""
+        return f"{self.type} at position {self.position} (stream {self.stream} v{self.version})"
+
+
+def type_of(topic: str) -> str:
+    """The trace type of an event class's topic: ``domain.run:Run.RunStarted`` → ``RUN_STARTED``."""
+    name = topic.rsplit(".", 1)[-1].rsplit(":", 1)[-1]
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).upper()
+
+
+def record_of(notification: Notification) -> AuditRecord:
+    """The audit record of one log entry."""
+    payload, chain = split_state(notification.state)
+    stamp = payload.get("timestamp")
+    timestamp = stamp.get("_data_") if isinstance(stamp, dict) else stamp
+    return AuditRecord(
+        position=notification.id,
+        stream=str(notification.originator_id),
+        version=notification.originator_version,
+        type=type_of(notification.topic),
+        topic=notification.topic,
+        timestamp=timestamp if isinstance(timestamp, str) else None,
+        payload=payload,
+        hash=chain,
+    )
+
+
+def store_records(
+    store: HarnessStore, after: int = 0, limit: int | None = None
+) -> Iterator[AuditRecord]:
+    """The store's records after log position ``after``, in log order (at most ``limit``)."""
+    left = limit
+    while left is None or left > 0:
+        page = PAGE if left is None else min(PAGE, left)
+        found = store.notifications(after, page)
+        for notification in found:
+            yield record_of(notification)
+        if len(found) < page:
+            return
+        after = found[-1].id
+        if left is not None:
+            left -= len(found)
+
+
+def run_records(store: HarnessStore, run_id: UUID) -> list[AuditRecord]:
+    """Every record of one run, in log order: its run stream, its collection's and its tools'.
+
+    Whole streams, so their chains can be checked. Found by reading the log (not the read
+    tables, which an audit must not have to trust).
+    """
+    streams = {str(run_id), str(collection_id(run_id))}
+    wanted = run_id.hex
+    found: list[AuditRecord] = []
+    for record in store_records(store):
+        owner = record.payload.get("run_id")
+        if record.version == 1 and isinstance(owner, dict) and owner.get("_data_") == wanted:
+            streams.add(record.stream)  # a tool invocation of the run
+        if record.stream in streams:
+            found.append(record)
+    return found
+
+
+def read_jsonl(lines: Iterable[str]) -> Iterator[AuditRecord]:
+    """Parse an export; :class:`AuditFormatError` names the line of the first bad record."""
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise AuditFormatError(f"line {number}: not JSON ({error.msg})") from None
+        yield AuditRecord.from_json(data, f"line {number}")
+
+
+def write_jsonl(records: Iterable[AuditRecord], out: IO[str]) -> int:
+    """Write records as JSON Lines; returns how many were written."""
+    count = 0
+    for record in records:
+        out.write(json.dumps(record.to_json(), ensure_ascii=False, separators=(",", ":")))
+        out.write("\n")
+        count += 1
+    return count
+
+
+def to_domain_event(mapper: Mapper[UUID], record: AuditRecord) -> Any:
+    """Rebuild the domain event of a record (raises when the payload does not decode)."""
+    state = dict(record.payload)
+    if record.hash is not None:
+        state[CHAIN_KEY] = record.hash
+    data = json.dumps(state, ensure_ascii=False, separators=(",", ":")).encode()
+    stored = StoredEvent(UUID(record.stream), record.version, record.topic, data)
+    return mapper.to_domain_event(stored)
