@@ -1,0 +1,131 @@
+"""The eventsourcing PostgreSQL recorder, made to fail fast while the database is away.
+
+The library's recorder retries every read and write ten times on a connection error, sleeping
+0.2 s in between, and each attempt may wait the whole pool timeout for a connection: with the
+server down a request took 10-20 s to fail. Its pool also retries a lost connection with a
+backoff that doubles without end, so after a long outage it could take as long again to
+reconnect. Here:
+
+- a call is tried once more only when its connection was lost (a restart or a dropped socket:
+  no SQLSTATE, class 08 or 57P), after the pool has checked its idle connections, so one dead
+  connection does not fail one request after another; a lock timeout or a constraint is never
+  retried, and a pool timeout (no connection within the connect timeout) is not either;
+- every connection attempt is bounded by the connect timeout, and the pool gives up re-making a
+  lost connection after it, so the next request that needs one tries again at once instead of
+  waiting out a long backoff.
+
+So a request fails within about the connect timeout (``HARNESS_DB_CONNECT_TIMEOUT``, which is
+also how long it waits for a pooled connection) and succeeds again as soon as the server does.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import psycopg_pool
+from eventsourcing.persistence import InterfaceError, OperationalError
+from eventsourcing.postgres import PostgresApplicationRecorder
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from uuid import UUID
+
+    from eventsourcing.persistence import Notification, StoredEvent
+    from eventsourcing.postgres import PostgresDatastore
+
+T = TypeVar("T")
+
+TOPIC = f"{__name__}:FailFastRecorder"
+"""The eventsourcing topic of the recorder (``APPLICATION_RECORDER_TOPIC``)."""
+
+_LOST_CONNECTION_STATES = ("08", "57P")
+"""SQLSTATE prefixes of a lost connection: connection exceptions, and the server shutting down,
+crashed or not yet accepting connections."""
+
+_insert_events = inspect.unwrap(PostgresApplicationRecorder.insert_events)
+_select_events = inspect.unwrap(PostgresApplicationRecorder.select_events)
+_select_notifications = inspect.unwrap(PostgresApplicationRecorder.select_notifications)
+_max_notification_id = inspect.unwrap(PostgresApplicationRecorder.max_notification_id)
+
+
+def connection_lost(error: BaseException) -> bool:
+    """Whether ``error`` (raised by the recorder) means the connection itself was lost."""
+    cause = error.__cause__
+    if isinstance(cause, psycopg_pool.PoolTimeout):
+        return False  # no connection within the connect timeout: already waited long enough
+    state = getattr(cause, "sqlstate", None)
+    return state is None or str(state).startswith(_LOST_CONNECTION_STATES)
+
+
+class FailFastRecorder(PostgresApplicationRecorder):
+    """The PostgreSQL application recorder with one retry on a lost connection, and no other."""
+
+    def __init__(
+        self, datastore: PostgresDatastore, *, events_table_name: str = "stored_events"
+    ) -> None:
+        """Bound every connection attempt of ``datastore``'s pool by its timeout."""
+        super().__init__(datastore, events_table_name=events_table_name)
+        pool = datastore.pool
+        if isinstance(pool.kwargs, dict):
+            pool.kwargs["connect_timeout"] = max(1, math.ceil(pool.timeout))
+        pool.reconnect_timeout = pool.timeout
+
+    def insert_events(
+        self, stored_events: Sequence[StoredEvent], **kwargs: Any
+    ) -> Sequence[int] | None:
+        """Insert in one transaction (see the module: one retry on a lost connection)."""
+        result: Sequence[int] | None = self._once_more(
+            lambda: _insert_events(self, stored_events, **kwargs)
+        )
+        return result
+
+    def select_events(
+        self,
+        originator_id: UUID | str,
+        *,
+        gt: int | None = None,
+        lte: int | None = None,
+        desc: bool = False,
+        limit: int | None = None,
+    ) -> Sequence[StoredEvent]:
+        """One stream's events (see the module: one retry on a lost connection)."""
+        result: Sequence[StoredEvent] = self._once_more(
+            lambda: _select_events(self, originator_id, gt=gt, lte=lte, desc=desc, limit=limit)
+        )
+        return result
+
+    def select_notifications(
+        self,
+        start: int | None,
+        limit: int,
+        stop: int | None = None,
+        topics: Sequence[str] = (),
+        *,
+        inclusive_of_start: bool = True,
+    ) -> Sequence[Notification]:
+        """A page of the log (see the module: one retry on a lost connection)."""
+        result: Sequence[Notification] = self._once_more(
+            lambda: _select_notifications(
+                self, start, limit, stop, topics, inclusive_of_start=inclusive_of_start
+            )
+        )
+        return result
+
+    def max_notification_id(self) -> int | None:
+        """The log's last position (see the module: one retry on a lost connection)."""
+        result: int | None = self._once_more(lambda: _max_notification_id(self))
+        return result
+
+    def _once_more(self, call: Callable[[], T]) -> T:
+        """``call()``; after a lost connection, check the pool's idle ones and call once more."""
+        try:
+            return call()
+        except (InterfaceError, OperationalError) as error:
+            if not connection_lost(error):
+                raise
+        # A restart cuts every pooled connection at once: find them all now rather than
+        # failing one request per dead connection.
+        self.datastore.pool.check()
+        return call()
