@@ -1,4 +1,4 @@
-"""``harness runs``: list, show, explain and cancel runs, straight from the database.
+"""``harness runs``: list, show, explain, cancel and recover runs, straight from the database.
 
 These read the same projections and the same log as the HTTP API, without a running service
 (an operator's tool: there are no API keys here; whoever can reach the database sees all).
@@ -23,6 +23,7 @@ from domain.errors import UnknownAggregateError
 from domain.states import CancellationReason
 from infrastructure.database import create_sql_engine
 from infrastructure.eventstore import open_store
+from infrastructure.recovery import recovery_sweep
 from projections.queries import RunFilter, list_runs, run_row, trace_rows
 
 if TYPE_CHECKING:
@@ -32,7 +33,9 @@ if TYPE_CHECKING:
 
     from application.store import HarnessStore
 
-runs_app = typer.Typer(help="List, inspect, explain and cancel runs.", no_args_is_help=True)
+runs_app = typer.Typer(
+    help="List, inspect, explain, cancel and recover runs.", no_args_is_help=True
+)
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
@@ -164,3 +167,51 @@ def cancel(run_id: Annotated[str, typer.Argument(help="The run's id.")]) -> None
         )
         return
     console.print(f"run {run_id} cancelled at log position {result.position}")
+
+
+@runs_app.command("recover")
+def recover(as_json: JsonOption = False) -> None:
+    """End the runs whose worker was lost (one recovery sweep, as the service runs periodically).
+
+    Each such run ends FAILED (WORKER_LOST), or TIMED_OUT when its deadline has passed, with
+    its RUN_FINISHED; runs of live workers are never touched. Safe next to running services.
+    """
+    settings = load_settings()
+    with _opened() as (store, engine):
+        report = recovery_sweep(settings, store, engine).sweep()
+    if as_json:
+        _print_json(
+            {
+                "ended": [
+                    {
+                        "run_id": r.run_id,
+                        "worker": r.worker,
+                        "worker_was": r.liveness.value,
+                        "termination_state": r.termination.state.value,
+                        "termination_reason": r.termination.reason.value,
+                        "position": r.position,
+                    }
+                    for r in report.ended
+                ],
+                "live": report.live,
+                "waiting": report.waiting,
+            }
+        )
+        return
+    if report.ended:
+        table = Table("run", "worker", "worker was", "ended", "reason", "position")
+        for r in report.ended:
+            table.add_row(
+                str(r.run_id),
+                r.worker or "(none recorded)",
+                r.liveness.value,
+                r.termination.state.value,
+                r.termination.reason.value,
+                str(r.position),
+            )
+        Console().print(table)
+    console.print(
+        f"ended {len(report.ended)} run(s) of lost workers; left {report.live} run(s) of live "
+        f"workers alone; {report.waiting} run(s) of silent workers wait until their lease TTL "
+        f"({settings.worker_lease_ttl:g}s) has passed"
+    )

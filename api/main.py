@@ -15,10 +15,12 @@ from api.feed import FeedHub
 from api.routes import audit, chat, runs, sessions, system
 from api.schemas import document_limits
 from application.dispatch import RunDispatcher
+from application.recovery import RecoveryLoop
 from infrastructure.composition import build_runtime
 from infrastructure.database import create_sql_engine
 from infrastructure.eventstore import open_store
 from infrastructure.live import LiveProjections, PgNotifyWake, read_channel
+from infrastructure.recovery import recovery_sweep
 from projections.runner import Projector
 
 if TYPE_CHECKING:
@@ -101,6 +103,12 @@ def _start(
     context_of = partial(previous_turn, store, engine, projector, settings.read_wait)
     dispatcher = RunDispatcher(runtime.service, settings.max_concurrent_runs, context_of)
     closers.append(dispatcher.close)
+    sweep = recovery_sweep(settings, store, engine, dispatcher.executing)
+    beats = runtime.heartbeat
+    loop = RecoveryLoop(
+        sweep, settings.recovery_interval, troubled=(lambda: beats.troubled_at) if beats else None
+    )
+    closers.append(loop.start().close)
     return Services(settings, store, engine, projector, dispatcher, hub)
 
 

@@ -85,9 +85,8 @@ class RunDispatcher:
         except BaseException:
             self._slots.release()
             raise
-        future = self._pool.submit(self._execute, run, context)
-        with self._lock:
-            self._running[run.id] = future
+        with self._lock:  # registered before its thread can end it and unregister it
+            self._running[run.id] = self._pool.submit(self._execute, run, context)
         return Started(run.id, run.session_id, position)
 
     def _execute(self, run: Run, context: str) -> ChatResult:
@@ -103,6 +102,11 @@ class RunDispatcher:
         """Runs this process is executing now."""
         with self._lock:
             return len(self._running)
+
+    def executing(self) -> frozenset[UUID]:
+        """The ids of the runs this process is executing now (the recovery sweep spares them)."""
+        with self._lock:
+            return frozenset(self._running)
 
     def close(self) -> None:
         """Stop taking runs; runs in flight keep their threads until they end."""

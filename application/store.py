@@ -94,6 +94,9 @@ class HarnessStore(Application[UUID]):
         """Called in-process with the events of every successful save (e.g. the CLI's progress)."""
         self.conflicts_resolved = 0
         """How many times a terminal command lost a write race and was decided again."""
+        self.worker = ""
+        """The id of the worker process executing the runs this store starts (its lease, see
+        ``infrastructure.leases``); recorded on every ``RUN_STARTED``. '' for none."""
 
     def construct_env(self, name: str, env: Mapping[str, str] | None = None) -> Environment:
         """Use only the given environment, never ``os.environ``: settings are the one source."""
@@ -143,6 +146,14 @@ class HarnessStore(Application[UUID]):
     def get_collection(self, run_id: UUID) -> Collection:
         """The run's collection; :class:`UnknownAggregateError` if it was never started."""
         return self._get(Collection, collection_id(run_id), f"collection of run {run_id!r}, id")
+
+    def run_started(self, run_id: UUID) -> Run.RunStarted:
+        """The run's ``RUN_STARTED`` alone (one stored event read, not the whole stream)."""
+        with self._store_errors():
+            found = list(self.events.get(run_id, lte=1))
+        if not found or not isinstance(found[0], Run.RunStarted):
+            raise UnknownAggregateError(run_id, f"no run {run_id!r}")
+        return found[0]
 
     def catch_up(self, run: Run) -> Run:
         """Apply the events appended to ``run``'s stream since its version (no full rebuild).
@@ -258,7 +269,7 @@ class HarnessStore(Application[UUID]):
         the other is refused.
         """
         for _ in range(MAX_CONFLICT_RETRIES):
-            run = Run.start(session_id, query, deadline, limits, run_id, owner)
+            run = Run.start(session_id, query, deadline, limits, run_id, owner, self.worker)
             claim = self.get_session(session_id) if owner else None
             if claim is not None:
                 claim.check_owner(owner)
@@ -310,6 +321,14 @@ class HarnessStore(Application[UUID]):
     def fail(self, run_id: UUID, code: FailureCode) -> TerminalResult:
         """Terminate FAILED with a failure code; first terminal wins."""
         return self._decide_terminal(run_id, lambda run: run.fail(code))
+
+    def end_orphaned(self, run_id: UUID, now: datetime) -> TerminalResult:
+        """End a run whose worker was lost (:meth:`Run.end_orphaned`); first terminal wins.
+
+        Decided on the latest stream: a worker or another sweep that ended the run first makes
+        this a no-op (position None) that reports their termination.
+        """
+        return self._decide_terminal(run_id, lambda run: run.end_orphaned(now))
 
     def complete(self, run_id: UUID) -> TerminalResult:
         """Terminate SUCCESS after the release decision; first terminal wins."""

@@ -37,28 +37,36 @@ class Run(Aggregate):
     """One request's execution: identity, deadline, budget and exactly one termination."""
 
     class RunStarted(Aggregate.Created):
-        """A run started RUNNING with its identity, owner, query, deadline and budget limits."""
+        """A run started RUNNING with its identity, owner, query, deadline, budget and worker."""
 
-        class_version = 2
+        class_version = 3
         session_id: str
         query: str
         deadline: datetime
         limits: Budget
         owner: str
         """Who asked: the API principal's name ('' when the caller is not identified)."""
+        worker: str
+        """The worker process executing it (its lease id; '' when none was recorded)."""
 
         @staticmethod
         def upcast_v1_v2(state: dict[str, Any]) -> None:
             """Runs started before owners were recorded belong to no one."""
             state["owner"] = ""
 
+        @staticmethod
+        def upcast_v2_v3(state: dict[str, Any]) -> None:
+            """Runs started before workers were recorded name none."""
+            state["worker"] = ""
+
         def apply(self, aggregate: Run) -> None:
-            """Set the run's identity, owner and limits."""
+            """Set the run's identity, owner, limits and worker."""
             aggregate.session_id = self.session_id
             aggregate.query = self.query
             aggregate.deadline = self.deadline
             aggregate.limits = self.limits
             aggregate.owner = self.owner
+            aggregate.worker = self.worker
 
     class RoutingAttempt(Aggregate.Event):
         """The router was asked to classify the query."""
@@ -257,6 +265,7 @@ class Run(Aggregate):
         """Fields are assigned by the events' ``apply`` methods."""
         self.session_id = ""
         self.owner = ""
+        self.worker = ""
         self.query = ""
         self.deadline: datetime
         self.limits = DEFAULT_LIMITS
@@ -283,8 +292,9 @@ class Run(Aggregate):
         limits: Budget = DEFAULT_LIMITS,
         run_id: UUID | None = None,
         owner: str = "",
+        worker: str = "",
     ) -> Run:
-        """Start a RUNNING run (``RUN_STARTED``) for ``owner``."""
+        """Start a RUNNING run (``RUN_STARTED``) for ``owner``, executed by ``worker``."""
         run_key = run_id or uuid4()
         if not session_id.strip() or not query.strip():
             raise InvalidCommandError(
@@ -304,6 +314,7 @@ class Run(Aggregate):
             deadline=deadline,
             limits=limits,
             owner=owner,
+            worker=worker,
         )
 
     @property
@@ -555,6 +566,23 @@ class Run(Aggregate):
             duration_ms=duration_ms,
         )
         return outcome
+
+    def end_orphaned(self, now: datetime) -> Termination:
+        """End a run whose worker was lost: its termination, then ``RUN_FINISHED``.
+
+        TIMED_OUT when the deadline has passed at ``now``, else FAILED with WORKER_LOST. First
+        terminal wins: a run its worker (or a cancel) already terminated keeps that termination
+        and only gets the ``RUN_FINISHED`` it is missing; a finished run is left as it is.
+        """
+        if self.termination is None:
+            if self.deadline_passed(now):
+                self.time_out()
+            else:
+                self.fail(FailureCode.WORKER_LOST)
+        if not self.is_finished:
+            self.finish(now)
+        assert self.termination is not None
+        return self.termination
 
     # -- helpers -------------------------------------------------------------------------------
 

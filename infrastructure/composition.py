@@ -14,6 +14,7 @@ from infrastructure.knowledge import (
     create_knowledge_tables,
     index_runbooks,
 )
+from infrastructure.leases import Heartbeat, start_heartbeat
 from infrastructure.model_scripted import (
     ScriptedProvider,
     chat_config,
@@ -50,6 +51,8 @@ class Runtime:
     service: ChatService
     engine: Engine
     closers: list[Any] = field(default_factory=list)
+    heartbeat: Heartbeat | None = None
+    """This process's worker lease, kept fresh while the runtime is open."""
 
     def close(self) -> None:
         """Release threads, connections and provider clients."""
@@ -81,7 +84,9 @@ def build_runtime(settings: Settings, store: HarnessStore) -> Runtime:
     service = ChatService(
         store, provider, tools, SystemClock(), SqlKnowledgeRetriever(engine), config
     )
-    return Runtime(service, engine, closers)
+    heartbeat = start_heartbeat(settings, store, engine)  # the runs it starts name this worker
+    closers.append(heartbeat.close)
+    return Runtime(service, engine, closers, heartbeat)
 
 
 def _provider(settings: Settings) -> tuple[ModelProvider, list[Any]]:

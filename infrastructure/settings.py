@@ -86,7 +86,12 @@ class Settings(BaseSettings):
     db_lock_timeout: int = Field(
         default=5, ge=1, description="Seconds a write waits for a lock before failing."
     )
-    db_connect_timeout: int = Field(default=5, ge=1, description="PostgreSQL connect timeout (s).")
+    db_connect_timeout: int = Field(
+        default=5,
+        ge=1,
+        description="PostgreSQL connect timeout (s), and the longest a request waits for a pooled"
+        " connection: while the database is away, requests fail with 503 after about this long.",
+    )
     db_pool_size: int = Field(default=5, ge=1, description="PostgreSQL connections kept open.")
     db_max_overflow: int = Field(default=10, ge=0, description="Extra connections under load.")
     db_pre_ping: bool = Field(
@@ -144,6 +149,19 @@ class Settings(BaseSettings):
         ge=1,
         le=1000,
         description="Runs one worker executes at once; beyond it a new run gets 429 + Retry-After.",
+    )
+    worker_lease_ttl: float = Field(
+        default=30.0,
+        ge=1,
+        le=3600,
+        description="Seconds a worker's lease lasts without a heartbeat (it beats every third of"
+        " it); the runs of a worker silent longer are ended WORKER_LOST by the recovery sweep.",
+    )
+    recovery_interval: float = Field(
+        default=10.0,
+        gt=0,
+        le=3600,
+        description="Seconds between a service worker's recovery sweeps (one runs at start-up).",
     )
     max_query_chars: int = Field(
         default=4000, ge=1, description="Longest query a run accepts (characters)."

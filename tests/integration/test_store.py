@@ -221,7 +221,8 @@ def test_a_run_started_before_owners_were_recorded_belongs_to_no_one(
     run_id, _ = store.start_run("s", "q", _deadline(), owner="ann")
     (stored,) = store.recorder.select_events(run_id)
     v1_state = json.loads(stored.state)
-    assert (v1_state.pop("owner"), v1_state.pop("class_version")) == ("ann", 2)
+    popped = (v1_state.pop("owner"), v1_state.pop("worker"), v1_state.pop("class_version"))
+    assert popped == ("ann", "", 3)
     old_run = uuid4()
     store.recorder.insert_events(
         [StoredEvent(old_run, 1, stored.topic, json.dumps(v1_state).encode())]

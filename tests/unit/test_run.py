@@ -164,7 +164,13 @@ def budget_exhausted(kind: BudgetKind, limit: int, used: int) -> Payloads:
 
 def test_start_records_run_started_with_identity_deadline_and_limits() -> None:
     run = Run.start(
-        "session-1", "why is checkout slow?", DEADLINE, limits=LIMITS, run_id=RUN_ID, owner="ann"
+        "session-1",
+        "why is checkout slow?",
+        DEADLINE,
+        limits=LIMITS,
+        run_id=RUN_ID,
+        owner="ann",
+        worker="host:7:ab",
     )
 
     assert then_events(run) == [
@@ -176,11 +182,13 @@ def test_start_records_run_started_with_identity_deadline_and_limits() -> None:
                 "deadline": DEADLINE,
                 "limits": LIMITS,
                 "owner": "ann",
+                "worker": "host:7:ab",
             },
         )
     ]
     assert run.id == RUN_ID
     assert run.owner == "ann"
+    assert run.worker == "host:7:ab"
     assert run.state is RunState.RUNNING
     assert run.is_active and not run.is_finished
     assert run.usage == Budget()
