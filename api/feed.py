@@ -7,6 +7,11 @@ the new entries of every watched run in one query. Either way it hands them to t
 watching them, one call into their event loop per batch.
 Entries are numbered per run (the SSE ``id:``); a stream skips what it has already sent, so
 the replay and the live hand-over may overlap but never leave a gap.
+
+While the database is away a stream stays open: a read that fails is tried again (a comment
+says so), and a stream waiting for entries keeps its keep-alives; it goes on where it was once
+the database is back. After :data:`OUTAGE_KEEPALIVES` keep-alive intervals without the database
+it ends with an ``unavailable`` event instead (resume it with ``Last-Event-ID``).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +27,7 @@ import anyio
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.responses import StreamingResponse
 
+from api.errors import RETRY_AFTER
 from projections.base import encode_json
 from projections.queries import feed_after, feed_closed, feed_position, feed_since
 
@@ -32,6 +39,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+OUTAGE_KEEPALIVES = 4
+"""Keep-alive intervals a stream waits for the database to come back before it ends."""
+RETRY_PAUSE = 0.5
+"""Seconds at most between a stream's tries to read while the database is away."""
+
+
+class DatabaseAway(Exception):
+    """The database has been unavailable for longer than a stream waits."""
 
 
 @dataclass(eq=False)
@@ -67,6 +82,8 @@ class FeedHub:
         before that never moves a mark set after it."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="harness-feed", daemon=True)
+        self._failing_since: float | None = None
+        """When the hub's reads began to fail (monotonic), None while they succeed."""
 
     def start(self) -> FeedHub:
         """Start delivering."""
@@ -100,6 +117,11 @@ class FeedHub:
                 self._mark = None
                 self._generation += 1
 
+    def outage(self) -> float:
+        """Seconds the hub's reads of the feed have been failing (0 when they succeed)."""
+        since = self._failing_since
+        return 0.0 if since is None else time.monotonic() - since
+
     @property
     def watched(self) -> int:
         """Streams watching now."""
@@ -120,6 +142,7 @@ class FeedHub:
                 return
             self._hand_over([row for row in rows if row["position"] > mark])
             self._mark = max(mark, last)
+            self._failing_since = None  # a batch committed: the database answers
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -128,7 +151,11 @@ class FeedHub:
             try:
                 self._deliver()
             except SQLAlchemyError as error:
-                log.warning("feed: reading new entries failed (%s); retrying", error)
+                if self._failing_since is None:
+                    self._failing_since = time.monotonic()
+                log.warning("feed: reading new entries failed (%s); retrying", _brief(error))
+            else:
+                self._failing_since = None
 
     def _deliver(self) -> None:
         with self._lock:
@@ -182,17 +209,67 @@ def frame(row: dict[str, Any]) -> str:
     """
     rendered: str | None = row.get(FRAME)
     if rendered is None:
-        data = encode_json(row["data"])
+        data = encode_json(row["data"]).translate(LINE_BREAKS)
         rendered = row[FRAME] = f"id: {row['seq']}\nevent: {row['event']}\ndata: {data}\n\n"
     return rendered
 
+
+LINE_BREAKS = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+"""Escaped in a frame's JSON: the event-stream format ends lines only at CR and LF, but many
+line-based clients (Python's ``splitlines``, httpx's ``iter_lines``) also break at these."""
 
 FRAME = "_frame"
 """Where a row keeps its rendered frame."""
 
 
 async def follow(hub: FeedHub, run_id: str, after_seq: int, keepalive: float) -> AsyncIterator[str]:
-    """The run's feed after ``after_seq``: replayed from the table, then live, then it ends."""
+    """The run's feed after ``after_seq``: replayed from the table, then live, then it ends.
+
+    A read that fails because the database is away is tried again from the last entry sent;
+    after :data:`OUTAGE_KEEPALIVES` keep-alive intervals without it the stream ends with an
+    ``unavailable`` event.
+    """
+    last, failing_since = after_seq, None
+    limit = OUTAGE_KEEPALIVES * keepalive
+    while True:
+        try:
+            async for sent, chunk in _follow(hub, run_id, last, keepalive, limit):
+                last, failing_since = sent, None  # whatever came was read: the database answers
+                yield chunk
+            return
+        except DatabaseAway:
+            yield unavailable(run_id, hub.outage())
+            return
+        except SQLAlchemyError as error:
+            now = time.monotonic()
+            failing_since = failing_since or now
+            if now - failing_since >= limit:
+                yield unavailable(run_id, now - failing_since)
+                return
+            log.warning("stream of run %s: reading failed (%s); retrying", run_id, _brief(error))
+            yield ": the database is unavailable; retrying\n\n"
+            await asyncio.sleep(min(keepalive, RETRY_PAUSE))
+
+
+def unavailable(run_id: str, seconds: float) -> str:
+    """The last event of a stream that gave up waiting for the database.
+
+    It has no ``id``: it is not a feed entry, so ``Last-Event-ID`` still names the last entry
+    the client got.
+    """
+    data = {
+        "run_id": run_id,
+        "detail": f"the database has been unavailable for {seconds:.0f}s; resume this stream"
+        " with Last-Event-ID after Retry-After seconds",
+        "retry_after": int(RETRY_AFTER),
+    }
+    return f"event: unavailable\nretry: {int(RETRY_AFTER) * 1000}\ndata: {encode_json(data)}\n\n"
+
+
+async def _follow(
+    hub: FeedHub, run_id: str, after_seq: int, keepalive: float, limit: float
+) -> AsyncIterator[tuple[int, str]]:
+    """:func:`follow` without its retries: the last entry sent with each chunk."""
     loop = asyncio.get_running_loop()
     subscription = await anyio.to_thread.run_sync(hub.subscribe, run_id, loop)
     try:
@@ -201,22 +278,17 @@ async def follow(hub: FeedHub, run_id: str, after_seq: int, keepalive: float) ->
         if closed and not backlog:
             return  # resumed after the feed's last entry: there is nothing more to send
         while True:
-            chunk, ended = [], False
-            for row in backlog:
-                if row["seq"] <= last:
-                    continue
-                last = row["seq"]
-                chunk.append(frame(row))
-                if ended := ends_feed(row):
-                    break
+            chunk, last, ended = _frames(backlog, last)
             if chunk:
-                yield "".join(chunk)  # what arrived together goes out in one write
+                yield last, chunk  # what arrived together goes out in one write
             if ended:
                 return
             try:
                 row = await asyncio.wait_for(subscription.queue.get(), keepalive)
             except TimeoutError:
-                yield ": keep-alive\n\n"
+                if hub.outage() > limit:
+                    raise DatabaseAway from None
+                yield last, ": keep-alive\n\n"
                 backlog = []
                 continue
             arrived = [row, *_drain(subscription.queue)]
@@ -226,6 +298,25 @@ async def follow(hub: FeedHub, run_id: str, after_seq: int, keepalive: float) ->
                 backlog, _ = await anyio.to_thread.run_sync(_read_after, hub.engine, run_id, last)
     finally:
         hub.unsubscribe(subscription)
+
+
+def _frames(rows: list[dict[str, Any]], last: int) -> tuple[str, int, bool]:
+    """The frames of the rows after entry ``last``, the last entry now, and whether it ends."""
+    chunk: list[str] = []
+    for row in rows:
+        if row["seq"] <= last:
+            continue
+        last = row["seq"]
+        chunk.append(frame(row))
+        if ends_feed(row):
+            return "".join(chunk), last, True
+    return "".join(chunk), last, False
+
+
+def _brief(error: BaseException) -> str:
+    """The driver's first line of a database error (no SQL, no parameters)."""
+    lines = str(getattr(error, "orig", None) or error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
 
 
 def _drain(queue: asyncio.Queue[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -2,12 +2,12 @@
 
 Every ending is recorded: a run always gets exactly one termination and one ``RUN_FINISHED``, and
 no exception escapes :meth:`ChatService.execute` (unexpected ones end the run FAILED with
-INTERNAL_ERROR and are logged).
+INTERNAL_ERROR and are logged; when the store itself fails, the run is ended that way once the
+store answers again, see :mod:`application.outage`).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -15,8 +15,10 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from application.diagnosis import AgentFailure, run_agent
+from application.drafts import loads_json
 from application.guards import NoSafeContent, Publication, release
 from application.harness import RunAborted, RunContext
+from application.outage import end_after_outage
 from application.ports import Message, ModelError, ModelRequest
 from application.store import MAX_CONFLICT_RETRIES, StoreUnavailableError
 from application.tool_boundary import ToolBoundary
@@ -163,10 +165,15 @@ class ChatService:
             failure = FailureCode.MODEL_FAILED
         except NoSafeContent as no_content:
             failure = _failure_code(no_content.__cause__)
+        except StoreUnavailableError as error:  # the store went away mid-run
+            return self._after_outage(ctx, error)
         except Exception:  # never a traceback to the caller: the run records the failure
             log.exception("run %s failed unexpectedly", run.id)
             failure = FailureCode.INTERNAL_ERROR
-        return self._close(ctx, failure, content)
+        try:
+            return self._close(ctx, failure, content)
+        except StoreUnavailableError as error:
+            return self._after_outage(ctx, error)
 
     # -- phases ------------------------------------------------------------------------------------
 
@@ -182,7 +189,7 @@ class ChatService:
             timeout_s=self.config.model_timeout_s,
         )
         try:
-            intent = Intent(json.loads(ctx.call_model(request).text)["intent"])
+            intent = Intent(loads_json(ctx.call_model(request).text)["intent"])
         except (ModelError, ValueError, KeyError, TypeError) as error:
             ctx.run.decide_routing(None, f"{type(error).__name__}: {error}"[:300])
             ctx.save()
@@ -249,6 +256,12 @@ class ChatService:
             )
 
     # -- closing -----------------------------------------------------------------------------------
+
+    def _after_outage(self, ctx: RunContext, error: StoreUnavailableError) -> ChatResult:
+        """End the run FAILED (INTERNAL_ERROR) once the store answers again (see outage.py)."""
+        return end_after_outage(
+            ctx, self.clock, error, lambda: self._close(ctx, FailureCode.INTERNAL_ERROR, None)
+        )
 
     def _close(
         self, ctx: RunContext, failure: FailureCode | None, content: dict[str, Any] | None

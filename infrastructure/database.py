@@ -43,6 +43,10 @@ def create_sql_engine(settings: Settings) -> Engine:
         url,
         pool_size=settings.db_pool_size,
         max_overflow=settings.db_max_overflow,
+        # While the server is away a request fails within the connect timeout, as the event
+        # store's do; after it is back, the first error on a dropped connection discards every
+        # pooled one (SQLAlchemy invalidates the pool), so the next checkout reconnects.
+        pool_timeout=settings.db_connect_timeout,
         pool_pre_ping=settings.db_pre_ping,
         connect_args={
             "connect_timeout": settings.db_connect_timeout,

@@ -20,6 +20,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from application.ports import Passage
+from application.store import StoreUnavailableError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -77,6 +78,10 @@ _PG_SEARCH = f"""
 
 class KnowledgeStoreError(RuntimeError):
     """The knowledge tables cannot be created or read; the message says what to do."""
+
+
+class KnowledgeUnavailableError(KnowledgeStoreError, StoreUnavailableError):
+    """The database did not answer a search (a run ends as on any store failure)."""
 
 
 @dataclass(frozen=True)
@@ -219,6 +224,12 @@ class SqlKnowledgeRetriever:
             with self._engine.connect() as conn:
                 rows = conn.execute(statement, params | {"limit": limit}).all()
         except (OperationalError, ProgrammingError) as error:
+            if isinstance(error, OperationalError) and self._engine.dialect.name == "postgresql":
+                # there a missing table is a ProgrammingError: this is the server not answering
+                raise KnowledgeUnavailableError(
+                    f"cannot search the knowledge table {TABLE!r}: the database is unavailable"
+                    f" ({error.orig})"
+                ) from error
             raise KnowledgeStoreError(
                 f"cannot search the knowledge table {TABLE!r} ({error.orig}); "
                 "if it is missing, index it with infrastructure.knowledge.index_runbooks"

@@ -29,16 +29,25 @@ SSE_EVENT = {
     "type": "object",
     "description": "One server-sent event; its `data` is JSON with the run's session and run id.",
     "properties": {
-        "id": {"type": "string", "pattern": "^[0-9]+$", "description": "Its number in the feed."},
-        "event": {"type": "string", "enum": ["metadata", "status", "content", "failure", "done"]},
+        "id": {
+            "type": "string",
+            "pattern": "^[0-9]+$",
+            "description": "Its number in the feed (every event but `unavailable`).",
+        },
+        "event": {
+            "type": "string",
+            "enum": ["metadata", "status", "content", "failure", "done", "unavailable"],
+        },
         "data": {"type": "string", "contentMediaType": "application/json"},
     },
-    "required": ["id", "event", "data"],
+    "required": ["event", "data"],
 }
 STREAM_DOC = {
     "content": {"text/event-stream": {"schema": SSE_EVENT}},
     "description": "The run's feed: metadata → status* → (content | failure) → done, each "
-    "event with its id; keep-alive comments meanwhile.",
+    "event with its id; keep-alive comments meanwhile. When the database has been away for "
+    "four keep-alive intervals the stream ends with `unavailable` (no id, with `retry`): "
+    "resume it with Last-Event-ID.",
 }
 
 

@@ -6,31 +6,20 @@ Real read tables on both databases; the streams are asyncio queues on a real eve
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from sqlalchemy import Engine
 
-from api.feed import FeedHub, Subscription
+from api.feed import FeedHub, Subscription, frame
 from application.store import HarnessStore
-from infrastructure.database import create_sql_engine
-from infrastructure.settings import Settings
 from projections.runner import Projector
 from projections.sse_feed import SseFeed
 from tests.integration._projection_helpers import run_scenario
 
 WAIT = 30.0
 """Seconds a test waits for the hub's thread before it fails (a bound, not a timing)."""
-
-
-@pytest.fixture
-def engine(store: HarnessStore, settings: Settings) -> Iterator[Engine]:
-    """The read side's engine on the store's database."""
-    made = create_sql_engine(settings)
-    yield made
-    made.dispose()
 
 
 class Feed:
@@ -135,3 +124,13 @@ def test_nothing_is_handed_over_when_no_stream_watches(store: HarnessStore, engi
     hub = FeedHub(engine, threading.Event(), poll_interval=3600)
     assert Feed(store, engine, hub).catch_up() > 0
     assert hub.watched == 0 and not hub.wake.is_set()
+
+
+def test_a_frame_escapes_the_line_breaks_line_based_clients_split_at() -> None:
+    query = "one\u2028two\u2029three\x85four"
+    row = {"seq": 3, "event": "metadata", "data": {"query": query}}
+    rendered = frame(row)
+    assert not {"\u2028", "\u2029", "\x85"} & set(rendered)
+    lines = rendered.splitlines()  # splits at those too: the frame must survive it
+    assert lines[:3] == ["id: 3", "event: metadata", lines[2]]
+    assert json.loads(lines[2].removeprefix("data: ")) == {"query": query}
