@@ -9,6 +9,7 @@ from rich.console import Console
 from sqlalchemy.exc import SQLAlchemyError
 
 from api.auth import LOCAL
+from api.cli_audit import audit_app
 from api.cli_common import console, fail, load_settings
 from api.cli_projections import projections_app
 from api.cli_runs import runs_app
@@ -34,6 +35,7 @@ db_app = typer.Typer(help="Create and inspect the event store.", no_args_is_help
 app.add_typer(db_app, name="db")
 app.add_typer(projections_app, name="projections")
 app.add_typer(runs_app, name="runs")
+app.add_typer(audit_app, name="audit")
 
 
 def _head(settings: Settings, opener: Callable[[Settings], HarnessStore]) -> int:

@@ -17,7 +17,7 @@ from infrastructure.read_tables import sse_event, sse_run
 from projections.base import Positioned, Row, RowCache, insert_many, jsonable, text
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
 
     from sqlalchemy import Connection
 
@@ -73,6 +73,25 @@ class SseFeed:
         if feed:
             insert_many(connection, sse_event, feed)
         self.written = feed
+
+
+def run_feed(run_id: str, events: Iterable[Any]) -> list[tuple[Any, str, dict[str, Any]]]:
+    """One run's public feed from its events in log order, as :class:`SseFeed` writes it.
+
+    Pure (no database): each entry is the event that wrote it, its kind and its data. For audits
+    that derive the feed from an exported log.
+    """
+    state: Row | None = None
+    feed: list[tuple[Any, str, dict[str, Any]]] = []
+    for event in events:
+        if isinstance(event, Run.RunStarted):
+            state = _new_state(run_id, event.session_id)
+        elif state is None or state["closed"]:
+            continue  # as :meth:`SseFeed.process`: nothing before metadata or after terminal
+        for kind, data in _entries(state, event):
+            identity = {"session_id": state["session_id"], "run_id": run_id}
+            feed.append((event, kind, identity | data))
+    return feed
 
 
 def _new_state(run_id: str, session_id: str) -> Row:

@@ -65,8 +65,6 @@ class ChainCheck:
             for record in records:
                 self._check_version(record, version)
                 self._check_link(record, previous if record.version > 1 else "")
-                if previous.startswith(f"{KEYED}:") and not (record.hash or "").startswith(KEYED):
-                    self._report("chain", "is not linked with the audit key as before it", record)
                 version, previous = max(version, record.version), record.hash or ""
         self.violations.sort(key=lambda v: v.record.position if v.record else 0)
         return self.violations
@@ -109,6 +107,14 @@ class ChainCheck:
                     " (HARNESS_AUDIT_KEY or --key)",
                     record,
                 )
+            return
+        if self.key is not None and not keyed:
+            self._report(
+                "chain",
+                "is not linked with the audit key: written without it (before the key was set?)"
+                " or rewritten by someone who does not hold it",
+                record,
+            )
             return
         key = self.key if keyed else None
         expected = link(previous, record.stream, record.version, record.topic, record.payload, key)

@@ -1,0 +1,267 @@
+"""``harness audit``: export the event log as JSON Lines and verify it offline.
+
+An export is the log itself: one domain event per line with its position, stream, version,
+type, topic, timestamp, payload and chain link. ``verify`` replays such a file without any
+database (or the configured database with ``--db``, adding whether the read tables agree with
+the log) and names the exact event of every violation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, TextIO
+from uuid import UUID
+
+import typer
+from rich.console import Console
+from rich.text import Text
+from sqlalchemy.exc import SQLAlchemyError
+
+from api.cli_common import console, fail, load_settings
+from application.audit.integrity import Violation
+from application.audit.records import (
+    AuditFormatError,
+    read_jsonl,
+    run_records,
+    store_records,
+    write_jsonl,
+)
+from application.audit.verify import heads_json, read_heads, verify_records
+from application.store import StoreError
+from infrastructure.database import create_sql_engine
+from infrastructure.eventstore import open_store
+from projections.agreement import check_agreement
+from projections.sse_feed import run_feed
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+
+    from application.audit.records import AuditRecord
+    from application.audit.verify import Heads, Report
+    from application.store import HarnessStore
+
+audit_app = typer.Typer(
+    help="Export the event log as JSON Lines and verify it offline: chain links, the SPEC §16"
+    " invariants, the §10 outcome table and (with --db) the read tables.",
+    no_args_is_help=True,
+)
+
+EXPORT_HELP = "\n\n".join(
+    (
+        "Write domain events as JSON Lines, one per line, in log order.",
+        "Each line holds position, stream, version, type, topic, timestamp, payload (as stored)"
+        " and hash (the event's chain link). A run's export holds its whole run, collection and"
+        " tool invocation streams.",
+        "Keep the --heads file somewhere the database's writers cannot reach: `verify --heads`"
+        " then detects a stream whose tail was rewritten.",
+        "Examples: `harness audit export --all --out audit.jsonl`;"
+        " `harness audit export RUN_ID > run.jsonl`;"
+        " `harness audit export --all --after 5000 >> audit.jsonl` (append what came since).",
+    )
+)
+
+VERIFY_HELP = "\n\n".join(
+    (
+        "Replay a log offline and check it: chain links, the SPEC §16 invariants, the §10 outcome"
+        " table and (with --db) the read tables.",
+        "FILE needs no database and no service. --db reads the configured database's log instead,"
+        " rebuilds every projection from it in a temporary file and compares the live read"
+        " tables with it row by row. Each violation names its event: type, log position, stream"
+        " and version.",
+        "Exit status: 0 clean, 1 violations found, 2 unusable input (an unreadable or malformed"
+        " file, an unreachable database).",
+        "Examples: `harness audit verify audit.jsonl`; `harness audit verify --db`;"
+        " `harness audit export --all | harness audit verify -`.",
+    )
+)
+
+SHOWN = 200
+"""Violations printed one per line; the rest are counted (``--json`` lists them all)."""
+
+
+@contextmanager
+def _store() -> Iterator[HarnessStore]:
+    settings = load_settings()
+    try:
+        store = open_store(settings)
+    except StoreError as error:
+        fail(str(error))
+    try:
+        yield store
+    except (StoreError, SQLAlchemyError) as error:
+        fail(f"the database failed: {error}")
+    finally:
+        store.close()
+
+
+@audit_app.command("export", help=EXPORT_HELP)
+def export(
+    run_id: Annotated[
+        str | None, typer.Argument(help="A run to export: its run, collection and tool streams.")
+    ] = None,
+    everything: Annotated[bool, typer.Option("--all", help="Export the whole log.")] = False,
+    out: Annotated[
+        Path | None, typer.Option(help="Write to this file (default: standard output).")
+    ] = None,
+    after: Annotated[
+        int, typer.Option(min=0, help="Only events after this log position (an increment).")
+    ] = 0,
+    heads: Annotated[
+        Path | None,
+        typer.Option(help="Also write each stream's last version and link to this file."),
+    ] = None,
+) -> None:
+    """Write domain events as JSON Lines, one per line, in log order."""
+    if (run_id is None) == (not everything):
+        fail("give a RUN_ID or --all (not both): `harness audit export --all --out audit.jsonl`")
+    with _store() as store:
+        records = _run(store, run_id, after) if run_id else store_records(store, after)
+        seen: Heads = {}
+        count = _write(_tracked(records, seen), out)
+        head = store.head()  # read after: an export of a live log may end past an earlier head
+    if heads is not None:
+        _write_file(heads, heads_json(seen, head) + "\n")
+    where = str(out) if out else "standard output"
+    console.print(f"exported {count} events of {len(seen)} streams to {where} (log head {head})")
+
+
+def _run(store: HarnessStore, run_id: str, after: int) -> list[AuditRecord]:
+    try:
+        key = UUID(run_id)
+    except ValueError:
+        fail(f"{run_id!r} is not a run id (a UUID such as 7c35daf4-a6a6-478a-93b9-d913aeba9809)")
+    found = run_records(store, key)
+    if not any(r.stream == str(key) and r.type == "RUN_STARTED" for r in found):
+        fail(f"no run {run_id} in the event log (list runs with `harness runs list`)")
+    return [r for r in found if r.position > after]
+
+
+def _tracked(records: Iterable[AuditRecord], heads: Heads) -> Iterator[AuditRecord]:
+    for record in records:
+        heads[record.stream] = (record.version, record.hash or "")
+        yield record
+
+
+def _write(records: Iterable[AuditRecord], out: Path | None) -> int:
+    if out is None:
+        try:
+            count = write_jsonl(records, sys.stdout)
+            sys.stdout.flush()
+        except BrokenPipeError:  # the reader stopped early (`| head`): no traceback for that
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(code=1) from None
+        return count
+    partial = out.with_name(f".{out.name}.partial")
+    try:
+        with partial.open("w", encoding="utf-8") as file:
+            count = write_jsonl(records, file)
+        os.replace(partial, out)  # a failed export never leaves a truncated file behind
+    except OSError as error:
+        fail(f"cannot write {out}: {error.strerror or error}")
+    finally:
+        partial.unlink(missing_ok=True)
+    return count
+
+
+def _write_file(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        fail(f"cannot write {path}: {error.strerror or error}")
+
+
+@audit_app.command("verify", help=VERIFY_HELP)
+def verify(
+    file: Annotated[
+        str | None, typer.Argument(help="An export to verify ('-': standard input).")
+    ] = None,
+    db: Annotated[
+        bool,
+        typer.Option("--db", help="Verify the configured database and its read tables instead."),
+    ] = False,
+    key: Annotated[
+        str | None,
+        typer.Option(help="The audit key the links were made with (default: HARNESS_AUDIT_KEY)."),
+    ] = None,
+    heads: Annotated[
+        Path | None, typer.Option(help="Stream heads kept by an earlier `export --heads`.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Replay a log offline and check it; exit 0 clean, 1 violations, 2 unusable input."""
+    if (file is None) == (not db):
+        fail("give an export FILE or --db (not both): `harness audit verify audit.jsonl`")
+    secret = (key or load_settings().audit_key.get_secret_value() or "").encode() or None
+    kept = _read_heads(heads) if heads else None
+    if db:
+        report, source = _verify_db(secret, kept), "the configured database"
+    else:
+        assert file is not None
+        report, source = _verify_file(file, secret, kept), file
+    _print(report, source, as_json)
+    raise typer.Exit(code=0 if report.clean else 1)
+
+
+def _read_heads(path: Path) -> Heads:
+    try:
+        return read_heads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        fail(f"cannot read the heads file {path}: {error}")
+
+
+def _verify_file(file: str, key: bytes | None, heads: Heads | None) -> Report:
+    try:
+        with _opened(file) as lines:
+            report = verify_records(read_jsonl(lines), key, run_feed, heads)
+    except AuditFormatError as error:
+        fail(f"{file}: {error}: is it an export of `harness audit export`?")
+    except UnicodeDecodeError:
+        fail(f"{file} is not UTF-8 text: is it an export of `harness audit export`?")
+    except OSError as error:
+        fail(f"cannot read {file}: {error.strerror or error}")
+    if report.events == 0:
+        fail(f"{file} holds no events: nothing to verify")
+    return report
+
+
+@contextmanager
+def _opened(file: str) -> Iterator[TextIO]:
+    if file == "-":
+        yield sys.stdin
+        return
+    with Path(file).open(encoding="utf-8") as lines:
+        yield lines
+
+
+def _verify_db(key: bytes | None, heads: Heads | None) -> Report:
+    settings = load_settings()
+    engine = create_sql_engine(settings)
+    try:
+        with _store() as store:
+            report = verify_records(store_records(store), key, run_feed, heads)
+            agreement = check_agreement(store, engine)
+    finally:
+        engine.dispose()
+    report.add(
+        f"read tables agree with the log ({agreement.rows} rows compared)",
+        [Violation("projection", difference.describe()) for difference in agreement.differences],
+    )
+    return report
+
+
+def _print(report: Report, source: str, as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps({"source": source, **report.to_json()}, indent=2, ensure_ascii=False))
+        return
+    out = Console(soft_wrap=True, highlight=False)
+    out.print(Text(f"audit of {source}", style="bold"))
+    out.print(Text("checked: " + "; ".join(report.checks)))
+    for violation in report.violations[:SHOWN]:
+        out.print(Text(violation.describe(), style="red"))
+    if len(report.violations) > SHOWN:
+        out.print(Text(f"… and {len(report.violations) - SHOWN} more (--json lists them all)"))
+    out.print(Text(report.summary(), style="bold green" if report.clean else "bold red"))

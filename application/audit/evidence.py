@@ -1,0 +1,160 @@
+"""SPEC §16.3–§16.6 on one run: what it cites, what its tools returned, when they ran.
+
+Evidence is what a run's tool invocations returned: a published conclusion or fact may cite
+only READY + EVIDENCE_FOUND results of the same run (the EvidenceGuard's own definition), and
+a fact must quote one of them; NO_EVIDENCE says only that a scope was empty.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from application.audit.integrity import Violation
+from application.audit.rules import cited, no_evidence_notes
+from domain.collection import Collection
+from domain.run import Run
+from domain.states import EvidenceStatus
+from domain.tool_invocation import ToolInvocation
+
+if TYPE_CHECKING:
+    from application.audit.replay import Entry, RunLog
+
+Ready = tuple[int, EvidenceStatus | None, str]
+"""Where an invocation became READY: its log position, evidence status and content."""
+
+FOUND, EMPTY = EvidenceStatus.EVIDENCE_FOUND, EvidenceStatus.NO_EVIDENCE
+
+
+def check_evidence(log: RunLog) -> list[Violation]:
+    """Every §16.3–§16.6 (and §8) violation of one run."""
+    return [*check_references(log), *check_ready(log), *check_saturation(log)]
+
+
+def ready_results(log: RunLog) -> dict[str, Ready]:
+    """The run's READY invocations by stream name."""
+    found: dict[str, Ready] = {}
+    for name, stream in log.invocations.items():
+        ready = next(
+            (e for e in stream.entries if isinstance(e.event, ToolInvocation.ToolInvocationReady)),
+            None,
+        )
+        if ready is not None:
+            event = ready.event
+            found[name] = (ready.record.position, event.evidence_status, event.content)
+    return found
+
+
+def check_references(log: RunLog) -> list[Violation]:
+    """§16.3 and §16.5: what is cited is READY + EVIDENCE_FOUND; NO_EVIDENCE stays scoped."""
+    ready = ready_results(log)
+    found: list[Violation] = []
+    for entry in log.of(Run.ReleaseDecision):
+        for references, excerpt in cited(entry.event.content):
+            found.extend(_citation(log, ready, references, excerpt, entry))
+        found.extend(_unscoped_notes(ready, entry))
+    for entry in log.of(Collection.ToolProgress):
+        invocation = entry.event.invocation_id
+        if invocation is not None and str(invocation) not in ready:
+            why = f"records a gain for invocation {invocation}, which is no READY result of the run"
+            found.append(Violation("SPEC §16.3", why, entry.record))
+    return found
+
+
+def _unscoped_notes(ready: dict[str, Ready], entry: Entry) -> list[Violation]:
+    """§16.5: each published NO_EVIDENCE note is the scope of an empty result of the run."""
+    at = entry.record.position
+    scopes = [content for p, status, content in ready.values() if p < at and status is EMPTY]
+    return [
+        Violation(
+            "SPEC §16.5",
+            f"publishes a NO_EVIDENCE note no empty result scopes: {note!r:.80}",
+            entry.record,
+        )
+        for note in no_evidence_notes(entry.event.content)
+        if not any(scope and note.endswith(scope) for scope in scopes)
+    ]
+
+
+def _citation(
+    log: RunLog, ready: dict[str, Ready], references: list[Any], excerpt: str | None, entry: Entry
+) -> list[Violation]:
+    """What is wrong with one published conclusion or fact and its references."""
+    found: list[tuple[str, str]] = []
+    contents: list[str] = []
+    for reference in references:
+        name = _stream_of(reference)
+        if name is None or name not in log.invocations:
+            found.append(("SPEC §16.3", f"cites {str(reference)!r:.80}, no invocation of the run"))
+        elif name not in ready or ready[name][0] > entry.record.position:
+            found.append(("SPEC §16.3", f"cites invocation {name}, which is not READY"))
+        elif ready[name][1] is not FOUND:
+            status = ready[name][1]
+            found.append(
+                (
+                    "SPEC §16.5",
+                    f"cites invocation {name} ({status.value if status else 'no status'}) as"
+                    " evidence: an empty scope is no finding",
+                )
+            )
+        else:
+            contents.append(ready[name][2])
+    if not references:
+        found.append(("SPEC §16.3", "publishes a conclusion or a fact that cites nothing"))
+    if excerpt is not None and not (excerpt and any(excerpt in c for c in contents)):
+        found.append(("SPEC §10", "publishes a fact that quotes none of its cited results"))
+    return [Violation(rule, why, entry.record) for rule, why in found]
+
+
+def _stream_of(reference: object) -> str | None:
+    try:
+        return str(UUID(str(reference)))
+    except ValueError:
+        return None
+
+
+def check_ready(log: RunLog) -> list[Violation]:
+    """§16.4: READY carries EVIDENCE_FOUND or NO_EVIDENCE; §8: an ended invocation is final."""
+    found: list[Violation] = []
+    final = (ToolInvocation.ToolInvocationReady, ToolInvocation.ToolInvocationFailed)
+    for stream in log.invocations.values():
+        ended: Entry | None = None
+        for entry in stream.entries:
+            if ended is not None:
+                why = f"changes the invocation after it ended (at position {ended.record.position})"
+                found.append(Violation("SPEC §8", why, entry.record))
+            elif isinstance(entry.event, final):
+                ended = entry
+                if isinstance(entry.event, ToolInvocation.ToolInvocationReady):
+                    found.extend(_ready_problems(entry))
+    return found
+
+
+def _ready_problems(entry: Entry) -> list[Violation]:
+    event, record = entry.event, entry.record
+    if event.evidence_status not in (FOUND, EMPTY):
+        status = event.evidence_status.value if event.evidence_status else "none"
+        return [Violation("SPEC §16.4", f"is READY with evidence status {status}", record)]
+    found: list[Violation] = []
+    content = event.content if isinstance(event.content, str) else ""
+    data = content.encode()
+    if event.evidence_status is FOUND and not content.strip():
+        found.append(Violation("SPEC §16.4", "is EVIDENCE_FOUND with no content", record))
+    if event.content_hash != hashlib.sha256(data).hexdigest() or event.byte_size != len(data):
+        found.append(Violation("SPEC §8", "its content hash or size is not its content's", record))
+    return found
+
+
+def check_saturation(log: RunLog) -> list[Violation]:
+    """§16.6: no tool invocation begins after the run's collection stopped."""
+    entries = log.collection.entries if log.collection else []
+    stop = next((e for e in entries if isinstance(e.event, Collection.CollectionStop)), None)
+    if stop is None:
+        return []
+    at, reason = stop.record.position, stop.event.stop_reason.value
+    return [
+        Violation("SPEC §16.6", f"began after the collection stopped ({reason} at {at})", first)
+        for stream in log.invocations.values()
+        if stream.entries and (first := stream.entries[0].record).position > at
+    ]

@@ -1,0 +1,198 @@
+"""``harness audit verify``: check an exported (or stored) log offline and report every finding.
+
+Four kinds of check, in this order: the log's integrity (order, stream versions, chain links,
+and optionally heads kept apart from it), that every record decodes and replays into its
+aggregate, every SPEC §16 invariant and the SPEC §10 table per run, and (composed by the
+caller, who owns the read side) whether the projections agree with the log.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from application.audit.integrity import ChainCheck, Violation
+from application.audit.invariants import check_run
+from application.audit.replay import replay
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+    from application.audit.invariants import FeedOf
+    from application.audit.records import AuditRecord
+    from application.audit.replay import Stream
+
+Heads = dict[str, tuple[int, str]]
+"""Each stream's last version and chain link."""
+
+CHECKS = ("log order and chain links", "SPEC §16 invariants", "SPEC §10 outcome table")
+
+
+@dataclass
+class Report:
+    """What a verification found: counts, the checks that ran and every violation."""
+
+    events: int = 0
+    streams: int = 0
+    runs: int = 0
+    finished: int = 0
+    running: int = 0
+    """Runs without a termination yet (in flight, or left by a lost worker)."""
+    checks: list[str] = field(default_factory=lambda: list(CHECKS))
+    violations: list[Violation] = field(default_factory=list)
+    heads: Heads = field(default_factory=dict)
+
+    @property
+    def clean(self) -> bool:
+        """True when nothing was found."""
+        return not self.violations
+
+    def by_rule(self) -> dict[str, int]:
+        """How many violations each rule has, most first."""
+        return dict(Counter(v.rule for v in self.violations).most_common())
+
+    def add(self, check: str, violations: Iterable[Violation]) -> None:
+        """Add the findings of another check (e.g. the projections' agreement)."""
+        self.checks.append(check)
+        self.violations.extend(violations)
+
+    def summary(self) -> str:
+        """One line: what was checked and what was found."""
+        counted = (
+            f"{_count(self.events, 'event')}, {_count(self.streams, 'stream')},"
+            f" {_count(self.runs, 'run')} ({self.finished} finished, {self.running} still running)"
+        )
+        if self.clean:
+            return f"{counted}: no violations"
+        rules = ", ".join(f"{rule} {count}" for rule, count in self.by_rule().items())
+        return f"{counted}: {_count(len(self.violations), 'violation')} — {rules}"
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as JSON data (``--json``)."""
+        return {
+            "clean": self.clean,
+            "events": self.events,
+            "streams": self.streams,
+            "runs": self.runs,
+            "finished": self.finished,
+            "running": self.running,
+            "checks": self.checks,
+            "by_rule": self.by_rule(),
+            "violations": [
+                {
+                    "rule": v.rule,
+                    "message": v.message,
+                    "event": None if v.record is None else _where(v.record),
+                    "text": v.describe(),
+                }
+                for v in self.violations
+            ],
+        }
+
+
+def _count(number: int, thing: str) -> str:
+    return f"{number} {thing}{'' if number == 1 else 's'}"
+
+
+def _where(record: AuditRecord) -> dict[str, Any]:
+    return {
+        "type": record.type,
+        "position": record.position,
+        "stream": record.stream,
+        "version": record.version,
+    }
+
+
+def verify_records(
+    records: Iterable[AuditRecord],
+    key: bytes | None = None,
+    feed: FeedOf | None = None,
+    heads: Heads | None = None,
+) -> Report:
+    """Check a log given as records in log order (an export, or the store's own).
+
+    ``key`` is the audit key the links were made with (None: plain SHA-256 links); ``feed``
+    derives a run's public feed (SPEC §16.2 is skipped without it); ``heads`` are stream heads
+    kept apart from the log, to detect a rewritten tail. Raises what reading ``records``
+    raises (an export's :class:`~application.audit.records.AuditFormatError`).
+    """
+    chain = ChainCheck(key)
+    kept: list[AuditRecord] = []
+    for record in records:
+        chain.add(record)
+        kept.append(record)
+    found = chain.finish()
+    if heads is not None:
+        found += check_heads(chain.streams, heads)
+    replayed = replay(kept)
+    found += replayed.violations
+    runs = replayed.runs()
+    for log in runs.values():
+        found += check_run(log, feed)
+    finished = sum(1 for log in runs.values() if _terminated(log.run))
+    report = Report(
+        events=len(kept),
+        streams=len(chain.streams),
+        runs=len(runs),
+        finished=finished,
+        running=len(runs) - finished,
+        violations=_in_log_order(found),
+        heads=chain.heads(),
+    )
+    if feed is None:
+        report.checks.append("(SPEC §16.2 skipped: no feed given)")
+    return report
+
+
+def _terminated(stream: Stream | None) -> bool:
+    return stream is not None and getattr(stream.aggregate, "termination", None) is not None
+
+
+def _in_log_order(violations: list[Violation]) -> list[Violation]:
+    """Each reported once, by their event's position (findings about no one event first)."""
+    unique = {(v.describe(), v.record.position if v.record else 0): v for v in violations}
+    return sorted(unique.values(), key=lambda v: v.record.position if v.record else 0)
+
+
+def check_heads(streams: Mapping[str, list[AuditRecord]], heads: Heads) -> list[Violation]:
+    """Each kept head is in the log with the same link (else the stream was cut or rewritten)."""
+    found: list[Violation] = []
+    for name, (version, chain) in heads.items():
+        at = [r for r in streams.get(name, []) if r.version == version]
+        if not at:
+            why = f"stream {name}: version {version}, its head when kept, is not in the log"
+            found.append(Violation("heads", f"{why} (dropped, or the stream was rewritten)"))
+        elif at[0].hash != chain:
+            why = "its link is not the one kept as its stream's head: the stream was rewritten"
+            found.append(Violation("heads", why, at[0]))
+    return found
+
+
+def read_heads(text: str) -> Heads:
+    """Parse a heads file (``harness audit export --heads``); ValueError when it is not one."""
+    data = json.loads(text)
+    streams = data.get("streams") if isinstance(data, dict) else None
+    if not isinstance(streams, dict):
+        raise ValueError('a heads file is a JSON object {"streams": {stream: [version, link]}}')
+    heads: Heads = {}
+    for name, value in streams.items():
+        ok = isinstance(value, list) and len(value) == 2
+        if not (ok and isinstance(value[0], int) and isinstance(value[1], str)):
+            raise ValueError(f"stream {name!r}: a head is [version, link], not {value!r:.60}")
+        heads[str(name)] = (value[0], value[1])
+    return heads
+
+
+def heads_json(heads: Heads, log_head: int) -> str:
+    """A heads file: each stream's last version and link, and the last log position seen."""
+    lines = [
+        f" {json.dumps(name)}: {json.dumps(list(head))}" for name, head in sorted(heads.items())
+    ]
+    body = ",\n".join(lines)
+    return (
+        f'{{"log_head": {log_head}, "streams": {{\n{body}\n}}}}'
+        if lines
+        else (f'{{"log_head": {log_head}, "streams": {{}}}}')
+    )

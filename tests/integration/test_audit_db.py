@@ -1,0 +1,195 @@
+"""``harness audit verify --db`` on SQLite and PostgreSQL: the log, and the read tables against it.
+
+One realistic log per backend (built once); a test that edits a stored event or a read-table row
+puts it back afterwards. Invariant violations are appended as raw events to a store of their own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, text
+
+from application.audit.records import store_records
+from domain.run import Run
+from domain.states import EvidenceStatus, FailureCode, RunState
+from domain.tool_invocation import ToolInvocation
+from infrastructure.database import create_sql_engine
+from infrastructure.eventstore import init_store
+from infrastructure.read_tables import diagnosis_run
+from infrastructure.settings import Settings
+from tests.integration._audit_helpers import (
+    build_log,
+    clean_exit,
+    env_of,
+    harness_cli,
+    load,
+    named,
+    pg_schema,
+    violations,
+)
+from tests.integration._projection_helpers import rows, run_scenario
+
+
+@dataclass(frozen=True)
+class Database:
+    settings: Settings
+    env: dict[str, str]
+    engine: Engine
+    head: int
+    events: int
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def database(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Database]:
+    if request.param == "sqlite":
+        path = tmp_path_factory.mktemp("audit-db") / "harness.db"
+        yield from _built(Settings(database_url=f"sqlite:///{path}"))
+        return
+    request.getfixturevalue("pg_available")
+    with pg_schema() as settings:
+        yield from _built(settings)
+
+
+def _built(settings: Settings) -> Iterator[Database]:
+    store = init_store(settings)
+    try:
+        build_log(store, settings)
+        head, events = store.head(), len(list(store_records(store)))  # PostgreSQL ids have holes
+    finally:
+        store.close()
+    engine = create_sql_engine(settings)
+    try:
+        yield Database(settings, env_of(settings), engine, head, events)
+    finally:
+        engine.dispose()
+
+
+def verify_db(database: Database) -> tuple[int, list[str]]:
+    result = harness_cli(database.env, "audit", "verify", "--db")
+    assert clean_exit(result), result.exception
+    return result.exit_code, [line for line in result.stdout.splitlines() if line.startswith("[")]
+
+
+def test_a_clean_database_verifies(database: Database) -> None:
+    result = harness_cli(database.env, "audit", "verify", "--db")
+    assert result.exit_code == 0, result.stdout
+    assert "read tables agree with the log" in result.stdout
+    assert f"{database.events} events" in result.stdout and "no violations" in result.stdout
+
+
+def test_an_edited_read_table_row_is_named(database: Database) -> None:
+    (row,) = rows(database.engine, diagnosis_run, diagnosis_run.c.termination_state == "TIMED_OUT")
+    run_id = row["run_id"]
+    statement = text("UPDATE diagnosis_run SET release_outcome = :outcome WHERE run_id = :run_id")
+    with database.engine.begin() as connection:
+        connection.execute(statement, {"outcome": "SUCCESS", "run_id": run_id})
+    try:
+        code, found = verify_db(database)
+    finally:
+        with database.engine.begin() as connection:
+            connection.execute(statement, {"outcome": row["release_outcome"], "run_id": run_id})
+    assert code == 1
+    assert found == [
+        f"[projection] diagnosis_run [run_id={run_id}]: column release_outcome: live 'SUCCESS',"
+        " log 'FAILED'"
+    ]
+
+
+def test_projections_behind_or_ahead_of_the_log_are_named(database: Database) -> None:
+    move = text("UPDATE projection_tracking SET position = position + :by WHERE name = :name")
+    with database.engine.begin() as connection:
+        connection.execute(move, {"by": -3, "name": "trace_event"})
+        connection.execute(move, {"by": 5, "name": "session_turn"})
+    try:
+        code, found = verify_db(database)
+    finally:
+        with database.engine.begin() as connection:
+            connection.execute(move, {"by": 3, "name": "trace_event"})
+            connection.execute(move, {"by": -5, "name": "session_turn"})
+    head = database.head
+    assert code == 1
+    assert found == [
+        f"[projection] projection_tracking [name=trace_event]: position {head - 3} is behind the"
+        f" log head {head} by 3",
+        f"[projection] projection_tracking [name=session_turn]: position {head + 5} is ahead of"
+        f" the log head {head}: events the log lacks",
+    ]
+
+
+def test_an_event_edited_in_the_events_table_is_named(database: Database) -> None:
+    sqlite = database.settings.database.kind == "sqlite"
+    position_column, table = (
+        ("rowid", "stored_events") if sqlite else ("notification_id", "harness_events")
+    )
+    with database.engine.connect() as connection:
+        position, state = connection.execute(
+            text(
+                f"SELECT {position_column}, state FROM {table}"
+                " WHERE topic = 'domain.run:Run.RoutingDecision'"
+                f" ORDER BY {position_column} LIMIT 1 OFFSET 2"
+            )
+        ).one()
+    edited = json.loads(bytes(state))
+    edited["error"] = "rewritten in the database"
+    update = text(f"UPDATE {table} SET state = :state WHERE {position_column} = :position")
+    with database.engine.begin() as connection:
+        new = json.dumps(edited, separators=(",", ":")).encode()
+        connection.execute(update, {"state": new, "position": position})
+    try:
+        result = harness_cli(database.env, "audit", "verify", "--db")
+    finally:
+        with database.engine.begin() as connection:
+            connection.execute(update, {"state": bytes(state), "position": position})
+    assert result.exit_code == 1
+    found = [f for f in violations(result) if f.rule != "projection"]
+    assert len(found) == 1 and found[0].rule == "chain"
+    assert found[0].text.startswith(f"ROUTING_DECISION at position {position} (stream ")
+    assert "its chain link does not match its content" in found[0].text
+
+
+def test_invariants_broken_by_raw_events_are_named(settings: Settings, tmp_path: Path) -> None:
+    """Events appended past the aggregates' checks: the chain is intact, the invariants are not."""
+    store = init_store(settings)
+    try:
+        finished = run_scenario(store, "conclusion_supported")
+        run = store.get_run(finished.run_id)
+        # the aggregates' own event machinery, without the commands' checks in front of it
+        run.trigger_event(
+            Run.RunTerminated, state=RunState.FAILED, reason=FailureCode.INTERNAL_ERROR
+        )
+        at_second = store.save_all(run)
+        started, _ = store.start_run("s-2", "why?", datetime.now(UTC) + timedelta(minutes=5))
+        invocation = ToolInvocation.begin(started, "search_logs", "checkout", {})
+        invocation.trigger_event(
+            ToolInvocation.ToolInvocationReady,
+            evidence_status=EvidenceStatus.ERROR,  # READY without a READY evidence status
+            content="",
+            byte_size=0,
+            content_hash=hashlib.sha256(b"").hexdigest(),
+        )
+        at_forged = store.save_all(invocation)
+    finally:
+        store.close()
+    env = env_of(settings)
+    export = tmp_path / "raw.jsonl"
+    assert harness_cli(env, "audit", "export", "--all", "--out", str(export)).exit_code == 0
+    records = {r["position"]: r for r in load(export)}
+    for source in ([str(export)], ["--db"]):
+        result = harness_cli(env, "audit", "verify", *source)
+        assert result.exit_code == 1, result.stdout
+        assert {f.rule for f in violations(result)} >= {"SPEC §16.1", "SPEC §16.4"}
+        (twice,) = named(result, records[at_second], "SPEC §16.1")
+        assert "a second termination" in twice.text
+        assert named(result, records[at_second], "SPEC §4")  # after RUN_FINISHED, too
+        (bare,) = named(result, records[at_forged], "SPEC §16.4")
+        assert "is READY with evidence status ERROR" in bare.text
+        assert not [f for f in violations(result) if f.rule in ("chain", "order")]
