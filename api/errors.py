@@ -8,16 +8,24 @@ logged and answered 500 with a plain sentence.
 from __future__ import annotations
 
 import logging
+import math
 from typing import TYPE_CHECKING, Any
 
 from eventsourcing.persistence import PersistenceError
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import SQLAlchemyError
 
 from api.schemas import ProblemPublic
 from application.dispatch import AdmissionRefused
 from application.store import StoreError, StoreNotInitialisedError
-from domain.errors import InvalidCommandError, SessionNotYoursError, UnknownAggregateError
+from domain.errors import (
+    ConcurrentWriteError,
+    InvalidCommandError,
+    SessionNotYoursError,
+    UnknownAggregateError,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -57,6 +65,12 @@ def install(app: FastAPI) -> None:
     for kind, status in PLAIN:
         app.add_exception_handler(kind, _plain(status))
 
+    @app.exception_handler(RequestValidationError)
+    async def unprocessable(_request: Request, error: RequestValidationError) -> JSONResponse:
+        # FastAPI's own 422, except that inputs JSON cannot carry are echoed printably
+        detail = jsonable_encoder(error.errors(), custom_encoder={bytes: _escaped})
+        return JSONResponse({"detail": _printable(detail)}, 422)
+
     @app.exception_handler(InvalidCommandError)
     async def invalid(_request: Request, error: InvalidCommandError) -> JSONResponse:
         # the shape of FastAPI's own 422, so the one documented schema describes both
@@ -83,7 +97,9 @@ def install(app: FastAPI) -> None:
             {"Retry-After": RETRY_AFTER},
         )
 
-    for kind in (StoreError, PersistenceError, SQLAlchemyError):
+    # A write conflict reaching a route: the commit could not be confirmed (its connection was
+    # lost as it committed and the retry found the row) or a writer raced; retrying is safe.
+    for kind in (StoreError, PersistenceError, SQLAlchemyError, ConcurrentWriteError):
         app.add_exception_handler(kind, unavailable)
 
     @app.exception_handler(Exception)
@@ -97,6 +113,28 @@ def _plain(status: int) -> Callable[[Request, Exception], Awaitable[JSONResponse
         return problem(status, str(error))
 
     return handler
+
+
+def _printable(value: Any) -> Any:
+    """``value`` with what JSON cannot carry spelled out.
+
+    NaN and the infinities become text; a lone surrogate (a request's JSON may escape one, UTF-8
+    cannot encode it) becomes its backslash escape.
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, list):
+        return [_printable(v) for v in value]
+    if isinstance(value, dict):
+        return {_printable(k): _printable(v) for k, v in value.items()}
+    return value
+
+
+def _escaped(data: bytes) -> str:
+    """Bytes as text, escaping what is not UTF-8 (a body sent as another media type)."""
+    return data.decode("utf-8", "backslashreplace")
 
 
 def _first_line(error: BaseException) -> str:

@@ -36,15 +36,27 @@ class BudgetCreate(BaseModel):
     bytes: int | None = Field(None, ge=0, description="Bytes of tool output.")
 
 
+QUERY_PATTERN = r"^[^\x00]*[^\s\x00][^\x00]*$"
+"""What the document says a query is: not only spaces, and no NUL."""
+
+
+def _without_nul(text: str) -> str:
+    """Refuse NUL: PostgreSQL text cannot hold it, so the read tables could not show the run."""
+    if "\x00" in text:
+        raise ValueError("must not contain NUL characters (\\u0000)")
+    return text
+
+
 class ChatCreate(BaseModel):
     """A question for the harness."""
 
     model_config = ConfigDict(extra="forbid")
 
-    query: str = Field(
+    query: Annotated[str, AfterValidator(_without_nul)] = Field(
         min_length=1,
         pattern=r"\S",
-        description="What to ask (not only spaces; at most HARNESS_MAX_QUERY_CHARS).",
+        json_schema_extra={"pattern": QUERY_PATTERN},  # r"\S" and no NUL, as one pattern
+        description="What to ask (not only spaces, no NUL; at most HARNESS_MAX_QUERY_CHARS).",
     )
     session_id: str | None = Field(
         None,

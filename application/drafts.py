@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from application.storable import NotStorable, storable_json
 from domain.values import Fact
 
 
@@ -74,12 +75,26 @@ class DraftError(Exception):
         self.kind = kind
 
 
+def loads_json(text: str) -> Any:
+    """``json.loads`` for what a model wrote, which may be anything.
+
+    Its strings are made storable (see :mod:`application.storable`: JSON may escape a lone
+    surrogate, which the log cannot hold), and JSON nested deeper than the parser can recurse
+    is invalid JSON like any other (a :class:`json.JSONDecodeError`), not a RecursionError that
+    would end the run INTERNAL_ERROR.
+    """
+    try:
+        return storable_json(json.loads(text))
+    except (RecursionError, NotStorable):
+        raise json.JSONDecodeError("nested too deeply", text, 0) from None
+
+
 def parse_agent_text(text: str) -> tuple[AgentStep | None, str | None]:
     """Parse an agent answer's text: the step, or None and why it is malformed (never raises)."""
     if not text.strip():
         return AgentStep(), None
     try:
-        data = json.loads(text)
+        data = loads_json(text)
     except json.JSONDecodeError as error:
         return None, f"INVALID_JSON: {error.msg} at line {error.lineno} column {error.colno}"
     try:
@@ -92,7 +107,7 @@ def validate_draft(data: dict[str, Any] | str) -> DiagnosisDraft:
     """A strictly valid draft, or :class:`DraftError` saying exactly what was wrong."""
     if isinstance(data, str):
         try:
-            data = json.loads(data)
+            data = loads_json(data)
         except json.JSONDecodeError as error:
             raise DraftError("INVALID_JSON", f"{error.msg} at column {error.colno}") from error
     if not isinstance(data, dict):

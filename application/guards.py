@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from application.diagnosis import AgentFailure, Completed, ControlledStop
-from application.drafts import DRAFT_SCHEMA, DraftError, validate_draft
+from application.drafts import DRAFT_SCHEMA, DraftError, loads_json, validate_draft
 from application.harness import RunAborted
 from application.ports import Message, ModelError, ModelRequest
 from domain.errors import UnknownAggregateError
@@ -71,6 +71,8 @@ class EvidenceGuard:
         try:
             key = UUID(reference)
         except ValueError:
+            return None
+        if str(key) != reference:  # "{id}", "urn:uuid:id", upper case: not the id as recorded
             return None
         invocation = self.ctx.invocations.get(key)
         if invocation is None:
@@ -235,7 +237,7 @@ def _judge(ctx: RunContext, draft: DiagnosisDraft, guard: EvidenceGuard) -> Sema
     verdict: SemanticVerdict | None = None
     unavailable = ""
     try:
-        answer = json.loads(ctx.call_model(request).text)
+        answer = loads_json(ctx.call_model(request).text)
         verdict = SemanticVerdict(answer["verdict"])
     except ModelError as error:
         unavailable = f"judge failed: {error}"

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 from application.ports import ModelError, ModelTimeoutError
+from application.storable import storable_response
 from domain.errors import ConcurrentWriteError
 from domain.run import Run
 from domain.states import BudgetKind, ModelStepOutcome, RunState
@@ -174,7 +175,7 @@ class RunContext:
             self.save()
         started = time.monotonic()
         try:
-            response = self._bounded_call(request)
+            response = storable_response(self._bounded_call(request))
         except ModelError as error:
             # A model failure after the run ended changes nothing: the deadline is checked here,
             # and a cancel that came meanwhile makes the step's save conflict and abort.

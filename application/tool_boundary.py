@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from application.harness import RunAborted
 from application.ports import ToolArgumentsError, ToolExecutionError, ToolOutput
+from application.storable import NotStorable, storable_output, storable_text
 from application.store import StoreUnavailableError
 from domain.states import (
     BudgetKind,
@@ -85,7 +86,7 @@ class ToolBoundary:
                 raise ToolArgumentsError(
                     f"arguments are not a JSON object: {call.raw_arguments[:200]!r}"
                 )
-            scope = tool.normalize_scope(call.arguments)
+            scope = _scope(tool, call)
         except ToolArgumentsError as error:
             return self._reject(call, ToolRejectionCode.INVALID_REQUEST, str(error))
         if self.ctx.run.would_exceed(BudgetKind.TOOL_CALLS, 1):
@@ -151,18 +152,20 @@ class ToolBoundary:
     def _run(self, tool: Tool, call: ToolCall) -> ToolOutput:
         try:
             if not tool.blocking:
-                return tool.run(call.arguments)
+                return storable_output(tool.run(call.arguments))
             remaining = (self.ctx.run.deadline - self.ctx.clock.now()).total_seconds()
             future = self.ctx.pool.submit(tool.run, call.arguments)
-            return self.ctx.wait_for(future, max(0.0, remaining))
+            return storable_output(self.ctx.wait_for(future, max(0.0, remaining)))
+        except NotStorable as error:  # a result of the wrong shape is the tool's failure
+            raise ToolExecutionError("MALFORMED", str(error)) from error
         except FutureTimeout:
             # The invocation is closed as ERROR and the run times out at its next boundary; the
             # call is not promised to stop, and its late result is dropped (SPEC §5).
             raise ToolExecutionError(
                 "TIMEOUT", "the tool did not answer before the deadline"
             ) from None
-        except ToolExecutionError:
-            raise
+        except (ToolExecutionError, RunAborted):
+            raise  # RunAborted: the run ended while the tool ran, the call is abandoned
         except Exception as error:  # a tool that raises is a recorded failure, never a crash
             raise ToolExecutionError(
                 "EXECUTION", f"{type(error).__name__}: {error}"[:500]
@@ -198,6 +201,8 @@ class ToolBoundary:
     def _failed(
         self, call: ToolCall, invocation: ToolInvocation, code: str, message: str
     ) -> ToolResult:
+        code = storable_text(str(code)).strip() or "EXECUTION"  # the tool's own words
+        message = storable_text(message)
         invocation.fail(code, message)
         self.ctx.save(invocation)
         return ToolResult(
@@ -205,6 +210,7 @@ class ToolBoundary:
         )
 
     def _reject(self, call: ToolCall, code: ToolRejectionCode, detail: str) -> ToolResult:
+        detail = storable_text(detail)  # it may quote the tool's own words
         self.ctx.run.reject_tool_request(call.name, code, detail)
         try:
             self.ctx.save()
@@ -212,6 +218,20 @@ class ToolBoundary:
             if code is not ToolRejectionCode.INVALID_RUN:
                 raise
         return ToolResult(call.id, f"REJECTED {code.value}: {detail}")
+
+
+def _scope(tool: Tool, call: ToolCall) -> str:
+    """The tool's canonical scope of the call; a tool that cannot give one rejects the request."""
+    try:
+        scope = tool.normalize_scope(call.arguments)
+    except ToolArgumentsError:
+        raise
+    except Exception as error:  # a tool that fails to read its arguments cannot be run
+        detail = f"{tool.name} could not read the arguments: {type(error).__name__}: {error}"
+        raise ToolArgumentsError(detail[:500]) from error
+    if not isinstance(scope, str):
+        raise ToolArgumentsError(f"{tool.name} gave a {type(scope).__name__} as scope, not text")
+    return storable_text(scope)
 
 
 def _mark_ready(invocation: ToolInvocation, output: ToolOutput, content: str) -> EvidenceStatus:

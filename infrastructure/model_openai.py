@@ -15,6 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 import openai
 from openai.types.chat import ChatCompletionMessage
 
+from application.drafts import loads_json
 from application.ports import (
     ModelError,
     ModelRefusedError,
@@ -302,7 +303,7 @@ def _parse_arguments(arguments: object) -> tuple[JSON, str | None]:
     if not isinstance(arguments, str):
         return {}, "" if arguments is None else str(arguments)
     try:
-        value = json.loads(arguments)
+        value = loads_json(arguments)
     except ValueError:
         return {}, arguments
     if isinstance(value, dict):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Annotated
 from uuid import UUID
@@ -33,6 +34,10 @@ router = APIRouter(prefix="/v1/runs", tags=["runs"])
 
 MAX_PAGE = 200
 MAX_OFFSET = 2**31 - 1
+EVENT_ID = re.compile(r"[0-9]{1,18}")
+"""A ``Last-Event-ID`` this service sends: ASCII digits (at most 18, so it fits an int64)."""
+MAX_EVENT_ID = 2**31 - 1
+"""The largest event id a feed can hold (``sse_event.seq`` is an int4 on PostgreSQL)."""
 
 
 @router.post(
@@ -124,13 +129,14 @@ async def stream(
 
 
 def _event_id(value: str) -> int:
-    if value.strip() == "":
+    digits = value.strip()
+    if digits == "":
         return 0
-    if not value.strip().isdigit() or len(value.strip()) > 18:
+    if not EVENT_ID.fullmatch(digits):  # not str.isdigit: "²" is a digit int() refuses
         raise BadRequest(
             f"Last-Event-ID must be the id of an event of this stream (a number), not {value!r:.40}"
         )
-    return int(value.strip())
+    return min(int(digits), MAX_EVENT_ID)  # after the largest id there is nothing either
 
 
 @router.post(

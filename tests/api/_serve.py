@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -12,9 +13,14 @@ from typing import Any
 
 import httpx
 import uvicorn
+from fastapi import FastAPI
 
 from api.main import create_app
 from application.store import HarnessStore
+from infrastructure.composition import load_sample_data
+from infrastructure.database import create_sql_engine
+from infrastructure.eventstore import init_store
+from infrastructure.read_tables import create_read_tables
 from infrastructure.settings import Settings
 
 STARTUP_TIMEOUT = 30.0
@@ -23,10 +29,14 @@ STARTUP_TIMEOUT = 30.0
 @contextmanager
 def serving(settings: Settings, store: HarnessStore | None = None) -> Iterator[str]:
     """Serve the app on a free loopback port; yields its base URL."""
-    config = uvicorn.Config(
-        create_app(settings, store), host="127.0.0.1", port=0, log_level="warning"
-    )
-    server = uvicorn.Server(config)
+    with serving_app(create_app(settings, store)) as url:
+        yield url
+
+
+@contextmanager
+def serving_app(app: FastAPI) -> Iterator[str]:
+    """Serve an app already built (the caller may reach its services) on a free port."""
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
     thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
     thread.start()
     deadline = time.monotonic() + STARTUP_TIMEOUT
@@ -54,7 +64,7 @@ class Event:
 def events(response: httpx.Response) -> Iterator[Event]:
     """Parse a ``text/event-stream`` body as it arrives (comments are skipped)."""
     fields: dict[str, str] = {}
-    for line in response.iter_lines():
+    for line in _lines(response):
         if line == "":
             if fields:
                 yield Event(
@@ -70,9 +80,40 @@ def events(response: httpx.Response) -> Iterator[Event]:
             fields[name] = value.removeprefix(" ")
 
 
+def _lines(response: httpx.Response) -> Iterator[str]:
+    """The body's lines as the WHATWG rules split them: at CR, LF or CRLF only.
+
+    Not ``iter_lines``: like ``str.splitlines`` it also splits at U+0085, U+2028 and U+2029,
+    which JSON leaves unescaped in an event's data (a query may hold them).
+    """
+    buffer = ""
+    for text in response.iter_text():
+        buffer += text
+        while (end := _EOL.search(buffer)) is not None:
+            if end[0] == "\r" and end.end() == len(buffer):
+                break  # perhaps the first half of a CRLF: wait for what follows
+            yield buffer[: end.start()]
+            buffer = buffer[end.end() :]
+    if buffer:
+        yield buffer.removesuffix("\r")
+
+
+_EOL = re.compile(r"\r\n|\r|\n")
+
+
 def read_all(client: httpx.Client, method: str, url: str, **kw: Any) -> list[Event]:
     """Open a stream and read it to its end."""
     with client.stream(method, url, **kw) as response:
         assert response.status_code == 200, response.read()
         assert response.headers["content-type"].startswith("text/event-stream")
         return list(events(response))
+
+
+def db_init_sample(settings: Settings) -> None:
+    """What `harness db init --sample` does: event and read tables, the sample data."""
+    store = init_store(settings)
+    store.close()
+    load_sample_data(settings)
+    engine = create_sql_engine(settings)
+    create_read_tables(engine)
+    engine.dispose()

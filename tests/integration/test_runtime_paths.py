@@ -562,6 +562,27 @@ def test_a_cancel_during_a_slow_tool_discards_its_late_result(store: HarnessStor
     assert store.get_invocation(started.originator_id).status is InvocationStatus.READY
 
 
+def test_a_tool_still_hanging_when_the_run_is_cancelled_is_abandoned(
+    store: HarnessStore,
+) -> None:
+    with _harness(store, "cancel_during_tool") as harness:
+        tool = harness.tools["search_logs"]
+        run_id = harness.service.start("session-1", QUERY)
+        results: list[ChatResult] = []
+        worker = threading.Thread(target=lambda: results.append(harness.service.execute(run_id)))
+        worker.start()
+        try:
+            assert tool.hanging.wait(timeout=60)
+            store.cancel(run_id, CancellationReason.USER_REQUESTED)
+            worker.join(timeout=60)  # the worker sees the cancel while the tool still hangs
+        finally:
+            tool.release()
+    assert not worker.is_alive() and len(results) == 1
+    _assert_failed(store, results[0], RunState.CANCELLED, CancellationReason.USER_REQUESTED)
+    (failed,) = _of(_events(store), ToolInvocation.ToolInvocationFailed)
+    assert failed.error_code == "ABANDONED"  # not a failure of the tool's own
+
+
 def test_a_cancel_while_the_tool_runs_keeps_its_failure_record(store: HarnessStore) -> None:
     with _harness(store, "cancel_tool_fails_late") as harness:
         tool = harness.tools["search_logs"]

@@ -8,17 +8,16 @@ results or not), drafts with and without a conclusion, raw text and model errors
 Bad model output is part of every feature, so ``ask`` must never raise.
 
 Each example runs on a fresh SQLite file. Afterwards every event of the log is read in log order
-and invariants 1 and 3-9 are checked on the run, tool-invocation and collection streams.
+and checked by :func:`tests.integration._invariants.check_run` (invariants 1 and 3-9 on the run,
+tool-invocation and collection streams, the aggregate-level checks, the SPEC §10 row).
 """
 
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from uuid import UUID
 
 import hypothesis
 from hypothesis import HealthCheck, given, settings
@@ -26,21 +25,12 @@ from hypothesis import strategies as st
 
 from application.chat import ChatResult, ChatService
 from application.store import HarnessStore
-from domain.collection import Collection, collection_id
-from domain.run import Run
-from domain.states import (
-    DiagnosisStopReason,
-    EvidenceStatus,
-    FailureCode,
-    Intent,
-    ReleaseOutcome,
-    RunState,
-    state_for_reason,
-)
+from domain.states import ReleaseOutcome
 from domain.tool_invocation import ToolInvocation
 from infrastructure.eventstore import init_store
 from infrastructure.model_scripted import ScriptedProvider, chat_config, scripted_tools
 from infrastructure.settings import Settings
+from tests.integration._invariants import check_run, read_events
 
 # -- the vocabulary scenarios are drawn from -------------------------------------------------------
 
@@ -124,11 +114,6 @@ BUDGETS = st.fixed_dictionaries(
         "bytes": st.integers(50, 2000),
     },
 )
-STOP_REASONS_CLOSING = (
-    DiagnosisStopReason.INFORMATION_SATURATED,
-    DiagnosisStopReason.PROGRESS_PROTOCOL_VIOLATED,
-)
-PUBLISHED = (ReleaseOutcome.SUCCESS, ReleaseOutcome.FALLBACK)
 
 
 # -- strategies ------------------------------------------------------------------------------------
@@ -347,218 +332,15 @@ def _run(
         try:
             if earlier:
                 first = _ask(store, EARLIER_RUN)
-                other = [
-                    e for e in _events(store) if isinstance(e, ToolInvocation.ToolInvocationReady)
-                ]
+                ready = ToolInvocation.ToolInvocationReady
+                other = [e for e in read_events(store) if isinstance(e, ready)]
                 assert first.content is not None and other, "the earlier run must have evidence"
                 scenario = _replace(scenario, OTHER_RUN, str(other[0].originator_id))
             result = _ask(store, scenario)
-            events = _events(store)
+            events = read_events(store)
         finally:
             store.close()
     return result, events
-
-
-def _events(store: HarnessStore) -> list[Any]:
-    notifications = store.recorder.select_notifications(start=1, limit=100_000)
-    return [store.mapper.to_domain_event(n) for n in notifications]
-
-
-# -- reading the log -------------------------------------------------------------------------------
-
-
-@dataclass
-class Invocation:
-    """One tool invocation as the log tells it, with the positions of its events."""
-
-    run_id: UUID
-    started: int
-    ready: int | None = None
-    evidence: EvidenceStatus | None = None
-    content: str = ""
-
-
-@dataclass
-class Log:
-    """The whole log, read for one run: indexes stand for log positions."""
-
-    run_id: UUID
-    events: list[Any]
-    invocations: dict[UUID, Invocation] = field(default_factory=dict)
-    streams: set[UUID] = field(default_factory=set)
-
-    @classmethod
-    def read(cls, run_id: UUID, events: list[Any]) -> Log:
-        log = cls(run_id, events, streams={run_id, collection_id(run_id)})
-        for index, event in enumerate(events):
-            if isinstance(event, ToolInvocation.ToolInvocationStarted):
-                log.invocations[event.originator_id] = Invocation(event.run_id, index)
-                if event.run_id == run_id:
-                    log.streams.add(event.originator_id)
-            elif isinstance(event, ToolInvocation.ToolInvocationReady):
-                invocation = log.invocations[event.originator_id]
-                invocation.ready = index
-                invocation.evidence = event.evidence_status
-                invocation.content = event.content
-        return log
-
-    def own(self) -> list[tuple[int, Any]]:
-        """This run's events (run, collection and invocation streams), in log order."""
-        return [(i, e) for i, e in enumerate(self.events) if e.originator_id in self.streams]
-
-    def where(self, kind: type[Any]) -> list[tuple[int, Any]]:
-        return [(i, e) for i, e in self.own() if isinstance(e, kind)]
-
-    def one(self, kind: type[Any]) -> tuple[int, Any]:
-        found = self.where(kind)
-        assert len(found) == 1, (kind.__name__, len(found))
-        return found[0]
-
-    def usable(self, reference: str, before: int, evidence: EvidenceStatus) -> Invocation | None:
-        """The invocation of this run a reference names, if READY with ``evidence`` by then."""
-        try:
-            invocation = self.invocations.get(UUID(reference))
-        except ValueError:
-            return None
-        if invocation is None or invocation.run_id != self.run_id:
-            return None
-        ready = invocation.ready is not None and invocation.ready < before
-        return invocation if ready and invocation.evidence is evidence else None
-
-
-# -- the invariants ------------------------------------------------------------------------------
-
-
-def _check_one_termination(log: Log, result: ChatResult) -> None:
-    """1: exactly one RUN_TERMINATED and one RUN_FINISHED, the last event of the run stream."""
-    terminated_at, terminated = log.one(Run.RunTerminated)
-    finished_at, finished = log.one(Run.RunFinished)
-    run_stream = [e for _, e in log.own() if e.originator_id == log.run_id]
-    assert run_stream[-1] is finished, type(run_stream[-1]).__name__
-    assert terminated_at < finished_at
-    assert terminated.state is state_for_reason(terminated.reason), terminated
-    assert result.termination.state is terminated.state
-    assert result.termination.reason is terminated.reason
-    assert result.release_outcome is finished.release_outcome
-
-
-def _published_facts(content: dict[str, Any]) -> list[dict[str, Any]]:
-    key = "facts" if content["kind"] == "diagnosis" else "verified_facts"
-    found: list[dict[str, Any]] = content.get(key, [])
-    return found
-
-
-def _check_references(log: Log) -> None:
-    """3 and 5: published references name READY + EVIDENCE_FOUND invocations of this run."""
-    for index, decision in log.where(Run.ReleaseDecision):
-        content = decision.content
-        if content.get("kind") not in ("diagnosis", "fallback"):
-            continue
-        references = list(content.get("references", []))
-        for fact in _published_facts(content):
-            references += fact["references"]
-            sources = [
-                log.usable(r, index, EvidenceStatus.EVIDENCE_FOUND) for r in fact["references"]
-            ]
-            assert fact["references"] and all(sources), ("unverified fact published", fact)
-            assert fact["excerpt"], ("fact without excerpt published", fact)
-            assert any(fact["excerpt"] in s.content for s in sources if s), ("excerpt", fact)
-        for reference in references:
-            found = log.usable(reference, index, EvidenceStatus.EVIDENCE_FOUND)
-            never = log.usable(reference, index, EvidenceStatus.NO_EVIDENCE)
-            assert never is None, ("a NO_EVIDENCE invocation was cited", reference)
-            assert found is not None, ("published reference does not resolve", reference)
-
-
-def _check_ready_evidence(log: Log) -> None:
-    """4: every TOOL_INVOCATION_READY carries EVIDENCE_FOUND (with content) or NO_EVIDENCE."""
-    for _, ready in log.where(ToolInvocation.ToolInvocationReady):
-        assert ready.evidence_status in (EvidenceStatus.EVIDENCE_FOUND, EvidenceStatus.NO_EVIDENCE)
-        if ready.evidence_status is EvidenceStatus.EVIDENCE_FOUND:
-            assert ready.content.strip(), "EVIDENCE_FOUND with empty content"
-
-
-def _check_no_evidence_scoped(log: Log) -> None:
-    """5: a fallback's NO_EVIDENCE entries each name the non-empty scope of such an invocation."""
-    for index, decision in log.where(Run.ReleaseDecision):
-        content = decision.content
-        if content.get("kind") != "fallback":
-            continue
-        assert "conclusion" not in content, "a fallback carried the unverified conclusion"
-        scopes = [
-            i.content
-            for i in log.invocations.values()
-            if i.run_id == log.run_id
-            and i.evidence is EvidenceStatus.NO_EVIDENCE
-            and i.ready is not None
-            and i.ready < index
-        ]
-        for entry in content["no_evidence"]:
-            assert any(s.strip() and s in entry for s in scopes), ("unscoped NO_EVIDENCE", entry)
-
-
-def _check_no_tool_after_stop(log: Log) -> None:
-    """6: no TOOL_INVOCATION_STARTED after saturation, the stop instruction or the termination."""
-    closed_by: str | None = None
-    for _, event in log.own():
-        if isinstance(event, Collection.CollectionStop) and event.stop_reason in (
-            STOP_REASONS_CLOSING
-        ):
-            closed_by = closed_by or f"COLLECTION_STOP {event.stop_reason.value}"
-        elif isinstance(event, Collection.StopRequiredDelivered):
-            closed_by = closed_by or "STOP_REQUIRED_DELIVERED"
-        elif isinstance(event, Run.RunTerminated):
-            closed_by = closed_by or f"RUN_TERMINATED {event.state.value}"  # SPEC §5
-        elif isinstance(event, ToolInvocation.ToolInvocationStarted):
-            assert closed_by is None, f"a tool invocation started after {closed_by}"
-
-
-def _check_stop_goes_through_release(log: Log, intent: Intent | None) -> None:
-    """7: published diagnosis content (after a stop or not) comes from Release after the guard."""
-    _, terminated = log.one(Run.RunTerminated)
-    _, finished = log.one(Run.RunFinished)
-    stops = log.where(Collection.CollectionStop)
-    guards = [i for i, _ in log.where(Run.EvidenceGuardInitial)]
-    if stops and terminated.state in (RunState.SUCCESS, RunState.BUDGET_EXHAUSTED):
-        # Release ran, whatever it then published (a budget may also run out during Release).
-        assert guards, ("a stop without Release", [e.stop_reason for _, e in stops])
-    if finished.release_outcome not in PUBLISHED or (intent is not Intent.DIAGNOSIS and not stops):
-        return
-    decided_at, _ = log.one(Run.ReleaseDecision)
-    assert any(i < decided_at for i in guards), "a RELEASE_DECISION without a guard before it"
-    assert all(i < decided_at for i, _ in stops), "a COLLECTION_STOP after the RELEASE_DECISION"
-
-
-def _check_chain_needs_conclusion(log: Log) -> None:
-    """8: repair, recheck and the semantic guard only after an initial check with a conclusion."""
-    initial = [(i, e.has_conclusion) for i, e in log.where(Run.EvidenceGuardInitial)]
-    chain = (
-        Run.EvidenceRepair,
-        Run.EvidenceGuardRecheck,
-        Run.SemanticGuardAttempt,
-        Run.SemanticGuardDecision,
-    )
-    for kind in chain:
-        for index, _ in log.where(kind):
-            assert any(i < index and has for i, has in initial), kind.__name__
-
-
-def _check_fallback_is_not_failure(log: Log, result: ChatResult) -> None:
-    """9: FALLBACK is a normal published outcome, never a FAILED run; FAILED publishes nothing."""
-    _, terminated = log.one(Run.RunTerminated)
-    _, finished = log.one(Run.RunFinished)
-    decisions = [e for _, e in log.where(Run.ReleaseDecision)]
-    if finished.release_outcome is ReleaseOutcome.FALLBACK:
-        assert terminated.state in (RunState.SUCCESS, RunState.BUDGET_EXHAUSTED), terminated
-    if any(d.outcome is ReleaseOutcome.FALLBACK for d in decisions):
-        assert terminated.state is not RunState.FAILED, ("a FALLBACK ended FAILED", terminated)
-        assert finished.release_outcome is ReleaseOutcome.FALLBACK, finished.release_outcome
-    if finished.release_outcome in PUBLISHED:
-        assert len(decisions) == 1 and decisions[0].outcome is finished.release_outcome
-        assert result.content == decisions[0].content
-    else:
-        assert result.content is None, "a run that did not publish returned content"
-        assert not decisions, ("a run that did not publish recorded a RELEASE_DECISION", finished)
 
 
 # -- the property --------------------------------------------------------------------------------
@@ -579,19 +361,7 @@ def _run_and_check(
     scenario: dict[str, Any], no_gain: int, violations: int, earlier: bool
 ) -> ChatResult:
     result, events = _run(scenario, no_gain, violations, earlier)  # never raises
-    log = Log.read(result.run_id, events)
-    decisions = [e for _, e in log.where(Run.RoutingDecision)]
-    intent = decisions[0].intent if decisions else None
-
-    _check_one_termination(log, result)
-    _check_references(log)
-    _check_ready_evidence(log)
-    _check_no_evidence_scoped(log)
-    _check_no_tool_after_stop(log)
-    _check_stop_goes_through_release(log, intent)
-    _check_chain_needs_conclusion(log)
-    _check_fallback_is_not_failure(log, result)
-    assert result.termination.reason is not FailureCode.INTERNAL_ERROR, "an unexpected exception"
+    check_run(result, events)
     return result
 
 
