@@ -10,8 +10,10 @@ from pathlib import Path
 import psycopg
 import pytest
 from psycopg import sql
+from sqlalchemy import Engine
 
 from application.store import HarnessStore
+from infrastructure.database import create_sql_engine
 from infrastructure.eventstore import init_store
 from infrastructure.settings import Settings
 
@@ -76,3 +78,11 @@ def store(settings: Settings) -> Iterator[HarnessStore]:
     app = init_store(settings)
     yield app
     app.close()
+
+
+@pytest.fixture
+def engine(store: HarnessStore, settings: Settings) -> Iterator[Engine]:
+    """The read side's engine on the store's database (the store created the schema)."""
+    made = create_sql_engine(settings)
+    yield made
+    made.dispose()

@@ -19,12 +19,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from infrastructure.composition import load_sample_data
-from infrastructure.database import create_sql_engine
-from infrastructure.eventstore import init_store
-from infrastructure.read_tables import create_read_tables
 from infrastructure.settings import Settings
-from tests.api._serve import Event, events
+from tests.api._serve import Event, db_init_sample, events
 from tests.api.test_streams import HANGS, QUESTION, TIMEOUT
 
 HARNESS = [sys.executable, "-c", "from api.cli import app; app()"]
@@ -67,12 +63,7 @@ def _up(base: str, process: subprocess.Popen[str]) -> None:
 @pytest.fixture
 def workers(pg_settings: Settings, tmp_path: Path) -> Iterator[tuple[str, str]]:
     """Two service workers and one projection process on one PostgreSQL schema."""
-    store = init_store(pg_settings)  # what `harness db init --sample` does
-    store.close()
-    load_sample_data(pg_settings)
-    engine = create_sql_engine(pg_settings)
-    create_read_tables(engine)
-    engine.dispose()
+    db_init_sample(pg_settings)
     env = _env(pg_settings)
     processes: list[subprocess.Popen[str]] = []
 

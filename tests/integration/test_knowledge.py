@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, given
@@ -12,7 +11,6 @@ from hypothesis import strategies as st
 from sqlalchemy import Engine, text
 
 from application.ports import KnowledgeRetriever
-from application.store import HarnessStore
 from infrastructure.database import create_sql_engine
 from infrastructure.knowledge import (
     TABLE,
@@ -83,14 +81,6 @@ HOSTILE_QUERIES = [
     "pool " * 20_000,
     " ".join(f"w{i}" for i in range(5_000)),
 ]
-
-
-@pytest.fixture
-def engine(store: HarnessStore, settings: Settings) -> Iterator[Engine]:
-    """An engine on the store's own database (the store created the PostgreSQL schema)."""
-    engine = create_sql_engine(settings)
-    yield engine
-    engine.dispose()
 
 
 @pytest.fixture

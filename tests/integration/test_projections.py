@@ -14,7 +14,6 @@ import json
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
@@ -113,14 +112,6 @@ PHASE_EVENTS = {
 PHASES = {kind: phase for phase, kinds in PHASE_EVENTS.items() for kind in kinds.split()}
 STEP_PHASES = {"ROUTE": "ROUTING", "ANSWER": "AGENT", "AGENT": "AGENT"}
 STEP_PHASES |= {"REPAIR": "GUARD", "JUDGE": "GUARD"}
-
-
-@pytest.fixture
-def engine(store: HarnessStore, settings: Settings) -> Iterator[Engine]:
-    """The read side's engine on the store's database (the store created the schema)."""
-    made = create_sql_engine(settings)
-    yield made
-    made.dispose()
 
 
 @pytest.fixture
