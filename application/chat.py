@@ -18,7 +18,7 @@ from application.diagnosis import AgentFailure, run_agent
 from application.drafts import loads_json
 from application.guards import NoSafeContent, Publication, release
 from application.harness import RunAborted, RunContext
-from application.outage import end_after_outage
+from application.outage import end_after_outage, resync
 from application.ports import Message, ModelError, ModelRequest
 from application.store import MAX_CONFLICT_RETRIES, StoreUnavailableError
 from application.tool_boundary import ToolBoundary
@@ -154,6 +154,7 @@ class ChatService:
         ctx.mark_current()
         content: dict[str, Any] | None = None
         failure: FailureCode | None = None  # None: the release decided, complete the run
+        unexpected = False
         try:
             publication = self._by_intent(ctx, self._route(ctx), context)
             content = publication.content
@@ -169,8 +170,10 @@ class ChatService:
             return self._after_outage(ctx, error)
         except Exception:  # never a traceback to the caller: the run records the failure
             log.exception("run %s failed unexpectedly", run.id)
-            failure = FailureCode.INTERNAL_ERROR
+            failure, unexpected = FailureCode.INTERNAL_ERROR, True
         try:
+            if unexpected:
+                resync(ctx)  # what it holds may be ahead of the log (a save that failed)
             return self._close(ctx, failure, content)
         except StoreUnavailableError as error:
             return self._after_outage(ctx, error)

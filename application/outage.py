@@ -45,8 +45,7 @@ def end_after_outage(
     give_up, pause = time.monotonic() + OUTAGE_WAIT, FIRST_PAUSE
     while True:
         try:
-            ctx.reload()
-            _abandon_open_invocations(ctx)
+            resync(ctx)
             if ctx.run.termination is None and ctx.run.deadline_passed(clock.now()):
                 ctx.store.time_out(ctx.run.id)
                 ctx.reload()
@@ -56,6 +55,16 @@ def end_after_outage(
                 raise
         time.sleep(pause)  # the store is still away: try again shortly
         pause = min(2 * pause, LONGEST_PAUSE)
+
+
+def resync(ctx: RunContext) -> None:
+    """Read ``ctx``'s run back from the log and close the invocations it left open.
+
+    After a save failed for any reason, the events it collected are gone from the aggregates
+    but applied in memory: recording more from there would skip versions the log never got.
+    """
+    ctx.reload()
+    _abandon_open_invocations(ctx)
 
 
 def _abandon_open_invocations(ctx: RunContext) -> None:

@@ -22,6 +22,7 @@ from domain.errors import UnknownAggregateError
 from domain.run import Run
 from domain.states import CancellationReason
 from domain.tool_invocation import ToolInvocation
+from infrastructure.composition import SystemClock
 from infrastructure.model_scripted import (
     ScriptedProvider,
     ScriptedTool,
@@ -53,11 +54,6 @@ FLEET = [row.scenario for row in ROWS] + [
 """Every SPEC §10 row plus a few runtime paths (two user cancels among them)."""
 INTERLEAVED = ("missing_context", "limited_checks", "conclusion_supported")
 """Started together in one session, then executed last-started first."""
-
-
-class SystemClock:
-    def now(self) -> datetime:
-        return datetime.now(UTC)
 
 
 @dataclass
