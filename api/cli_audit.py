@@ -118,6 +118,11 @@ def export(
     """Write domain events as JSON Lines, one per line, in log order."""
     if (run_id is None) == (not everything):
         fail("give a RUN_ID or --all (not both): `harness audit export --all --out audit.jsonl`")
+    if heads is not None and after:
+        fail(
+            "--heads with --after would keep only the increment's heads: export the heads of"
+            " the whole log (`harness audit export --all --heads FILE`) when you append"
+        )
     with _store() as store:
         records = _run(store, run_id, after) if run_id else store_records(store, after)
         seen: Heads = {}
@@ -183,9 +188,12 @@ def verify(
         bool,
         typer.Option("--db", help="Verify the configured database and its read tables instead."),
     ] = False,
-    key: Annotated[
-        str | None,
-        typer.Option(help="The audit key the links were made with (default: HARNESS_AUDIT_KEY)."),
+    key_file: Annotated[
+        Path | None,
+        typer.Option(
+            help="A file holding the audit key the links were made with (default: the"
+            " HARNESS_AUDIT_KEY variable; never on the command line, where `ps` shows it)."
+        ),
     ] = None,
     heads: Annotated[
         Path | None, typer.Option(help="Stream heads kept by an earlier `export --heads`.")
@@ -195,7 +203,8 @@ def verify(
     """Replay a log offline and check it; exit 0 clean, 1 violations, 2 unusable input."""
     if (file is None) == (not db):
         fail("give an export FILE or --db (not both): `harness audit verify audit.jsonl`")
-    secret = (key or load_settings().audit_key.get_secret_value() or "").encode() or None
+    key = _read_key(key_file) if key_file else load_settings().audit_key.get_secret_value()
+    secret = key.encode() or None
     kept = _read_heads(heads) if heads else None
     if db:
         report, source = _verify_db(secret, kept), "the configured database"
@@ -206,11 +215,21 @@ def verify(
     raise typer.Exit(code=0 if report.clean else 1)
 
 
+def _read_key(path: Path) -> str:
+    try:
+        key = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as error:
+        fail(f"cannot read the key file {path}: {error}")
+    if not key:
+        fail(f"the key file {path} is empty")
+    return key
+
+
 def _read_heads(path: Path) -> Heads:
     try:
         return read_heads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        fail(f"cannot read the heads file {path}: {error}")
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:
+        fail(f"cannot read the heads file {path}: {str(error) or type(error).__name__:.200}")
 
 
 def _verify_file(file: str, key: bytes | None, heads: Heads | None) -> Report:

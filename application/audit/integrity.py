@@ -104,7 +104,7 @@ class ChainCheck:
                 self._report(
                     "chain",
                     "is linked with an audit key: verify with the same key"
-                    " (HARNESS_AUDIT_KEY or --key)",
+                    " (HARNESS_AUDIT_KEY or --key-file)",
                     record,
                 )
             return

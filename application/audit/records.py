@@ -155,6 +155,9 @@ def read_jsonl(lines: Iterable[str]) -> Iterator[AuditRecord]:
             data = json.loads(line)
         except json.JSONDecodeError as error:
             raise AuditFormatError(f"line {number}: not JSON ({error.msg})") from None
+        except (ValueError, RecursionError) as error:  # a huge integer, nesting beyond reach
+            reason = "nested too deeply" if isinstance(error, RecursionError) else str(error)
+            raise AuditFormatError(f"line {number}: not readable JSON ({reason:.80})") from None
         yield AuditRecord.from_json(data, f"line {number}")
 
 

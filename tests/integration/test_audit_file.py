@@ -255,6 +255,8 @@ def test_malformed_files_are_unusable_input(logged: Logged, tmp_path: Path) -> N
             "line 3: missing field(s) hash",
         ),
         "empty.jsonl": ("", "holds no events"),
+        "huge-number.jsonl": ('{"position": ' + "9" * 5000 + "}\n", "line 1: not readable JSON"),
+        "nested.jsonl": ("[" * 100_000 + "\n", "line 1: not readable JSON (nested too deeply)"),
     }
     for name, (text, message) in cases.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
@@ -299,8 +301,12 @@ def test_keyed_chains_verify_with_the_key_only(tmp_path: Path) -> None:
 
     plain_env = env_of(settings)
     assert harness_cli(keyed_env, "audit", "verify", str(export)).exit_code == 0
-    assert harness_cli(plain_env, "audit", "verify", str(export), "--key", key).exit_code == 0
-    wrong = harness_cli(plain_env, "audit", "verify", str(export), "--key", "not the key")
+    key_file, wrong_key = tmp_path / "audit.key", tmp_path / "wrong.key"
+    key_file.write_text(key + "\n", encoding="utf-8")
+    wrong_key.write_text("not the key", encoding="utf-8")
+    right = harness_cli(plain_env, "audit", "verify", str(export), "--key-file", str(key_file))
+    assert right.exit_code == 0
+    wrong = harness_cli(plain_env, "audit", "verify", str(export), "--key-file", str(wrong_key))
     assert wrong.exit_code == 1
     assert {f.rule for f in violations(wrong)} == {"chain"}
     assert len(violations(wrong)) == len(load(export))  # every link is wrong under another key
@@ -370,3 +376,20 @@ def test_any_rewritten_event_is_reported_not_a_crash(logged: Logged, data: st.Da
         v.record.position for v in report.violations if v.rule in ("decode", "replay") and v.record
     ]
     assert not broken or record["position"] in broken  # the rewritten event is named itself
+
+
+def test_heads_of_an_increment_and_unreadable_keys_are_refused(
+    logged: Logged, tmp_path: Path
+) -> None:
+    heads = tmp_path / "heads.json"
+    increment = harness_cli(
+        logged.env, "audit", "export", "--all", "--after", "5", "--heads", str(heads)
+    )
+    assert (increment.exit_code, clean_exit(increment)) == (2, True)
+    assert "--heads with --after" in " ".join(increment.stderr.split()) and not heads.exists()
+    (tmp_path / "empty.key").write_text("\n", encoding="utf-8")
+    for name, message in (("absent.key", "cannot read the key file"), ("empty.key", "is empty")):
+        args = ("audit", "verify", str(logged.export), "--key-file", str(tmp_path / name))
+        result = harness_cli(logged.env, *args)
+        assert (result.exit_code, clean_exit(result)) == (2, True), name
+        assert message in " ".join(result.stderr.split()), (name, result.stderr)
