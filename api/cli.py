@@ -17,6 +17,7 @@ from application.store import HarnessStore, StoreError
 from infrastructure.composition import load_sample_data
 from infrastructure.database import create_sql_engine
 from infrastructure.eventstore import init_store, open_store
+from infrastructure.leases import SqlLeases
 from infrastructure.read_tables import create_read_tables
 
 if TYPE_CHECKING:
@@ -70,6 +71,7 @@ def _init_read_side(settings: Settings) -> None:
     engine = create_sql_engine(settings)
     try:
         create_read_tables(engine)
+        SqlLeases(engine).create()  # so workers never need to (they only check it exists)
     except SQLAlchemyError as error:
         fail(f"cannot create the read tables in {settings.database.describe()}: {error}")
     finally:

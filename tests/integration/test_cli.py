@@ -9,7 +9,10 @@ import sys
 from pathlib import Path
 from uuid import uuid4
 
+import psycopg
+
 from infrastructure.settings import Settings
+from tests.conftest import PG_URL
 
 HARNESS = [sys.executable, "-c", "from api.cli import app; app()"]
 
@@ -45,6 +48,12 @@ def test_status_before_init_tells_the_user_what_to_do(
     assert _harness("db", "init", env=env, cwd=tmp_path).returncode == 0
     assert _harness("db", "init", env=env, cwd=tmp_path).returncode == 0  # idempotent
     assert "log head at 0" in _harness("db", "status", env=env, cwd=tmp_path).stdout
+    with psycopg.connect(PG_URL) as connection:  # workers will find their lease table made
+        found = connection.execute(
+            "SELECT 1 FROM pg_tables WHERE schemaname = %s AND tablename = 'worker_lease'",
+            (pg_settings.database_schema,),
+        ).fetchone()
+    assert found is not None
 
 
 def test_bad_configuration_is_named_without_a_traceback(tmp_path: Path) -> None:
