@@ -25,8 +25,9 @@ import math
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg_pool
-from eventsourcing.persistence import InterfaceError, OperationalError
+from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError
 from eventsourcing.postgres import PostgresApplicationRecorder
+from psycopg.sql import SQL
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -75,11 +76,42 @@ class FailFastRecorder(PostgresApplicationRecorder):
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
-        """Insert in one transaction (see the module: one retry on a lost connection)."""
-        result: Sequence[int] | None = self._once_more(
-            lambda: _insert_events(self, stored_events, **kwargs)
-        )
-        return result
+        """Insert in one transaction (see the module: one retry on a lost connection).
+
+        A connection can be lost after the server committed but before it said so; the retry
+        then conflicts with our own events. Those are recognised by their exact stored bytes
+        (each carries its chain link, which no other writer's event has), and the insert counts
+        as done: a false conflict would start a run twice or end a live run as if cancelled.
+        """
+        try:
+            ids: Sequence[int] | None = _insert_events(self, stored_events, **kwargs)
+        except (InterfaceError, OperationalError) as error:
+            if not connection_lost(error):
+                raise
+        else:
+            return ids
+        self.datastore.pool.check()
+        try:
+            retried: Sequence[int] | None = _insert_events(self, stored_events, **kwargs)
+        except IntegrityError:
+            landed = self.landed(stored_events)
+            if landed is None:
+                raise
+            return landed
+        return retried
+
+    def landed(self, stored_events: Sequence[StoredEvent]) -> list[int] | None:
+        """The log positions of ``stored_events`` if exactly these are stored, else None."""
+        statement = self.select_events_statement + SQL(" AND originator_version = %s")
+        positions: list[int] = []
+        with self.datastore.get_connection() as connection, connection.cursor() as cursor:
+            for event in stored_events:
+                cursor.execute(statement, (event.originator_id, event.originator_version))
+                row = cursor.fetchone()
+                if row is None or bytes(row["state"]) != event.state or row["topic"] != event.topic:
+                    return None
+                positions.append(int(row["notification_id"]))
+        return positions
 
     def select_events(
         self,

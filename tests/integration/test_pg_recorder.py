@@ -156,3 +156,24 @@ def test_a_conflict_is_never_retried_and_stays_a_conflict(
     with pytest.raises(IntegrityError):
         private_store.recorder.insert_events(list(stored))
     assert _requests(private_store) - before == 1
+
+
+def test_events_that_landed_are_recognised_by_their_exact_bytes(
+    private_store: HarnessStore,
+) -> None:
+    run = _new_run()
+    run.attempt_routing()
+    position = private_store.save_all(run)
+    recorder = private_store.recorder
+    assert isinstance(recorder, FailFastRecorder)
+    stored = list(recorder.select_events(run.id))
+    assert len(stored) == 2
+    positions = recorder.landed(stored)  # what a retry after a lost commit is told
+    assert positions is not None and positions[-1] == position
+    assert positions == sorted(positions)
+    forged = stored[1].__class__(
+        stored[1].originator_id, stored[1].originator_version, stored[1].topic, b'{"a":1}'
+    )
+    assert recorder.landed([stored[0], forged]) is None  # another writer's event: a conflict
+    later = stored[1].__class__(run.id, 3, stored[1].topic, stored[1].state)
+    assert recorder.landed([later]) is None  # never stored
