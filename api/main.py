@@ -101,10 +101,15 @@ def _start(
     closers.append(hub.close)
     projector = _projections(settings, store, engine, hub, closers)
     context_of = partial(previous_turn, store, engine, projector, settings.read_wait)
-    dispatcher = RunDispatcher(runtime.service, settings.max_concurrent_runs, context_of)
+    beats = runtime.heartbeat
+    dispatcher = RunDispatcher(
+        runtime.service,
+        settings.max_concurrent_runs,
+        context_of,
+        unsure=beats.unsure if beats else None,
+    )
     closers.append(dispatcher.close)
     sweep = recovery_sweep(settings, store, engine, dispatcher.executing)
-    beats = runtime.heartbeat
     loop = RecoveryLoop(
         sweep, settings.recovery_interval, troubled=(lambda: beats.troubled_at) if beats else None
     )

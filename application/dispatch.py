@@ -14,6 +14,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from application.store import StoreUnavailableError
+
 if TYPE_CHECKING:
     from collections.abc import Callable
     from uuid import UUID
@@ -54,9 +56,15 @@ class RunDispatcher:
         cap: int,
         context_of: Callable[[str], str],
         retry_after: int = 1,
+        unsure: Callable[[], str | None] | None = None,
     ) -> None:
-        """Execute at most ``cap`` runs at once; ``context_of(session)`` gives PreviousTurn."""
+        """Execute at most ``cap`` runs at once; ``context_of(session)`` gives PreviousTurn.
+
+        ``unsure()`` says why this worker should not start runs now (its lease is not being
+        renewed, so a recovery sweep could end them); None when it may.
+        """
         self.service = service
+        self.unsure = unsure
         self.cap = cap
         self.context_of = context_of
         self.retry_after = retry_after
@@ -75,6 +83,9 @@ class RunDispatcher:
         limits: Budget | None = None,
     ) -> Started:
         """Admit, start and hand a run to a thread; refused beyond the cap."""
+        why = self.unsure() if self.unsure else None
+        if why is not None:
+            raise StoreUnavailableError(f"{why}; no run is started here meanwhile")
         if not self._slots.acquire(blocking=False):
             raise AdmissionRefused(self.cap, self.retry_after)
         try:

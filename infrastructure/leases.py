@@ -244,6 +244,8 @@ class Heartbeat:
         """Beats written (a test or a status page can see the lease is being kept)."""
         self.troubled_at = time.monotonic()
         """When a beat last failed (``time.monotonic``; the start until one succeeds)."""
+        self.beaten_at: float | None = None
+        """When a beat last succeeded (``time.monotonic``; None before the first)."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="harness-heartbeat", daemon=True)
 
@@ -272,6 +274,23 @@ class Heartbeat:
     def _beat(self) -> None:
         self.leases.beat(self.worker, self.ttl)
         self.beats += 1
+        self.beaten_at = time.monotonic()
+
+    def unsure(self) -> str | None:
+        """Why this worker may not take new runs (None: its lease holds with time to spare).
+
+        Once half a TTL has passed since the last beat that was written, other workers may soon
+        take the lease for lapsed and end the runs this worker starts.
+        """
+        if self.beaten_at is None:
+            return f"worker {self.worker.worker_id} has not written its lease yet"
+        silent = time.monotonic() - self.beaten_at
+        if silent > self.ttl / 2:
+            return (
+                f"worker {self.worker.worker_id} has not renewed its lease for {silent:.0f}s"
+                f" (TTL {self.ttl:.0f}s)"
+            )
+        return None
 
     def close(self) -> None:
         """Stop beating; the lease expires one TTL after the last beat."""

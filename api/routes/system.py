@@ -33,7 +33,7 @@ def healthz() -> HealthPublic:
 
 @router.get("/readyz", summary="Readiness", responses=error_responses(503))
 def readyz(request: Request) -> ReadinessPublic:
-    """The event store answers; 503 with Retry-After when it does not."""
+    """The event store answers and this worker's lease is renewed; else 503 with Retry-After."""
     services = request.app.state.services
     try:
         head = services.store.head()
@@ -43,6 +43,12 @@ def readyz(request: Request) -> ReadinessPublic:
             detail=f"event store unavailable: {error}",
             headers={"Retry-After": RETRY_AFTER},
         ) from error
+    unsure = services.dispatcher.unsure
+    why = unsure() if unsure else None
+    if why is not None:  # runs started here could be swept as a lost worker's
+        raise HTTPException(
+            status_code=503, detail=f"not ready: {why}", headers={"Retry-After": RETRY_AFTER}
+        )
     return ReadinessPublic(status="ready", backend=services.settings.database.kind, head=head)
 
 

@@ -7,23 +7,33 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from uuid import uuid4
 
+import pytest
 from eventsourcing.persistence import StoredEvent
 from sqlalchemy import Engine
 
+from application.dispatch import RunDispatcher
 from application.recovery import Liveness, RecoveryLoop, Unfinished
 from application.store import HarnessStore, StoreUnavailableError
 from domain.states import FailureCode, RunState
 from infrastructure.database import create_sql_engine
 from infrastructure.eventstore import init_store
-from infrastructure.leases import SqlLeases, process_identity, proven_dead, start_heartbeat
+from infrastructure.leases import (
+    Heartbeat,
+    SqlLeases,
+    process_identity,
+    proven_dead,
+    start_heartbeat,
+    worker_lease,
+)
 from infrastructure.recovery import unfinished_runs
 from infrastructure.settings import Settings
 from projections.runner import Projector
-from tests.integration._projection_helpers import QUERY
+from tests.integration._projection_helpers import QUERY, harness
 from tests.integration._recovery_helpers import (
     doomed_process,
     start,
@@ -78,6 +88,39 @@ def test_a_heartbeat_keeps_a_live_lease_and_the_runs_name_its_worker(
     finally:
         heartbeat.close()
     assert sweep(store, engine, ahead=timedelta(days=1)).live == 1  # closed, not yet expired
+
+
+def test_a_worker_whose_lease_is_not_renewed_starts_no_runs(
+    store: HarnessStore, engine: Engine, leases: SqlLeases
+) -> None:
+    heartbeat = Heartbeat(leases, worker("me"), ttl=1.0).start()
+    try:
+        with harness(store, "conclusion_supported") as made:
+            dispatcher = RunDispatcher(
+                made.service, 2, lambda _session: "", unsure=heartbeat.unsure
+            )
+            assert heartbeat.unsure() is None
+            started = dispatcher.submit("s-1", QUERY)  # the lease holds: admitted
+            with engine.begin() as connection:  # the lease can no longer be written
+                worker_lease.drop(connection)
+            _until(lambda: heartbeat.unsure() is not None)  # beats (every 1/3 s) now fail
+            _until(lambda: started.run_id not in dispatcher.executing())
+            head = store.head()
+            with pytest.raises(StoreUnavailableError, match="has not renewed its lease"):
+                dispatcher.submit("s-2", QUERY)
+            assert store.head() == head  # nothing was recorded
+            dispatcher.close()
+    finally:
+        heartbeat.close()
+    assert store.get_run(started.run_id).termination is not None
+
+
+def _until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    """Poll ``condition`` until it holds (bounded): a condition, not a sleep, decides."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never came to hold"
+        time.sleep(0.01)
 
 
 def test_the_loop_sweeps_at_once_and_survives_a_failed_sweep(
