@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -49,13 +51,22 @@ def pg_available() -> None:
     pytest.skip(why)
 
 
+@contextmanager
+def pg_schema(**overrides: Any) -> Iterator[Settings]:
+    """Settings for a PostgreSQL schema of its own, dropped afterwards (any fixture scope)."""
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    try:
+        yield Settings(database_url=PG_URL, database_schema=schema, **overrides)
+    finally:
+        with psycopg.connect(PG_URL, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
 @pytest.fixture
 def pg_settings(pg_available: None) -> Iterator[Settings]:
     """Settings for a fresh PostgreSQL schema, dropped after the test."""
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    yield Settings(database_url=PG_URL, database_schema=schema)
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+    with pg_schema() as settings:
+        yield settings
 
 
 @pytest.fixture

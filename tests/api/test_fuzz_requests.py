@@ -12,7 +12,6 @@ wrong (and nothing recorded), or a run whose stream obeys SPEC §11.
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -20,11 +19,9 @@ from urllib.parse import quote
 
 import httpx
 import hypothesis
-import psycopg
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from psycopg import sql
 
 from application.store import HarnessStore
 from infrastructure.composition import load_sample_data
@@ -33,7 +30,7 @@ from infrastructure.settings import Settings
 from tests._fuzz import fuzz_settings
 from tests.api._serve import Event, events, read_all, serving
 from tests.api.test_streams import QUESTION, TIMEOUT, check_feed
-from tests.conftest import PG_URL
+from tests.conftest import pg_schema
 
 EXAMPLES = fuzz_settings(60)
 FIELDS = ("query", "session_id", "budget", "deadline_s")
@@ -200,14 +197,8 @@ def served(
         yield from _serve(Settings(database_url=f"sqlite:///{path}", max_concurrent_runs=64))
         return
     request.getfixturevalue("pg_available")
-    schema = f"t_fuzz_{uuid.uuid4().hex[:12]}"
-    try:
-        yield from _serve(
-            Settings(database_url=PG_URL, database_schema=schema, max_concurrent_runs=64)
-        )
-    finally:
-        with psycopg.connect(PG_URL, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+    with pg_schema(max_concurrent_runs=64) as settings:
+        yield from _serve(settings)
 
 
 def _serve(config: Settings) -> Iterator[Served]:

@@ -4,15 +4,11 @@ edited the way a tamperer would edit them."""
 from __future__ import annotations
 
 import json
-import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import psycopg
-from psycopg import sql
 from typer.testing import CliRunner, Result
 
 from api.cli import app
@@ -21,7 +17,6 @@ from application.store import HarnessStore
 from infrastructure.database import create_sql_engine
 from infrastructure.settings import Settings
 from projections.runner import Projector
-from tests.conftest import PG_URL
 from tests.integration._projection_helpers import QUERY, harness, run_fleet
 
 OWNER = "ann"
@@ -57,17 +52,6 @@ def harness_cli(env: dict[str, str], *args: str, stdin: str | None = None) -> Re
 def clean_exit(result: Result) -> bool:
     """True when the command ended by its own exit code, not by an exception (a traceback)."""
     return result.exception is None or isinstance(result.exception, SystemExit)
-
-
-@contextmanager
-def pg_schema() -> Iterator[Settings]:
-    """Settings for a PostgreSQL schema of its own, dropped afterwards (module-scoped logs)."""
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    try:
-        yield Settings(database_url=PG_URL, database_schema=schema)
-    finally:
-        with psycopg.connect(PG_URL, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
 
 
 # -- exports as JSON ------------------------------------------------------------------------------

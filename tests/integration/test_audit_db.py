@@ -24,6 +24,7 @@ from infrastructure.database import create_sql_engine
 from infrastructure.eventstore import init_store
 from infrastructure.read_tables import diagnosis_run
 from infrastructure.settings import Settings
+from tests.conftest import pg_schema
 from tests.integration._audit_helpers import (
     build_log,
     clean_exit,
@@ -31,7 +32,6 @@ from tests.integration._audit_helpers import (
     harness_cli,
     load,
     named,
-    pg_schema,
     violations,
 )
 from tests.integration._projection_helpers import rows, run_scenario
