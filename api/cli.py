@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 from sqlalchemy.exc import SQLAlchemyError
 
 from api.auth import LOCAL
 from api.cli_audit import audit_app
-from api.cli_common import console, fail, load_settings
+from api.cli_common import err_console, fail, load_settings, out_console
 from api.cli_projections import projections_app
 from api.cli_runs import runs_app
 from application.store import HarnessStore, StoreError
@@ -61,10 +60,12 @@ def db_init(
     settings = load_settings()
     head = _head(settings, init_store)
     _init_read_side(settings)
-    console.print(f"event store ready: {settings.database.describe()}, log head at {head}")
+    err_console().print(f"event store ready: {settings.database.describe()}, log head at {head}")
     if sample:
         counts = _load_sample(settings)
-        console.print("sample data loaded: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+        err_console().print(
+            "sample data loaded: " + ", ".join(f"{k} {v}" for k, v in counts.items())
+        )
 
 
 def _init_read_side(settings: Settings) -> None:
@@ -156,7 +157,8 @@ def ask(
     was published (a diagnosis, an answer or a safe fallback) and 1 when the run failed.
     """
     from api.ask_view import AskView
-    from infrastructure.composition import ConfigurationError, build_runtime
+    from infrastructure.composition import build_runtime
+    from infrastructure.settings import ConfigurationError
 
     settings = load_settings()
     store = _open_for_work(settings)
@@ -165,7 +167,7 @@ def ask(
     except (ConfigurationError, ValueError) as error:
         store.close()
         fail(str(error))
-    view = AskView(Console())
+    view = AskView(out_console())
     store.listeners.append(view.on_events)
     try:
         result = runtime.service.ask(session, question, owner=LOCAL)

@@ -17,11 +17,10 @@ from typing import TYPE_CHECKING, Annotated, TextIO
 from uuid import UUID
 
 import typer
-from rich.console import Console
 from rich.text import Text
 from sqlalchemy.exc import SQLAlchemyError
 
-from api.cli_common import console, fail, load_settings
+from api.cli_common import err_console, fail, load_settings, out_console
 from application.audit.integrity import Violation
 from application.audit.records import (
     AuditFormatError,
@@ -131,7 +130,9 @@ def export(
     if heads is not None:
         _write_file(heads, heads_json(seen, head) + "\n")
     where = str(out) if out else "standard output"
-    console.print(f"exported {count} events of {len(seen)} streams to {where} (log head {head})")
+    err_console().print(
+        f"exported {count} events of {len(seen)} streams to {where} (log head {head})"
+    )
 
 
 def _run(store: HarnessStore, run_id: str, after: int) -> list[AuditRecord]:
@@ -276,7 +277,7 @@ def _print(report: Report, source: str, as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps({"source": source, **report.to_json()}, indent=2, ensure_ascii=False))
         return
-    out = Console(soft_wrap=True, highlight=False)
+    out = out_console()
     out.print(Text(f"audit of {source}", style="bold"))
     out.print(Text("checked: " + "; ".join(report.checks)))
     for violation in report.violations[:SHOWN]:

@@ -1,32 +1,66 @@
-"""What the ``harness`` commands share: the console, settings and the one way to fail."""
+"""What the ``harness`` commands share: the consoles, settings and the one way to fail."""
 
 from __future__ import annotations
 
-from typing import NoReturn
+import sys
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
+from rich.text import Text
 
-from infrastructure.settings import Settings
+if TYPE_CHECKING:
+    from infrastructure.settings import Settings
 
-console = Console(stderr=True)
-"""Messages go to stderr; results (tables, answers) to stdout."""
+PIPE_WIDTH = 100_000
+"""Width given to output that is not a terminal: logs and pipes get whole lines, never wrapped."""
+
+
+def _console(file: TextIO) -> Console:
+    """A console that wraps only for a person: a terminal keeps its width, anything else none."""
+    width = None if file.isatty() else PIPE_WIDTH
+    return Console(file=file, width=width, soft_wrap=width is not None, highlight=False)
+
+
+class _Lazy:
+    """A console bound to ``sys.stdout`` / ``sys.stderr`` as they are when first used."""
+
+    def __init__(self, stream: str) -> None:
+        self._stream = stream
+        self._console: Console | None = None
+        self._file: TextIO | None = None
+
+    def get(self) -> Console:
+        file = getattr(sys, self._stream)
+        if self._console is None or self._file is not file:
+            self._console, self._file = _console(file), file
+        return self._console
+
+
+_ERR, _OUT = _Lazy("stderr"), _Lazy("stdout")
+
+
+def err_console() -> Console:
+    """Diagnostics: progress, notes and errors (stderr)."""
+    return _ERR.get()
+
+
+def out_console() -> Console:
+    """Results: tables, answers, JSON (stdout)."""
+    return _OUT.get()
 
 
 def load_settings() -> Settings:
     """The settings from HARNESS_* variables; exit 2 naming every invalid one."""
+    from infrastructure.settings import ConfigurationError, Settings
+
     try:
-        return Settings()
-    except ValidationError as error:
-        problems = "; ".join(
-            f"HARNESS_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}"
-            for e in error.errors()
-        )
-        fail(f"invalid configuration: {problems}")
+        return Settings.from_environment()
+    except ConfigurationError as error:
+        fail(f"invalid configuration: {error}")
 
 
 def fail(message: str) -> NoReturn:
     """Print ``message`` as an error and exit 2."""
-    console.print(f"[bold red]error:[/] {message}")
+    err_console().print(Text.assemble(("error:", "bold red"), " ", message))
     raise typer.Exit(code=2)

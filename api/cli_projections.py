@@ -7,12 +7,11 @@ import threading
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 from sqlalchemy.exc import SQLAlchemyError
 
-from api.cli_common import console, fail, load_settings
+from api.cli_common import err_console, fail, load_settings, out_console
 from application.store import StoreError
 from infrastructure.database import create_sql_engine
 from infrastructure.eventstore import open_store
@@ -70,7 +69,7 @@ def run() -> None:
         engine.dispose()
         store.close()
         fail(f"cannot start following the log: {brief(error)}")
-    console.print(f"following the log of {settings.database.describe()}")
+    err_console().print(f"following the log of {settings.database.describe()}")
     stopped.wait()
     live.close()
     engine.dispose()
@@ -95,7 +94,9 @@ def rebuild(
             task = bar.add_task("rebuilding", total=head)
             read = projector.rebuild(names, lambda n: bar.advance(task, n))
             bar.update(task, completed=head)
-        console.print(f"rebuilt {', '.join(names or projector.names)}: {read} log entries applied")
+        err_console().print(
+            f"rebuilt {', '.join(names or projector.names)}: {read} log entries applied"
+        )
     except (SQLAlchemyError, StoreError) as error:
         fail(
             f"rebuild stopped ({brief(error)}); every applied batch is kept with its position:"
@@ -111,7 +112,7 @@ def _bar() -> AbstractContextManager[Progress]:
         BarColumn(),
         MofNCompleteColumn(),
         TimeRemainingColumn(),
-        console=console,
+        console=err_console(),
     )
 
 
@@ -129,4 +130,4 @@ def status() -> None:
     table = Table("projection", "position", "head", "lag")
     for row in rows:
         table.add_row(row.name, str(row.position), str(row.head), str(row.lag))
-    Console().print(table)
+    out_console().print(table)

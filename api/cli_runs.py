@@ -12,11 +12,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 from uuid import UUID
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from sqlalchemy.exc import SQLAlchemyError
 
-from api.cli_common import console, fail, load_settings
+from api.cli_common import err_console, fail, load_settings, out_console
 from application.explain import explain_run
 from application.store import StoreError
 from domain.errors import UnknownAggregateError
@@ -98,8 +97,8 @@ def list_command(
             str(row["termination_state"] or ""),
             str(row["termination_reason"] or ""),
         )
-    Console().print(table)
-    console.print(f"{len(rows)} of {count} run(s)")
+    out_console().print(table)
+    err_console().print(f"{len(rows)} of {count} run(s)")
 
 
 @runs_app.command("show")
@@ -125,7 +124,7 @@ def show(
         timeline.add_row(
             str(event["position"]), event["event_type"], event["phase"], event["status"]
         )
-    out = Console()
+    out = out_console()
     out.print(summary)
     out.print(timeline)
 
@@ -144,7 +143,7 @@ def explain(
     if as_json:
         typer.echo(found.model_dump_json(indent=2))
         return
-    out = Console()
+    out = out_console()
     out.print(f"[bold]{found.query}[/] — {found.release_outcome or 'not finished'}")
     for answer in found.answers:
         mark = "•" if answer.applies else "·"
@@ -161,12 +160,12 @@ def cancel(run_id: Annotated[str, typer.Argument(help="The run's id.")]) -> None
             fail(f"no run {run_id} in the event log")
     termination = result.termination
     if result.position is None:
-        console.print(
+        err_console().print(
             f"run {run_id} had already ended {termination.state.value} "
             f"({termination.reason.value}); nothing changed"
         )
         return
-    console.print(f"run {run_id} cancelled at log position {result.position}")
+    err_console().print(f"run {run_id} cancelled at log position {result.position}")
 
 
 @runs_app.command("recover")
@@ -209,8 +208,8 @@ def recover(as_json: JsonOption = False) -> None:
                 r.termination.reason.value,
                 str(r.position),
             )
-        Console().print(table)
-    console.print(
+        out_console().print(table)
+    err_console().print(
         f"ended {len(report.ended)} run(s) of lost workers; left {report.live} run(s) of live "
         f"workers alone; {report.waiting} run(s) of silent workers wait until their lease TTL "
         f"({settings.worker_lease_ttl:g}s) has passed"

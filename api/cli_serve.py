@@ -16,7 +16,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING
 
-from api.cli_common import console, fail
+from api.cli_common import err_console, fail
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -61,7 +61,7 @@ def serve_one(settings: Settings, store: HarnessStore, host: str, port: int) -> 
 
     from api.main import create_app
 
-    console.print(f"serving on http://{host}:{port} ({settings.database.describe()})")
+    err_console().print(f"serving on http://{host}:{port} ({settings.database.describe()})")
     uvicorn.run(create_app(settings, store), host=host, port=port)
 
 
@@ -78,7 +78,7 @@ def serve_many(settings: Settings, host: str, port: int, workers: int) -> None:
         daemon=True,
     )
     supervisor.start()
-    console.print(
+    err_console().print(
         f"serving on http://{host}:{port} with {workers} workers and a projection process "
         f"({settings.database.describe()})"
     )
@@ -113,7 +113,7 @@ def supervise(
                 except subprocess.TimeoutExpired:
                     process.kill()
                 return
-        console.print(
+        err_console().print(
             f"[yellow]the projection process exited ({process.returncode}); "
             f"starting it again in {RESTART_AFTER:.0f}s[/]"
         )

@@ -22,6 +22,7 @@ from infrastructure.model_scripted import (
     scripted_tools,
 )
 from infrastructure.ops_data import create_ops_tables, load_sample
+from infrastructure.settings import ConfigurationError
 from infrastructure.tools import builtin_tools
 
 if TYPE_CHECKING:
@@ -38,10 +39,6 @@ class SystemClock:
     def now(self) -> datetime:
         """The current UTC time."""
         return datetime.now(UTC)
-
-
-class ConfigurationError(ValueError):
-    """A setting names something that cannot be built; the message says which and why."""
 
 
 @dataclass

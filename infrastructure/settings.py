@@ -6,10 +6,17 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import unquote, urlsplit
 
-from pydantic import BaseModel, Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 DEFAULT_DATABASE_URL = "sqlite:///./harness.db"
+MIN_KEY_CHARS = 16
+RESERVED_NAMES = frozenset({"local"})
+"""Principal names the harness gives itself (``harness ask`` runs as ``local``): no key may."""
+
+
+class ConfigurationError(ValueError):
+    """A setting is malformed or names something that cannot be built; the message says which."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +73,7 @@ class ApiKey(BaseModel):
 
     model_config = {"frozen": True}
 
-    key: SecretStr = Field(min_length=16, description="The secret (at least 16 characters).")
+    key: SecretStr = Field(description="The secret (at least 16 characters).")
     name: str = Field(min_length=1, max_length=200, description="Who holds it (runs' owner).")
     role: Literal["user", "auditor", "admin"]
 
@@ -196,7 +203,68 @@ class Settings(BaseSettings):
         parse_database_url(value)
         return value
 
+    @field_validator("api_keys")
+    @classmethod
+    def _check_keys(cls, keys: list[ApiKey]) -> list[ApiKey]:
+        check_api_keys(keys)
+        return keys
+
+    @classmethod
+    def from_environment(cls) -> Settings:
+        """Settings from ``HARNESS_*`` variables, or a ConfigurationError naming each problem."""
+        try:
+            return cls()
+        except ValidationError as error:
+            raise ConfigurationError(describe_validation(error)) from None
+        except SettingsError as error:  # a JSON-valued variable that is not JSON
+            raise ConfigurationError(_describe_settings_error(error)) from None
+
     @property
     def database(self) -> DatabaseTarget:
         """The parsed database target."""
         return parse_database_url(self.database_url)
+
+
+def check_api_keys(keys: list[ApiKey]) -> None:
+    """Refuse short keys, a key or a name listed twice, and the names the harness reserves."""
+    seen_keys: dict[str, int] = {}
+    seen_names: dict[str, int] = {}
+    for number, entry in enumerate(keys, start=1):
+        secret = entry.key.get_secret_value()
+        who = f"API key {number} (name {entry.name})"
+        if len(secret) < MIN_KEY_CHARS:
+            raise ValueError(
+                f"{who} is {len(secret)} characters; keys need {MIN_KEY_CHARS} or more"
+            )
+        if entry.name in RESERVED_NAMES:
+            raise ValueError(f"{who}: the name {entry.name!r} is reserved for the local CLI user")
+        if secret in seen_keys:
+            raise ValueError(f"{who} repeats the secret of API key {seen_keys[secret]}")
+        if entry.name in seen_names:
+            raise ValueError(f"{who} repeats the name of API key {seen_names[entry.name]}")
+        seen_keys[secret], seen_names[entry.name] = number, number
+
+
+def describe_validation(error: ValidationError) -> str:
+    """One line naming each invalid variable and why, without echoing secret values."""
+    problems = []
+    for item in error.errors():
+        field, *inner = item["loc"]
+        where = f"HARNESS_{str(field).upper()}"
+        if field == "api_keys" and inner and isinstance(inner[0], int):
+            where += f": API key {inner[0] + 1}"
+            inner = inner[1:]
+        if inner:
+            where += ": " + ".".join(str(part) for part in inner)
+        message = str(item["msg"]).removeprefix("Value error, ")
+        problems.append(f"{where}: {message}")
+    return "; ".join(problems)
+
+
+def _describe_settings_error(error: SettingsError) -> str:
+    text = str(error)
+    field = text.split('field "', 1)[-1].split('"', 1)[0] if 'field "' in text else ""
+    where = f"HARNESS_{field.upper()}" if field else "a HARNESS_* variable"
+    cause = error.__cause__
+    reason = f" ({cause})" if cause is not None else ""
+    return f"{where}: not valid JSON{reason}"
