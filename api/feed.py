@@ -327,6 +327,16 @@ def _drain(queue: asyncio.Queue[dict[str, Any]]) -> list[dict[str, Any]]:
     return found
 
 
+def feed_ended(engine: Engine, run_id: str, after_seq: int) -> bool:
+    """Whether a stream resumed after entry ``after_seq`` has nothing to send, ever.
+
+    True when the feed has its last entry and none after ``after_seq``. Blocking: run it in a
+    thread.
+    """
+    backlog, closed = _read_after(engine, run_id, after_seq)
+    return closed and not backlog
+
+
 def _read_after(engine: Engine, run_id: str, after_seq: int) -> tuple[list[dict[str, Any]], bool]:
     """The entries after ``after_seq``, and whether the feed had ended before they were read.
 

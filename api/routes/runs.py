@@ -8,12 +8,12 @@ from typing import Annotated
 from uuid import UUID
 
 import anyio
-from fastapi import APIRouter, Header, Query, status
+from fastapi import APIRouter, Header, Query, Response, status
 
 from api.auth import Caller, Writer
 from api.deps import ServicesDep
 from api.errors import BadRequest, error_responses
-from api.feed import EventStream, follow
+from api.feed import EventStream, feed_ended, follow
 from api.routes.chat import STREAM_DOC
 from api.routes.starting import start_run
 from api.schemas import (
@@ -38,17 +38,24 @@ EVENT_ID = re.compile(r"[0-9]{1,18}")
 """A ``Last-Event-ID`` this service sends: ASCII digits (at most 18, so it fits an int64)."""
 MAX_EVENT_ID = 2**31 - 1
 """The largest event id a feed can hold (``sse_event.seq`` is an int4 on PostgreSQL)."""
+TEXT = {"schema": {"type": "string"}}
 
 
 @router.post(
     "",
     summary="Start a run in the background",
     status_code=status.HTTP_202_ACCEPTED,
-    responses=error_responses(401, 403, 404, 413, 429, 503),
+    responses={
+        202: {"headers": {"Location": {"description": "The run: /v1/runs/{run_id}", **TEXT}}},
+        **error_responses(401, 403, 404, 413, 429, 503),
+    },
 )
-def create_run(body: ChatCreate, services: ServicesDep, caller: Writer) -> RunCreated:
+def create_run(
+    body: ChatCreate, services: ServicesDep, caller: Writer, response: Response
+) -> RunCreated:
     """Start a run and return at once; watch it at ``stream``. No watcher ever cancels it."""
     started = start_run(services, body, caller)
+    response.headers["Location"] = f"/v1/runs/{started.run_id}"
     return RunCreated(
         run_id=started.run_id,
         session_id=started.session_id,
@@ -104,7 +111,11 @@ def get_run(run_id: UUID, services: ServicesDep, caller: Caller) -> RunPublic:
     summary="Watch a run",
     status_code=200,
     response_class=EventStream,
-    responses={200: STREAM_DOC, **error_responses(400, 401, 404, 503, streaming=True)},
+    responses={
+        200: STREAM_DOC,
+        204: {"description": "The feed ended at or before Last-Event-ID: nothing more, ever."},
+        **error_responses(400, 401, 404, 503, streaming=True),
+    },
 )
 async def stream(
     run_id: UUID,
@@ -118,13 +129,17 @@ async def stream(
             json_schema_extra={"pattern": "^[0-9]{1,18}$"},  # documented; checked below (400)
         ),
     ] = "",
-) -> EventStream:
+) -> Response:
     """Replay the run's feed from the start (or after ``Last-Event-ID``), then follow it live.
 
+    The stream ends after the feed's last entry (``done``, or a cancelled run's ``failure``);
+    resumed after that entry it answers 204, which tells an EventSource to stop reconnecting.
     Any number of watchers see the same feed; a watcher leaving never cancels the run.
     """
     after = _event_id(last_event_id)
     await anyio.to_thread.run_sync(services.visible_run, run_id, caller)
+    if await anyio.to_thread.run_sync(feed_ended, services.hub.engine, str(run_id), after):
+        return Response(status_code=status.HTTP_204_NO_CONTENT)
     return EventStream(follow(services.hub, str(run_id), after, services.settings.sse_keepalive))
 
 

@@ -129,9 +129,11 @@ def test_resuming_after_each_event_id_yields_exactly_the_missing_events(
         stream = created.json()["stream"]
         full = read_all(client, "GET", stream)
         check_feed(full, "SUCCESS")
-        for seen in range(len(full) + 1):
+        for seen in range(len(full)):
             resumed = read_all(client, "GET", stream, headers={"Last-Event-ID": str(seen)})
             assert resumed == full[seen:], seen
+        after_all = client.get(stream, headers={"Last-Event-ID": str(len(full))})
+        assert after_all.status_code == 204  # nothing more, ever: an EventSource stops
 
 
 def test_two_watchers_see_the_same_feed_and_a_watcher_leaving_cancels_nothing(
