@@ -1,35 +1,32 @@
-"""The ``harness`` command line: serve the API and manage the event store."""
+"""The ``harness`` command line: serve the API and manage the event store.
+
+Imports of the web and database stacks happen inside the commands, so ``harness --help`` and
+bad input answer at once. No traceback reaches a user: an unexpected error is one line on
+stderr (exit 1); ``--debug`` or ``HARNESS_DEBUG=1`` shows the traceback instead.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from sqlalchemy.exc import SQLAlchemyError
 
-from api.auth import LOCAL
+from api.cli_app import HarnessTyper
 from api.cli_audit import audit_app
-from api.cli_common import err_console, fail, load_settings, out_console
+from api.cli_common import fail, load_settings, out_console
 from api.cli_projections import projections_app
 from api.cli_runs import runs_app
-from application.store import HarnessStore, StoreError
-from infrastructure.composition import load_sample_data
-from infrastructure.database import create_sql_engine
-from infrastructure.eventstore import init_store, open_store
-from infrastructure.leases import SqlLeases
-from infrastructure.read_tables import create_read_tables
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from application.store import HarnessStore
     from infrastructure.settings import Settings
 
-app = typer.Typer(
+app = HarnessTyper(
     help="Diagnosis Harness: an event-sourced backend for operational-diagnosis agents.\n\n"
     "Configuration comes from HARNESS_* environment variables (see the README); with none set,"
     " everything runs on the SQLite file ./harness.db.",
-    no_args_is_help=True,
-    add_completion=False,
 )
 db_app = typer.Typer(help="Create and inspect the event store.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
@@ -40,6 +37,8 @@ app.add_typer(audit_app, name="audit")
 
 def _head(settings: Settings, opener: Callable[[Settings], HarnessStore]) -> int:
     """Open the store with ``opener``, read the log head and close it; exit 2 on failure."""
+    from application.store import StoreError
+
     try:
         store = opener(settings)
         try:
@@ -57,41 +56,57 @@ def db_init(
     ] = False,
 ) -> None:
     """Create the event store tables once (safe to run again); run it before starting workers."""
+    from infrastructure.eventstore import init_store
+
     settings = load_settings()
     head = _head(settings, init_store)
     _init_read_side(settings)
-    err_console().print(f"event store ready: {settings.database.describe()}, log head at {head}")
+    out_console().print(f"event store ready: {settings.database.describe()}, log head at {head}")
     if sample:
         counts = _load_sample(settings)
-        err_console().print(
+        out_console().print(
             "sample data loaded: " + ", ".join(f"{k} {v}" for k, v in counts.items())
         )
 
 
 def _init_read_side(settings: Settings) -> None:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from infrastructure.database import create_sql_engine
+    from infrastructure.leases import SqlLeases
+    from infrastructure.read_tables import create_read_tables
+    from projections.runner import brief
+
     engine = create_sql_engine(settings)
     try:
         create_read_tables(engine)
         SqlLeases(engine).create()  # so workers never need to (they only check it exists)
     except SQLAlchemyError as error:
-        fail(f"cannot create the read tables in {settings.database.describe()}: {error}")
+        fail(f"cannot create the read tables in {settings.database.describe()}: {brief(error)}")
     finally:
         engine.dispose()
 
 
 def _load_sample(settings: Settings) -> dict[str, int]:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from infrastructure.composition import load_sample_data
+    from projections.runner import brief
+
     try:
         return load_sample_data(settings)
     except (SQLAlchemyError, OSError) as error:
-        fail(f"cannot load the sample data into {settings.database.describe()}: {error}")
+        fail(f"cannot load the sample data into {settings.database.describe()}: {brief(error)}")
 
 
 @db_app.command("status")
 def db_status() -> None:
-    """Show which store is configured and its last log position."""
+    """Show which store is configured and its last log position (never creates one)."""
+    from infrastructure.eventstore import open_store
+
     settings = load_settings()
     head = _head(settings, open_store)
-    typer.echo(f"{settings.database.describe()}: log head at {head}")
+    out_console().print(f"{settings.database.describe()}: log head at {head}")
 
 
 def _open_for_work(settings: Settings) -> HarnessStore:
@@ -101,6 +116,9 @@ def _open_for_work(settings: Settings) -> HarnessStore:
     here is the zero set-up path. PostgreSQL workers never create tables (several starting at
     once would race): run `harness db init --sample` once first.
     """
+    from application.store import StoreError
+    from infrastructure.eventstore import init_store, open_store
+
     try:
         if settings.database.kind != "sqlite":
             return open_store(settings)
@@ -130,18 +148,19 @@ def serve(
     On the SQLite default, tables and sample data are set up first and one worker serves,
     with the projections in its process. Without HARNESS_API_KEYS it only binds to loopback.
     """
-    from api.cli_serve import check_bind, serve_many, serve_one
+    from api.cli_serve import check_bind, check_port, serve_many, serve_one
 
     settings = load_settings()
     bind_host, bind_port = host or settings.host, port or settings.port
     check_bind(settings, bind_host, workers)
+    listening = check_port(bind_host, bind_port)  # before any set-up: a taken port says so first
     store = _open_for_work(settings)
     if workers > 1:
         store.close()  # each worker opens its own
-        serve_many(settings, bind_host, bind_port, workers)
+        serve_many(settings, listening, workers)
         return
     try:
-        serve_one(settings, store, bind_host, bind_port)
+        serve_one(settings, store, listening)
     finally:
         store.close()
 
@@ -154,17 +173,31 @@ def ask(
     """Ask one question and watch the run: its phases as they happen, then the answer.
 
     Uses HARNESS_MODEL (the offline model by default) over the sample data. Exits 0 when content
-    was published (a diagnosis, an answer or a safe fallback) and 1 when the run failed.
+    was published (a diagnosis, an answer or a safe fallback), 1 when the run failed and 2 for
+    bad input.
     """
+    from domain.values import query_problem, session_problem
+
+    settings = load_settings()
+    problem = query_problem(question, settings.max_query_chars)
+    if problem:
+        fail(f"the question {problem}")
+    if problem := session_problem(session):
+        fail(f"--session {session!r} {problem}")
+    code = _ask(settings, question, session)
+    raise typer.Exit(code=code)
+
+
+def _ask(settings: Settings, question: str, session: str) -> int:
     from api.ask_view import AskView
+    from api.auth import LOCAL
     from infrastructure.composition import build_runtime
     from infrastructure.settings import ConfigurationError
 
-    settings = load_settings()
     store = _open_for_work(settings)
     try:
         runtime = build_runtime(settings, store)
-    except (ConfigurationError, ValueError) as error:
+    except ConfigurationError as error:
         store.close()
         fail(str(error))
     view = AskView(out_console())
@@ -175,4 +208,4 @@ def ask(
         runtime.close()
         store.close()
     view.show_result(result)
-    raise typer.Exit(code=0 if result.content is not None else 1)
+    return 0 if result.content is not None else 1

@@ -8,9 +8,11 @@ this command starts and restarts if it dies.
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import logging
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -29,6 +31,8 @@ log = logging.getLogger(__name__)
 HARNESS = [sys.executable, "-c", "from api.cli import app; app()"]
 RESTART_AFTER = 1.0
 """Seconds before a projection process that died is started again."""
+WORKER_HEALTHCHECK = 60
+"""Seconds uvicorn waits for a worker to answer its health check (a cold start included)."""
 
 
 def is_loopback(host: str) -> bool:
@@ -55,20 +59,43 @@ def check_bind(settings: Settings, host: str, workers: int) -> None:
         )
 
 
-def serve_one(settings: Settings, store: HarnessStore, host: str, port: int) -> None:
-    """One worker with the projections in its process (the embedded default)."""
+def check_port(host: str, port: int) -> socket.socket:
+    """Bind ``host:port`` now, so a taken port is one line and exit 2 before anything starts."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+    try:
+        sock.bind((host, port))
+    except OSError as error:
+        sock.close()
+        reason = "it is already in use" if error.errno == errno.EADDRINUSE else error.strerror
+        fail(
+            f"cannot serve on {host}:{port}: {reason} (choose another with --port or HARNESS_PORT)"
+        )
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve_one(settings: Settings, store: HarnessStore, sock: socket.socket) -> None:
+    """One worker with the projections in its process (the embedded default), on ``sock``."""
     import uvicorn
 
     from api.main import create_app
 
-    err_console().print(f"serving on http://{host}:{port} ({settings.database.describe()})")
-    uvicorn.run(create_app(settings, store), host=host, port=port)
+    host, port = sock.getsockname()[:2]
+    err_console().print(
+        f"serving on http://{_url_host(host)}:{port} ({settings.database.describe()})"
+    )
+    config = uvicorn.Config(create_app(settings, store), host=host, port=port)
+    uvicorn.Server(config).run(sockets=[sock])
 
 
-def serve_many(settings: Settings, host: str, port: int, workers: int) -> None:
+def serve_many(settings: Settings, sock: socket.socket, workers: int) -> None:
     """``workers`` uvicorn processes, and one supervised projection process."""
     import uvicorn
 
+    host, port = sock.getsockname()[:2]
+    sock.close()  # uvicorn binds it again for its workers (a moment later)
     os.environ["HARNESS_PROJECTIONS_IN_PROCESS"] = "false"  # the workers inherit it
     stop = threading.Event()
     supervisor = threading.Thread(
@@ -79,8 +106,8 @@ def serve_many(settings: Settings, host: str, port: int, workers: int) -> None:
     )
     supervisor.start()
     err_console().print(
-        f"serving on http://{host}:{port} with {workers} workers and a projection process "
-        f"({settings.database.describe()})"
+        f"serving on http://{_url_host(host)}:{port} with {workers} workers and a projection"
+        f" process ({settings.database.describe()})"
     )
     try:
         uvicorn.run(
@@ -89,10 +116,18 @@ def serve_many(settings: Settings, host: str, port: int, workers: int) -> None:
             host=host,
             port=port,
             workers=workers,
+            # uvicorn kills a worker that does not answer its health check in time; a cold start
+            # on a loaded machine (imports, opening pools, the first recovery sweep) takes longer
+            # than its 5 s default, and a worker killed then is logged as "died".
+            timeout_worker_healthcheck=WORKER_HEALTHCHECK,
         )
     finally:
         stop.set()
         supervisor.join(timeout=15)
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
 def supervise(

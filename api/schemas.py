@@ -9,11 +9,12 @@ from uuid import UUID  # noqa: TC003
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from domain.states import FallbackType, ReleaseOutcome, RunState
+from domain.values import SESSION_ID_PATTERN
 
 if TYPE_CHECKING:
     from infrastructure.settings import Settings
 
-SESSION_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$"
+SESSION_PATTERN = SESSION_ID_PATTERN
 
 
 def as_utc(value: datetime) -> datetime:

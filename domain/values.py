@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import assert_never
 
@@ -94,3 +95,31 @@ class Fact:
     statement: str
     references: tuple[str, ...]
     excerpt: str | None = None
+
+
+SESSION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$"
+"""What a session id is: a letter or digit, then letters, digits and ``._:@-``."""
+MAX_SESSION_ID = 200
+
+
+def query_problem(query: str, max_chars: int) -> str | None:
+    """What is wrong with ``query`` as a run's question, or None (the API's rules, in words)."""
+    if not query.strip():
+        return "is empty: ask something, e.g. 'Why was checkout slow?'"
+    if "\x00" in query:
+        return "contains a NUL character (\\u0000)"
+    if len(query) > max_chars:
+        return (
+            f"is {len(query)} characters; at most {max_chars} are accepted"
+            " (HARNESS_MAX_QUERY_CHARS)"
+        )
+    return None
+
+
+def session_problem(session_id: str) -> str | None:
+    """What is wrong with ``session_id``, or None."""
+    if not 1 <= len(session_id) <= MAX_SESSION_ID:
+        return f"must be 1 to {MAX_SESSION_ID} characters"
+    if re.fullmatch(SESSION_ID_PATTERN, session_id) is None:
+        return "must start with a letter or digit and hold only letters, digits and ._:@-"
+    return None

@@ -19,7 +19,6 @@ from infrastructure.model_scripted import (
     ScriptedProvider,
     chat_config,
     load_scenario,
-    scripted_tools,
 )
 from infrastructure.ops_data import create_ops_tables, load_sample
 from infrastructure.settings import ConfigurationError
@@ -75,7 +74,7 @@ def build_runtime(settings: Settings, store: HarnessStore) -> Runtime:
     )
     provider, closers = _provider(settings)
     if isinstance(provider, ScriptedProvider):
-        tools |= scripted_tools(provider.scenario)
+        tools |= provider.tools()  # their results, like the steps, start afresh per run
         config = chat_config(provider.scenario, config)
         closers.append(provider.release)
     service = ChatService(

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import re
 from typing import TYPE_CHECKING
 
 import psycopg
 from psycopg import sql
 
-from application.store import HarnessStore, StoreUnavailableError
+from application.store import HarnessStore, StoreNotInitialisedError, StoreUnavailableError
 from infrastructure import pg_recorder
 
 if TYPE_CHECKING:
@@ -46,9 +48,31 @@ def store_environment(settings: Settings, *, create_tables: bool) -> dict[str, s
 
 
 def open_store(settings: Settings) -> HarnessStore:
-    """Open the store for a service process: table creation off, tables must already exist."""
+    """Open an existing store: table creation off, and nothing is created, not even a file.
+
+    Raises StoreNotInitialisedError naming the store when its file or tables are missing, and
+    StoreUnavailableError with the server's own reason when PostgreSQL refuses the connection.
+    """
+    target = settings.database
+    if target.kind == "sqlite" and not _sqlite_exists(target.path):
+        raise StoreNotInitialisedError(
+            f"no event store at {target.describe()}: run `harness db init` there first, or set"
+            " HARNESS_DATABASE_URL to the store you mean"
+        )
+    if target.kind == "postgres":
+        probe_postgres(settings)
     store = _construct(settings, create_tables=False)
-    store.check_ready()
+    try:
+        store.check_ready()
+    except StoreNotInitialisedError:
+        store.close()
+        raise StoreNotInitialisedError(
+            f"the event store tables do not exist in {target.describe()}"
+            f"{_schema_note(settings)}: run `harness db init` once first"
+        ) from None
+    except BaseException:
+        store.close()
+        raise
     return store
 
 
@@ -57,6 +81,53 @@ def init_store(settings: Settings) -> HarnessStore:
     if settings.database.kind == "postgres":
         _create_schema(settings)
     return _construct(settings, create_tables=True)
+
+
+def probe_postgres(settings: Settings) -> None:
+    """Connect once, so a refusal comes back at once with the server's reason (not a pool wait).
+
+    Raises StoreUnavailableError saying why: the database or role does not exist, the password
+    was wrong, nothing listens on the port, or the server did not answer in the connect timeout.
+    """
+    target = settings.database
+    try:
+        psycopg.connect(**_connect_args(settings)).close()  # type: ignore[arg-type]
+    except psycopg.Error as error:
+        raise StoreUnavailableError(
+            f"cannot connect to {target.describe()}: {server_reason(error)}"
+        ) from None
+
+
+def server_reason(error: BaseException) -> str:
+    """The driver's message on one line, without libpq's repeated connection preamble."""
+    lines = (" ".join(line.split()) for line in str(error).splitlines())
+    text = "; ".join(line for line in lines if line)
+    text = re.sub(r"^connection failed: ", "", text)
+    text = re.sub(r'connection to server at "[^"]*" ?(\([^)]*\))?, port \d+ failed: ', "", text)
+    return text.replace("FATAL: ", "") or type(error).__name__
+
+
+def _sqlite_exists(path: str) -> bool:
+    return path == ":memory:" or path.startswith("file:") or os.path.exists(path)
+
+
+def _schema_note(settings: Settings) -> str:
+    if settings.database.kind != "postgres":
+        return ""
+    return f" (schema {settings.database_schema!r})"
+
+
+def _connect_args(settings: Settings) -> dict[str, object]:
+    target = settings.database
+    return {
+        "host": target.host,
+        "port": target.port,
+        "user": target.user,
+        "password": target.password or None,
+        "dbname": target.dbname,
+        "connect_timeout": settings.db_connect_timeout,
+        "autocommit": True,
+    }
 
 
 def _construct(settings: Settings, *, create_tables: bool) -> HarnessStore:
@@ -77,15 +148,7 @@ def _construct(settings: Settings, *, create_tables: bool) -> HarnessStore:
 def _create_schema(settings: Settings) -> None:
     target = settings.database
     try:
-        with psycopg.connect(
-            host=target.host,
-            port=target.port,
-            user=target.user,
-            password=target.password or None,
-            dbname=target.dbname,
-            connect_timeout=settings.db_connect_timeout,
-            autocommit=True,
-        ) as conn:
+        with psycopg.connect(**_connect_args(settings)) as conn:  # type: ignore[arg-type]
             conn.execute(
                 sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
                     sql.Identifier(settings.database_schema)
@@ -93,5 +156,6 @@ def _create_schema(settings: Settings) -> None:
             )
     except psycopg.Error as error:
         raise StoreUnavailableError(
-            f"cannot create schema {settings.database_schema!r} in {target.describe()}: {error}"
+            f"cannot create schema {settings.database_schema!r} in {target.describe()}: "
+            f"{server_reason(error)}"
         ) from error

@@ -200,6 +200,11 @@ def index_runbooks(engine: Engine) -> int:
     return len(passages)
 
 
+def _first_line(error: object) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
+
+
 class SqlKnowledgeRetriever:
     """A ``KnowledgeRetriever`` over the indexed runbooks (SQLite FTS5 or PostgreSQL tsvector)."""
 
@@ -231,7 +236,7 @@ class SqlKnowledgeRetriever:
                     f" ({error.orig})"
                 ) from error
             raise KnowledgeStoreError(
-                f"cannot search the knowledge table {TABLE!r} ({error.orig}); "
-                "if it is missing, index it with infrastructure.knowledge.index_runbooks"
+                f"cannot search the runbook index (table {TABLE!r}: {_first_line(error.orig)});"
+                " if the runbooks were never indexed, run `harness db init --sample`"
             ) from error
         return [Passage(id=r[0], title=r[1], text=r[2], score=float(r[3])) for r in rows]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import unquote, urlsplit
@@ -34,7 +35,8 @@ class DatabaseTarget:
     def describe(self) -> str:
         """A human description without the password, safe for logs and errors."""
         if self.kind == "sqlite":
-            return f"SQLite file {self.path}"
+            shown = self.path if self.path == ":memory:" else os.path.abspath(self.path)
+            return f"SQLite file {shown}"
         return f"PostgreSQL database {self.dbname!r} at {self.host}:{self.port} as {self.user!r}"
 
 

@@ -182,7 +182,7 @@ def test_a_non_positive_limit_returns_nothing(retriever: SqlKnowledgeRetriever, 
 
 
 def test_searching_before_indexing_says_what_to_do(engine: Engine) -> None:
-    with pytest.raises(KnowledgeStoreError, match="index_runbooks"):
+    with pytest.raises(KnowledgeStoreError, match="harness db init --sample"):
         SqlKnowledgeRetriever(engine).search("connection pool")
 
 

@@ -1,0 +1,95 @@
+"""The ``harness`` Typer app: plain help, one-line errors, and ``--debug`` for tracebacks."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import Annotated, Any
+
+import typer
+from rich.text import Text
+
+from api.cli_common import err_console
+
+DEBUG_VARIABLE = "HARNESS_DEBUG"
+MAX_MESSAGE = 500
+"""Characters of an unexpected error's message shown on its one line."""
+
+
+def debugging() -> bool:
+    """Whether tracebacks were asked for (``--debug`` or ``HARNESS_DEBUG=1``)."""
+    return os.environ.get(DEBUG_VARIABLE, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def one_line(error: BaseException) -> str:
+    """``Type: message`` on one line, bounded."""
+    message = " ".join(str(error).split())
+    if len(message) > MAX_MESSAGE:
+        message = message[: MAX_MESSAGE - 1] + "…"
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
+class OneLineFormatter(logging.Formatter):
+    """A log record on one line; an exception is named on it, its traceback only when debugging."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """``level: message[: ExceptionType: message]``."""
+        text = f"{record.levelname.lower()}: {record.getMessage()}"
+        if record.exc_info and record.exc_info[1] is not None:
+            if debugging():
+                return text + "\n" + self.formatException(record.exc_info)
+            return f"{text}: {one_line(record.exc_info[1])}"
+        return text
+
+
+def configure_logging() -> None:
+    """Warnings and errors of the harness's own modules on stderr, one line each."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(OneLineFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.WARNING)
+
+
+def _options(
+    debug: Annotated[
+        bool,
+        typer.Option("--debug", help="Show tracebacks of unexpected errors (or HARNESS_DEBUG=1)."),
+    ] = False,
+) -> None:
+    """Diagnosis Harness."""
+    if debug:
+        os.environ[DEBUG_VARIABLE] = "1"  # read again where an error is reported
+    configure_logging()
+
+
+class HarnessTyper(typer.Typer):
+    """A Typer app whose unexpected errors end in one line (exit 1), never a traceback."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        """Plain help (no metavar noise), no completion commands, no rich tracebacks."""
+        super().__init__(
+            no_args_is_help=True,
+            add_completion=False,
+            pretty_exceptions_enable=False,
+            rich_markup_mode=None,
+            **kwargs,
+        )
+        self.callback()(_options)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the command line; an unexpected error is one line on stderr and exit status 1."""
+        try:
+            return super().__call__(*args, **kwargs)
+        except Exception as error:
+            if debugging():
+                raise
+            err_console().print(
+                Text.assemble(
+                    ("error:", "bold red"),
+                    f" unexpected {one_line(error)} (run with --debug or {DEBUG_VARIABLE}=1 for"
+                    " the traceback)",
+                )
+            )
+            sys.exit(1)
