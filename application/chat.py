@@ -2,8 +2,9 @@
 
 Every ending is recorded: a run always gets exactly one termination and one ``RUN_FINISHED``, and
 no exception escapes :meth:`ChatService.execute` (unexpected ones end the run FAILED with
-INTERNAL_ERROR and are logged; when the store itself fails, the run is ended that way once the
-store answers again, see :mod:`application.outage`).
+INTERNAL_ERROR, their type and message recorded, redacted, as the termination's cause, and are
+logged; when the store itself fails, the run is ended that way once the store answers again, see
+:mod:`application.outage`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from application.ports import Message, ModelError, ModelRequest
 from application.store import MAX_CONFLICT_RETRIES, StoreUnavailableError
 from application.tool_boundary import ToolBoundary
 from domain.errors import ConcurrentWriteError
+from domain.redaction import describe_error
 from domain.states import (
     ChatApplicationStatus,
     FailureCode,
@@ -154,7 +156,7 @@ class ChatService:
         ctx.mark_current()
         content: dict[str, Any] | None = None
         failure: FailureCode | None = None  # None: the release decided, complete the run
-        unexpected = False
+        unexpected: Exception | None = None
         try:
             publication = self._by_intent(ctx, self._route(ctx), context)
             content = publication.content
@@ -168,13 +170,14 @@ class ChatService:
             failure = _failure_code(no_content.__cause__)
         except StoreUnavailableError as error:  # the store went away mid-run
             return self._after_outage(ctx, error)
-        except Exception:  # never a traceback to the caller: the run records the failure
+        except Exception as error:  # never a traceback to the caller: the run records the failure
             log.exception("run %s failed unexpectedly", run.id)
-            failure, unexpected = FailureCode.INTERNAL_ERROR, True
+            failure, unexpected = FailureCode.INTERNAL_ERROR, error
         try:
-            if unexpected:
+            if unexpected is not None:
                 resync(ctx)  # what it holds may be ahead of the log (a save that failed)
-            return self._close(ctx, failure, content)
+            cause = describe_error(unexpected) if unexpected is not None else ""
+            return self._close(ctx, failure, content, cause)
         except StoreUnavailableError as error:
             return self._after_outage(ctx, error)
 
@@ -262,17 +265,28 @@ class ChatService:
 
     def _after_outage(self, ctx: RunContext, error: StoreUnavailableError) -> ChatResult:
         """End the run FAILED (INTERNAL_ERROR) once the store answers again (see outage.py)."""
+        cause = describe_error(error)
         return end_after_outage(
-            ctx, self.clock, error, lambda: self._close(ctx, FailureCode.INTERNAL_ERROR, None)
+            ctx,
+            self.clock,
+            error,
+            lambda: self._close(ctx, FailureCode.INTERNAL_ERROR, None, cause),
         )
 
     def _close(
-        self, ctx: RunContext, failure: FailureCode | None, content: dict[str, Any] | None
+        self,
+        ctx: RunContext,
+        failure: FailureCode | None,
+        content: dict[str, Any] | None,
+        cause: str = "",
     ) -> ChatResult:
-        """Terminate (first terminal wins) and record ``RUN_FINISHED``, reloading on conflict."""
+        """Terminate (first terminal wins) and record ``RUN_FINISHED``, reloading on conflict.
+
+        ``cause`` is what failed, recorded with a FAILED termination (redacted by the run).
+        """
         run = self.store.get_run(ctx.run.id) if ctx.run.pending_events else ctx.run
         for _ in range(MAX_CONFLICT_RETRIES):
-            termination = run.complete() if failure is None else run.fail(failure)
+            termination = run.complete() if failure is None else run.fail(failure, cause)
             outcome = run.finished_outcome or run.finish(self.clock.now())
             try:
                 position = self.store.save_all(run) or ctx.last_position

@@ -9,6 +9,7 @@ from uuid import UUID, uuid4
 from eventsourcing.domain import Aggregate
 
 from domain.errors import IllegalTransitionError, InvalidCommandError, RunNotActiveError
+from domain.redaction import failure_cause
 from domain.release import GuardProgress, release_refusal
 from domain.states import (
     BudgetKind,
@@ -238,15 +239,24 @@ class Run(Aggregate):
             aggregate.cancellation = aggregate.cancellation or self.reason
 
     class RunTerminated(Aggregate.Event):
-        """The run's one termination: its final state and reason."""
+        """The run's one termination: its final state, reason and, for a failure, its cause."""
 
-        class_version = 1
+        class_version = 2
         state: RunState
         reason: CancellationReason | FailureCode | CompletionReason
+        cause: str
+        """What failed, as recorded when it happened (exception type and message, redacted and
+        bounded by :func:`domain.redaction.failure_cause`); '' when none is known."""
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            """Terminations recorded before causes were name none."""
+            state["cause"] = ""
 
         def apply(self, aggregate: Run) -> None:
-            """Set the termination."""
+            """Set the termination and its cause."""
             aggregate.termination = Termination(state=self.state, reason=self.reason)
+            aggregate.failure_cause = self.cause
 
     class RunFinished(Aggregate.Event):
         """The run's result was persisted: release outcome, usage against budget, duration."""
@@ -279,6 +289,8 @@ class Run(Aggregate):
         self.published: dict[str, Any] | None = None
         self.cancellation: CancellationReason | None = None
         self.termination: Termination | None = None
+        self.failure_cause = ""
+        """Why the run failed, as recorded with its termination ('' when no cause is known)."""
         self.finished_outcome: ReleaseOutcome | None = None
 
     # -- creation and queries ------------------------------------------------------------------
@@ -523,11 +535,15 @@ class Run(Aggregate):
         self._refuse_if(self.release is None, "a run completes only after its release decision")
         return self._terminate(CompletionReason.COMPLETED)
 
-    def fail(self, code: FailureCode) -> Termination:
-        """Terminate FAILED with a failure code; a no-op once terminated."""
+    def fail(self, code: FailureCode, cause: str = "") -> Termination:
+        """Terminate FAILED with a failure code; a no-op once terminated.
+
+        ``cause`` says what failed (e.g. an exception's type and message); it is recorded
+        redacted and bounded (:func:`domain.redaction.failure_cause`).
+        """
         if self.termination is not None:
             return self.termination
-        return self._terminate(code)
+        return self._terminate(code, failure_cause(cause) if cause else "")
 
     def time_out(self) -> Termination:
         """Terminate TIMED_OUT, then cancel to stop further work; a no-op once terminated."""
@@ -587,10 +603,10 @@ class Run(Aggregate):
     # -- helpers -------------------------------------------------------------------------------
 
     def _terminate(
-        self, reason: CancellationReason | FailureCode | CompletionReason
+        self, reason: CancellationReason | FailureCode | CompletionReason, cause: str = ""
     ) -> Termination:
         termination = Termination.for_reason(reason)
-        self.trigger_event(self.RunTerminated, state=termination.state, reason=reason)
+        self.trigger_event(self.RunTerminated, state=termination.state, reason=reason, cause=cause)
         return termination
 
     def _exhaust_if_over(self) -> None:

@@ -15,9 +15,10 @@ from application.audit.evidence import check_evidence
 from application.audit.integrity import Violation
 from application.audit.replay import Entry, RunLog, mutate
 from application.audit.rules import GUARD_CHAIN, PUBLISHED, expected_outcome, is_legal_row
+from domain.redaction import failure_cause
 from domain.release import release_refusal
 from domain.run import Run
-from domain.states import Intent, ReleaseOutcome, RunState, state_for_reason
+from domain.states import FailureCode, Intent, ReleaseOutcome, RunState, state_for_reason
 
 FeedOf = Callable[[str, Iterable[Any]], Sequence[tuple[Any, str, dict[str, Any]]]]
 """One run's public feed from its events: (event that wrote it, kind, data) per entry."""
@@ -33,6 +34,7 @@ def check_run(log: RunLog, feed: FeedOf | None = None) -> list[Violation]:
         return [Violation("replay", f"belongs to run {log.run_id}, whose stream is missing", first)]
     return [
         *check_termination(log),
+        *check_cause(log),
         *check_evidence(log),
         *check_release_path(log),
         *check_guard_chain(log),
@@ -75,6 +77,20 @@ def check_termination(log: RunLog) -> list[Violation]:
         for e in entries
         if e.record.position > end.position and not isinstance(e.event, Run.RunFinished)
     ]
+    return found
+
+
+def check_cause(log: RunLog) -> list[Violation]:
+    """A termination's cause: only a failure has one, and only as the run records it."""
+    found: list[Violation] = []
+    for entry in _all(_run(log), Run.RunTerminated):
+        cause = entry.event.cause
+        if cause and not isinstance(entry.event.reason, FailureCode):
+            why = f"records a cause for a {entry.event.state.value} termination: only a failure has"
+            found.append(Violation("cause", f"{why} one", entry.record))
+        elif cause and failure_cause(cause) != cause:
+            why = "its cause is not as the harness records one (redacted, on one line, bounded)"
+            found.append(Violation("cause", f"{why}: a secret may show in it", entry.record))
     return found
 
 

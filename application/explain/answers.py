@@ -129,6 +129,7 @@ def _timed_out_or_budget_exhausted(log: _Log) -> Answer:
     fields: dict[str, FieldValue] = {
         "termination_state": _v(term.state if term else None),
         "termination_reason": _v(term.reason if term else None),
+        "failure_cause": run.failure_cause or None,
         "deadline": run.deadline.isoformat(),
         "duration_ms": finished.duration_ms if finished else None,
         "budget_kind": _v(exhausted.kind if exhausted else None),

@@ -47,6 +47,7 @@ def explain_run(store: HarnessStore, run_id: UUID) -> RunExplanation:
         fallback_type=_v(_fallback_type(run)),
         termination_state=_v(term.state if term else None),
         termination_reason=_v(term.reason if term else None),
+        failure_cause=run.failure_cause or None,
         stop_reason=_v(log.stop_reason),
         duration_ms=finished.duration_ms if finished else None,
         budget=[

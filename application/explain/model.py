@@ -63,6 +63,9 @@ class RunExplanation(BaseModel):
     fallback_type: str | None
     termination_state: str | None
     termination_reason: str | None
+    failure_cause: str | None
+    """What failed, as recorded with the termination (exception type and message, secrets
+    redacted); None when no cause was recorded."""
     stop_reason: str | None
     duration_ms: int | None
     budget: list[BudgetUse]

@@ -78,7 +78,8 @@ def _fallback_type(run: Run) -> FallbackType | None:
 
 def _ended(run: Run) -> str:
     assert run.termination is not None
-    return f"ended {run.termination.state.value} ({_reason(run.termination.reason)})"
+    cause = f"; cause recorded: {run.failure_cause}" if run.failure_cause else ""
+    return f"ended {run.termination.state.value} ({_reason(run.termination.reason)}{cause})"
 
 
 def _reason(reason: TerminationReason) -> str:

@@ -164,7 +164,7 @@ def test_invariants_broken_by_raw_events_are_named(settings: Settings, tmp_path:
         run = store.get_run(finished.run_id)
         # the aggregates' own event machinery, without the commands' checks in front of it
         run.trigger_event(
-            Run.RunTerminated, state=RunState.FAILED, reason=FailureCode.INTERNAL_ERROR
+            Run.RunTerminated, state=RunState.FAILED, reason=FailureCode.INTERNAL_ERROR, cause=""
         )
         at_second = store.save_all(run)
         started, _ = store.start_run("s-2", "why?", datetime.now(UTC) + timedelta(minutes=5))

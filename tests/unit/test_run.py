@@ -143,7 +143,7 @@ RECHECK_FAILED = chain(checked(True, False), repair, recheck(False))
 
 
 def terminated_by(*, state: RunState, reason: Any) -> Payloads:
-    return [(Run.RunTerminated, {"state": state, "reason": reason})]
+    return [(Run.RunTerminated, {"state": state, "reason": reason, "cause": ""})]
 
 
 def cancellation(reason: CancellationReason) -> Payloads:

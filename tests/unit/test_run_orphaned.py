@@ -51,7 +51,10 @@ def test_a_running_run_before_its_deadline_ends_failed_worker_lost_and_finished(
 
     assert termination == Termination(RunState.FAILED, FailureCode.WORKER_LOST)
     assert then_events(run) == [
-        (Run.RunTerminated, {"state": RunState.FAILED, "reason": FailureCode.WORKER_LOST}),
+        (
+            Run.RunTerminated,
+            {"state": RunState.FAILED, "reason": FailureCode.WORKER_LOST, "cause": ""},
+        ),
         (Run.RunFinished, finished_payload(run, ReleaseOutcome.FAILED, BEFORE_DEADLINE)),
     ]
     assert run.is_finished and run.state is RunState.FAILED
@@ -65,7 +68,7 @@ def test_a_run_past_its_deadline_ends_timed_out_then_cancels_and_finishes() -> N
     assert termination == Termination(RunState.TIMED_OUT, CancellationReason.DEADLINE_EXCEEDED)
     deadline = CancellationReason.DEADLINE_EXCEEDED
     assert then_events(run) == [
-        (Run.RunTerminated, {"state": RunState.TIMED_OUT, "reason": deadline}),
+        (Run.RunTerminated, {"state": RunState.TIMED_OUT, "reason": deadline, "cause": ""}),
         (Run.CancellationRequested, {"reason": deadline}),
         (Run.RunFinished, finished_payload(run, ReleaseOutcome.FAILED, AFTER_DEADLINE)),
     ]
