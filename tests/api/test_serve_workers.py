@@ -1,0 +1,86 @@
+"""``harness serve --workers 2`` as an operator starts it: a real process tree on PostgreSQL.
+
+On a loaded 2-core machine a worker's cold start took longer than uvicorn's 5 s health check,
+and uvicorn killed it and logged "Child process … died". Here the machine is loaded on purpose
+while the workers start, and the service must come up without any worker being replaced.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from infrastructure.settings import Settings
+from tests.api._serve import db_init_sample
+from tests.api.test_workers import ROOT, _free_port
+
+HARNESS = str(Path(sys.executable).with_name("harness"))
+"""The installed console script, as an operator runs it: uvicorn's spawned workers import it."""
+BURN = "import time\nend = time.monotonic() + 120\nwhile time.monotonic() < end: pass\n"
+
+
+@contextmanager
+def _cpu_load(processes: int) -> Iterator[None]:
+    """Busy processes (bounded to two minutes each), stopped when the block ends."""
+    burners = [subprocess.Popen([sys.executable, "-c", BURN]) for _ in range(processes)]
+    try:
+        yield
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait(timeout=30)
+
+
+def _wait_ready(base: str, process: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # start-up of other processes: nothing else to wait on
+        if process.poll() is not None:
+            pytest.fail(f"serve exited {process.returncode}: {process.communicate()[1]}")
+        try:
+            if httpx.get(f"{base}/readyz", timeout=5).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    pytest.fail("the workers did not come up")
+
+
+def test_two_workers_start_on_a_loaded_machine_without_being_replaced(
+    pg_settings: Settings, tmp_path: Path
+) -> None:
+    db_init_sample(pg_settings)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")} | {
+        "PYTHONPATH": str(ROOT),
+        "HARNESS_DATABASE_URL": pg_settings.database_url,
+        "HARNESS_DATABASE_SCHEMA": pg_settings.database_schema,
+    }
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    with _cpu_load(6):
+        serve = subprocess.Popen(
+            [HARNESS, "serve", "--workers", "2", "--port", str(port)],
+            env=env,
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            _wait_ready(base, serve)
+            answered = {httpx.get(f"{base}/healthz", timeout=10).status_code for _ in range(20)}
+        finally:
+            serve.send_signal(signal.SIGINT)
+            out, err = serve.communicate(timeout=120)
+    assert answered == {200}
+    assert "with 2 workers and a projection process" in err
+    assert "died" not in err and "not ready in time" not in err, err
+    assert "Traceback" not in out + err
