@@ -66,13 +66,27 @@ def load_scenario(path: str | Path) -> dict[str, Any]:
 
 
 @dataclass
+class Play:
+    """Which run the scenario is playing: every run's ROUTE request starts the next play.
+
+    A run always routes first, so each run of a process plays the steps and the tools' results
+    from the first. Runs executing at the same time in one process share the one cursor: play
+    a scenario with one run at a time.
+    """
+
+    number: int = 0
+
+
+@dataclass
 class ScriptedProvider:
     """Answers requests from the scenario: route, answer, steps, repair and judge."""
 
     scenario: dict[str, Any]
     name: str = "scripted"
     blocking: bool = True  # delay and hang steps wait
+    play: Play = field(default_factory=Play)
     _steps: list[dict[str, Any]] = field(init=False)
+    _next: int = field(init=False, default=0)
     _released: threading.Event = field(default_factory=threading.Event)
     hanging: threading.Event = field(default_factory=threading.Event)
     """Set when a ``hang`` step has started waiting (lets a caller act while the model hangs)."""
@@ -85,12 +99,18 @@ class ScriptedProvider:
             raise ScenarioError("'steps' must be a list of mappings")
         self._steps = list(steps)
 
+    def tools(self) -> dict[str, ScriptedTool]:
+        """The scenario's tools, whose results also start from the first with every run."""
+        return scripted_tools(self.scenario, self.play)
+
     def release(self) -> None:
         """Unblock steps that ``hang`` (a provider call that never answers on its own)."""
         self._released.set()
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         """The scripted answer for this request's purpose."""
+        if request.purpose is ModelStepPurpose.ROUTE:
+            self._start_play()
         spec = self._spec_for(request.purpose)
         if spec.get("hang"):
             self.hanging.set()
@@ -115,6 +135,11 @@ class ScriptedProvider:
             ),
         )
 
+    def _start_play(self) -> None:
+        with self._lock:
+            self._next = 0
+            self.play.number += 1
+
     def _spec_for(self, purpose: ModelStepPurpose) -> dict[str, Any]:
         key = {
             ModelStepPurpose.ROUTE: "route",
@@ -124,9 +149,13 @@ class ScriptedProvider:
         }.get(purpose)
         if key is None:
             with self._lock:
-                if not self._steps:
-                    raise ModelUnavailableError("the scripted scenario has no steps left")
-                return self._steps.pop(0)
+                if self._next >= len(self._steps):
+                    raise ModelUnavailableError(
+                        f"the scripted scenario has no steps left: this run has played all"
+                        f" {len(self._steps)} (each run plays them from the first)"
+                    )
+                self._next += 1
+                return self._steps[self._next - 1]
         value = self.scenario.get(key)
         if value is None:
             raise ModelUnavailableError(f"the scripted scenario has no {key!r} answer")
@@ -195,7 +224,10 @@ class ScriptedTool:
     required_scope: str = "ops:read"
     max_result_bytes: int = 8000
     blocking: bool = True  # delay and hang results wait
+    play: Play | None = None
+    """The provider's play: a new one (a new run) starts the results from the first again."""
     calls: int = 0
+    _played: int = 0
     hanging: threading.Event = field(default_factory=threading.Event)
     """Set when a ``hang`` result has started waiting (lets a caller act while the tool runs)."""
     _released: threading.Event = field(default_factory=threading.Event)
@@ -225,6 +257,8 @@ class ScriptedTool:
 
         ``hang: true`` blocks until :meth:`release`, then goes on with the rest of the result.
         """
+        if self.play is not None and self.play.number != self._played:
+            self._played, self.calls = self.play.number, 0
         results = self.config.get("results") or [self.config]
         result = results[min(self.calls, len(results) - 1)]
         self.calls += 1
@@ -258,9 +292,11 @@ def chat_config(scenario: dict[str, Any], base: ChatConfig | None = None) -> Cha
     return replace(base, limits=limits, deadline_s=deadline)
 
 
-def scripted_tools(scenario: dict[str, Any]) -> dict[str, ScriptedTool]:
-    """The scenario's tools by name."""
+def scripted_tools(scenario: dict[str, Any], play: Play | None = None) -> dict[str, ScriptedTool]:
+    """The scenario's tools by name (with ``play``, each run starts their results afresh)."""
     tools = scenario.get("tools", {})
     if not isinstance(tools, dict):
         raise ScenarioError("'tools' must be a mapping of tool name to its results")
-    return {name: ScriptedTool(name, dict(config or {})) for name, config in tools.items()}
+    return {
+        name: ScriptedTool(name, dict(config or {}), play=play) for name, config in tools.items()
+    }
