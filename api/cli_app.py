@@ -8,6 +8,7 @@ import sys
 from typing import Annotated, Any
 
 import typer
+import typer.main
 from rich.text import Text
 
 from api.cli_common import err_console
@@ -64,6 +65,27 @@ def _options(
     configure_logging()
 
 
+def _no_type(ctx: Any) -> None:
+    return None
+
+
+def _plain_metavars(command: Any) -> None:
+    """Name each value after its option or argument (``--port PORT``), not its type (``<int>``).
+
+    Duck-typed: Typer builds its commands with a click of its own.
+    """
+    for param in command.params:
+        if param.metavar is not None or getattr(param, "is_flag", False):
+            continue
+        if param.param_type_name == "argument":
+            param.metavar = param.name.upper()
+            param.display_type_rich = _no_type  # Typer adds "<str>" after an argument's name
+        else:
+            param.metavar = max(param.opts, key=len).lstrip("-").replace("-", "_").upper()
+    for sub in getattr(command, "commands", {}).values():
+        _plain_metavars(sub)
+
+
 class HarnessTyper(typer.Typer):
     """A Typer app whose unexpected errors end in one line (exit 1), never a traceback."""
 
@@ -81,7 +103,9 @@ class HarnessTyper(typer.Typer):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the command line; an unexpected error is one line on stderr and exit status 1."""
         try:
-            return super().__call__(*args, **kwargs)
+            command = typer.main.get_command(self)
+            _plain_metavars(command)
+            return command(*args, **kwargs)
         except Exception as error:
             if debugging():
                 raise
