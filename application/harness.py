@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, TypeVar
 from application.ports import ModelError, ModelTimeoutError
 from application.storable import storable_response
 from domain.errors import ConcurrentWriteError
+from domain.redaction import describe_error
 from domain.run import Run
 from domain.states import BudgetKind, ModelStepOutcome, RunState
 from domain.tool_invocation import ToolInvocation
@@ -180,7 +181,7 @@ class RunContext:
             # A model failure after the run ended changes nothing: the deadline is checked here,
             # and a cancel that came meanwhile makes the step's save conflict and abort.
             self.check_active(reread=False)
-            self._record(request, started, ModelStepOutcome.FAILED, detail=_describe(error))
+            self._record(request, started, ModelStepOutcome.FAILED, detail=describe_error(error))
             raise
         self.check_active(reread=False)  # a late answer is discarded the same way
         self._record(request, started, ModelStepOutcome.OK, response=response)
@@ -236,7 +237,3 @@ class RunContext:
             detail=detail,
         )
         self.save()
-
-
-def _describe(error: Exception) -> str:
-    return f"{type(error).__name__}: {error}"[:500]

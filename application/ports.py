@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+from domain.redaction import redact
+
 if TYPE_CHECKING:
     from datetime import datetime
 
@@ -84,7 +86,15 @@ class ModelResponse:
 
 
 class ModelError(Exception):
-    """A model call failed; the message says how, without secrets."""
+    """A model call failed; the message says how, without secrets.
+
+    The message is redacted when the error is made (:func:`domain.redaction.redact`): it ends up
+    in the log (model steps, routing and guard decisions), whichever provider raised it.
+    """
+
+    def __init__(self, message: str = "") -> None:
+        """Keep ``message`` with whatever looks like a credential replaced."""
+        super().__init__(redact(message))
 
 
 class ModelTimeoutError(ModelError):

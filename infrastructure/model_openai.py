@@ -3,14 +3,15 @@
 Works with any server speaking ``POST {base_url}/chat/completions`` (OpenAI, vLLM, Ollama,
 DeepSeek, …). The client never retries (``max_retries=0`` by default): the harness owns retries and
 deadlines. Every failure becomes a :class:`~application.ports.ModelError` whose message names the
-status and the provider's message but never the API key.
+status and the provider's message but never a configured secret: the API key, the base URL's
+``user:password@`` and its query values (``?api_key=…`` is sent as a query on every request).
 """
 
 from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING, assert_never
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import openai
 from openai.types.chat import ChatCompletionMessage
@@ -25,6 +26,7 @@ from application.ports import (
     ToolCall,
     Usage,
 )
+from domain.redaction import HIDDEN
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -54,6 +56,8 @@ _STATUS_HINTS = {
     429: "the provider is rate limiting; retry later or lower the load",
 }
 _SERVER_FAILED = "the server failed; retry later"
+_SHORTEST_SECRET = 4
+"""Configured values shorter than this are not blanked out of messages (too likely elsewhere)."""
 
 
 class OpenAICompatibleProvider:
@@ -78,14 +82,17 @@ class OpenAICompatibleProvider:
             raise ValueError(f"max_retries must be zero or more, got {max_retries!r}")
         self.model = model
         self.timeout_s = timeout_s
-        self._api_key = api_key
-        self._where = f"model {model!r} at {_without_userinfo(base_url)}"
+        parts = urlsplit(base_url)
+        self._secrets = _secrets(api_key, base_url)
+        self._where = f"model {model!r} at {_shown(base_url)}"
         # Keyless servers (a local vLLM or Ollama): the client insists on a key at construction,
         # so give it a placeholder and drop the Authorization header from every request.
         self._headers: Mapping[str, str | Omit] = {} if api_key else {"Authorization": openai.omit}
         self._client = openai.OpenAI(
             api_key=api_key or "no-key",
-            base_url=base_url,
+            # The client appends paths to the base URL as text: a query would swallow them.
+            base_url=urlunsplit(parts._replace(query="", fragment="")),
+            default_query=dict(parse_qsl(parts.query, keep_blank_values=True)) or None,
             timeout=timeout_s,
             max_retries=max_retries,
         )
@@ -200,20 +207,34 @@ class OpenAICompatibleProvider:
         return ModelRefusedError(text)
 
     def _detail(self, text: str) -> str:
-        """The provider's text, shortened and with the API key blanked out."""
-        if self._api_key:
-            text = text.replace(self._api_key, "[redacted]")
+        """The provider's text, shortened and with every configured secret blanked out.
+
+        What merely looks like a credential is redacted by :class:`ModelError` itself.
+        """
+        for secret in self._secrets:
+            text = text.replace(secret, HIDDEN)
         text = " ".join(text.split())
         return text if len(text) <= _DETAIL_LIMIT else text[: _DETAIL_LIMIT - 1] + "…"
 
 
-def _without_userinfo(url: str) -> str:
-    """The URL without any ``user:password@`` part, safe to put in messages."""
+def _secrets(api_key: str, base_url: str) -> tuple[str, ...]:
+    """The configured values no message may show: the key, the URL's userinfo and query values.
+
+    Longest first, so a secret that contains another is blanked out whole.
+    """
+    parts = urlsplit(base_url)
+    # A user name alone is often a token (https://TOKEN@host); beside a password it is not.
+    found = {api_key, parts.password or parts.username or ""}
+    found |= {value for _, value in parse_qsl(parts.query, keep_blank_values=True)}
+    return tuple(sorted((v for v in found if len(v) >= _SHORTEST_SECRET), key=len, reverse=True))
+
+
+def _shown(url: str) -> str:
+    """The URL as messages show it: no ``user:password@``, every query value hidden."""
     parts = urlsplit(url)
-    if parts.hostname is None or "@" not in parts.netloc:
-        return url
-    netloc = parts.hostname if parts.port is None else f"{parts.hostname}:{parts.port}"
-    return urlunsplit(parts._replace(netloc=netloc))
+    netloc = parts.netloc.rpartition("@")[2]
+    query = "&".join(f"{name}={HIDDEN}" for name, _ in parse_qsl(parts.query, True))
+    return urlunsplit(parts._replace(netloc=netloc, query=query, fragment=""))
 
 
 def _message_param(index: int, message: Message) -> ChatCompletionMessageParam:
