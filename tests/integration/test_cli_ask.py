@@ -1,0 +1,70 @@
+"""``harness ask`` says what the user got first; a scripted scenario plays fully in every run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from domain.states import ReleaseOutcome
+from infrastructure.composition import build_runtime
+from infrastructure.database import create_sql_engine
+from infrastructure.eventstore import init_store
+from infrastructure.leases import SqlLeases
+from infrastructure.settings import Settings
+from projections.runner import Projector
+from tests.integration._cli import harness, store_env
+
+SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
+
+
+def test_a_fallback_reads_as_a_fallback_before_the_run_state(
+    sqlite_settings: Settings, tmp_path: Path
+) -> None:
+    env = store_env(sqlite_settings) | {
+        "HARNESS_MODEL": f"scripted:{SCENARIOS / 'limited_checks.yaml'}"
+    }
+    asked = harness("ask", "why is payments slow?", env=env, cwd=tmp_path)
+    assert asked.returncode == 0, asked.stderr
+    lines = asked.stdout.splitlines()
+    assert "run ended: state SUCCESS (COMPLETED)" in lines
+    assert not any(line.startswith("run SUCCESS") for line in lines)
+    banner = lines.index("== FALLBACK — INSUFFICIENT_EVIDENCE ==")
+    assert lines[banner + 1].startswith("Result: FALLBACK (INSUFFICIENT_EVIDENCE)")
+    assert "the run itself ended normally (state SUCCESS, COMPLETED)" in lines[banner + 1]
+    assert all(len(line) < 1000 for line in lines)  # no rule as wide as the pipe
+
+
+def test_a_failed_run_says_nothing_was_published(sqlite_settings: Settings, tmp_path: Path) -> None:
+    env = store_env(sqlite_settings) | {
+        "HARNESS_MODEL": f"scripted:{SCENARIOS / 'internal_failure.yaml'}"
+    }
+    asked = harness("ask", "why is payments slow?", env=env, cwd=tmp_path)
+    assert asked.returncode == 1
+    banner = asked.stdout.splitlines().index("== FAILED ==")
+    assert asked.stdout.splitlines()[banner + 1].startswith("Result: FAILED, no content")
+
+
+def test_every_run_of_a_process_plays_the_whole_scenario(
+    settings: Settings, tmp_path: Path
+) -> None:
+    scenario = yaml.safe_load((SCENARIOS / "conclusion_supported.yaml").read_text())
+    first_lines = scenario["tools"]["search_logs"]["lines"]
+    # the second call of a run would fail: each run must start the tool's results afresh too
+    scenario["tools"]["search_logs"] = {"results": [{"lines": first_lines}, {"error": "spent"}]}
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    scripted = settings.model_copy(update={"model": f"scripted:{path}"})
+    store = init_store(scripted)
+    engine = create_sql_engine(scripted)
+    Projector(store, engine).ensure_tracking()
+    SqlLeases(engine).create()
+    runtime = build_runtime(scripted, store)
+    try:
+        results = [runtime.service.ask("s", "why is checkout slow?") for _ in range(2)]
+    finally:
+        runtime.close()
+        engine.dispose()
+        store.close()
+    assert [r.release_outcome for r in results] == [ReleaseOutcome.SUCCESS] * 2
+    assert all(r.content and r.content["kind"] == "diagnosis" for r in results)
