@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, assert_never
 
 from rich.markup import escape
 
 from domain.catalogue import event_type_name
+from domain.states import ReleaseOutcome, RunState
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -31,15 +32,16 @@ class AskView:
                 self.console.print(render(event))
 
     def show_result(self, result: ChatResult) -> None:
-        """The published content, or why nothing was published."""
+        """The outcome and fallback type first, then how the run ended, then the content."""
         content = result.content
-        self.console.rule(f"{result.release_outcome.value}")
+        fallback = content.get("fallback_type") if content else None
+        title = result.release_outcome.value + (f" — {fallback}" if fallback else "")
+        if self.console.is_terminal:
+            self.console.rule(f"[bold]{title}[/]")
+        else:
+            self.console.print(f"== {title} ==", markup=False)  # a rule would span the pipe width
+        self.console.print(summary(result), markup=False)
         if content is None:
-            ended = result.termination
-            self.console.print(
-                f"No content was published: the run ended {ended.state.value} "
-                f"({ended.reason.value})."
-            )
             return
         if content.get("kind") == "diagnosis":
             self.console.print(escape(content["conclusion"]))
@@ -48,13 +50,37 @@ class AskView:
         elif content.get("kind") == "answer":
             self.console.print(escape(content["text"]))
         else:
-            self.console.print(f"[bold]{content['fallback_type']}[/]: {escape(content['message'])}")
+            self.console.print(escape(content["message"]))
             for fact in content.get("verified_facts", []):
                 self.console.print(f"  • {escape(fact['statement'])}")
             for item in content.get("no_evidence", []):
                 self.console.print(f"  ○ {escape(item)}")
             for item in content.get("missing_info", []):
                 self.console.print(f"  ? {escape(item)}")
+
+
+def summary(result: ChatResult) -> str:
+    """One sentence: what was published (the release outcome), then the run's state in words."""
+    ended = result.termination
+    state = f"{ended.state.value} ({ended.reason.value})"
+    if ended.state is RunState.SUCCESS:
+        state = f"normally (state {ended.state.value}, {ended.reason.value})"
+    content = result.content
+    match result.release_outcome:
+        case ReleaseOutcome.SUCCESS:
+            kind = content.get("kind", "answer") if content else "answer"
+            said = f"Result: SUCCESS, a {kind} was published; the run ended {state}."
+        case ReleaseOutcome.FALLBACK:
+            fallback = content.get("fallback_type") if content else None
+            said = (
+                f"Result: FALLBACK ({fallback}), a safe fallback instead of a conclusion;"
+                f" the run itself ended {state}."
+            )
+        case ReleaseOutcome.FAILED | ReleaseOutcome.CANCELLED as outcome:
+            said = f"Result: {outcome.value}, no content was published; the run ended {state}."
+        case _ as unreachable:
+            assert_never(unreachable)
+    return f"{said} Why: `harness runs explain {result.run_id}`"
 
 
 def _routing(e: Any) -> str:
@@ -86,5 +112,5 @@ _LINES: dict[str, Callable[[Any], str]] = {
     "EVIDENCE_GUARD_INITIAL": _evidence,
     "EVIDENCE_GUARD_RECHECK": _evidence,
     "SEMANTIC_GUARD_DECISION": _semantic,
-    "RUN_TERMINATED": lambda e: f"[bold]run {e.state.value}[/] ({e.reason.value})",
+    "RUN_TERMINATED": lambda e: f"[dim]run ended: state {e.state.value} ({e.reason.value})[/]",
 }
