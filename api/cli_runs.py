@@ -2,45 +2,76 @@
 
 These read the same projections and the same log as the HTTP API, without a running service
 (an operator's tool: there are no API keys here; whoever can reach the database sees all).
+Reads bring the read tables up to the log head first; every RUN_ID may be a unique prefix.
+Results go to stdout, counts and notes to stderr.
 """
 
 from __future__ import annotations
 
 import json
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
-from uuid import UUID
 
 import typer
-from rich.table import Table
-from sqlalchemy.exc import SQLAlchemyError
 
 from api.cli_common import err_console, fail, load_settings, out_console
-from application.explain import explain_run
-from application.store import StoreError
-from domain.errors import UnknownAggregateError
-from domain.states import CancellationReason
-from infrastructure.database import create_sql_engine
-from infrastructure.eventstore import open_store
-from infrastructure.recovery import recovery_sweep
-from projections.queries import RunFilter, list_runs, run_row, trace_rows
+from api.cli_reads import Freshness, bring_up_to_date, is_full_id, resolve_run_id
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from enum import Enum
+    from uuid import UUID
 
     from sqlalchemy import Engine
 
     from application.store import HarnessStore
+    from infrastructure.settings import Settings
 
 runs_app = typer.Typer(
     help="List, inspect, explain, cancel and recover runs.", no_args_is_help=True
 )
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+RunIdArgument = Annotated[
+    str, typer.Argument(help="The run's id, or a unique prefix of it (as `runs list` shows).")
+]
+
+
+@dataclass
+class Opened:
+    """The store and the read side's engine of one command."""
+
+    settings: Settings
+    store: HarnessStore
+    engine: Engine
+
+    @property
+    def where(self) -> str:
+        """The store, as error messages name it."""
+        return self.settings.database.describe()
+
+    def fresh(self) -> Freshness:
+        """Bring the read tables up to the log head (or say why not)."""
+        return bring_up_to_date(self.settings, self.store, self.engine)
+
+    def run_id(self, text: str) -> UUID:
+        """The run ``text`` names (a prefix is looked up in read tables brought up to date)."""
+        if not is_full_id(text):
+            self.fresh()
+        return resolve_run_id(self.engine, text, self.where)
 
 
 @contextmanager
-def _opened() -> Iterator[tuple[HarnessStore, Engine]]:
+def opened() -> Iterator[Opened]:
+    """The store and engine for a command; store and database failures exit 2 naming the store."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from application.store import StoreError
+    from infrastructure.database import create_sql_engine
+    from infrastructure.eventstore import open_store
+    from projections.runner import brief
+
     settings = load_settings()
     try:
         store = open_store(settings)
@@ -48,124 +79,128 @@ def _opened() -> Iterator[tuple[HarnessStore, Engine]]:
         fail(str(error))
     engine = create_sql_engine(settings)
     try:
-        yield store, engine
+        yield Opened(settings, store, engine)
     except (SQLAlchemyError, StoreError) as error:
-        fail(f"the database failed: {error}")
+        fail(f"{settings.database.describe()} failed: {brief(error)}")
     finally:
         engine.dispose()
         store.close()
-
-
-def _run_id(value: str) -> UUID:
-    try:
-        return UUID(value)
-    except ValueError:
-        fail(f"{value!r} is not a run id (a UUID such as 7c35daf4-a6a6-478a-93b9-d913aeba9809)")
 
 
 def _print_json(value: Any) -> None:
     typer.echo(json.dumps(value, default=str, indent=2))
 
 
+def _choice(option: str, value: str | None, enum: type[Enum]) -> str | None:
+    """``value`` as one of ``enum``'s values (any case); exit 2 naming the valid ones."""
+    if value is None:
+        return None
+    valid = [member.value for member in enum]
+    if value.upper() not in valid:
+        fail(f"{option} {value!r} is not one of {', '.join(valid)}")
+    return value.upper()
+
+
 @runs_app.command("list")
 def list_command(
     session: Annotated[str | None, typer.Option(help="Only this session's runs.")] = None,
-    state: Annotated[str | None, typer.Option(help="Termination state, e.g. TIMED_OUT.")] = None,
+    state: Annotated[
+        str | None, typer.Option(help="Run state, e.g. TIMED_OUT (RUNNING: not ended yet).")
+    ] = None,
     outcome: Annotated[str | None, typer.Option(help="Release outcome, e.g. FALLBACK.")] = None,
     limit: Annotated[int, typer.Option(min=1, max=1000, help="How many, newest first.")] = 20,
     as_json: JsonOption = False,
 ) -> None:
-    """The newest runs with how they ended (status, release outcome, termination)."""
+    """The newest runs with their query and how they ended (status, outcome, termination)."""
+    from api.cli_runs_table import runs_table
+    from domain.states import ReleaseOutcome, RunState
+    from projections.queries import RunFilter, list_runs
+
+    chosen_state = _choice("--state", state, RunState)
+    running = chosen_state == RunState.RUNNING.value  # not ended: no termination state yet
     where = RunFilter(
         session_id=session,
-        termination_state=state.upper() if state else None,
-        release_outcome=outcome.upper() if outcome else None,
+        status="RUNNING" if running else None,
+        termination_state=None if running else chosen_state,
+        release_outcome=_choice("--outcome", outcome, ReleaseOutcome),
     )
-    with _opened() as (_, engine), engine.connect() as connection:
-        rows, count = list_runs(connection, where, limit, 0)
-    if as_json:
+    with opened() as the:
+        the.fresh()
+        with the.engine.connect() as connection:
+            rows, count = list_runs(connection, where, limit, 0)
+            table = None if as_json else runs_table(connection, rows, out_console().is_terminal)
+    if table is None:
         _print_json({"data": rows, "count": count})
-        return
-    table = Table("run", "session", "created", "status", "outcome", "termination", "reason")
-    for row in rows:
-        table.add_row(
-            str(row["run_id"]),
-            str(row["session_id"]),
-            f"{row['created_at']:%Y-%m-%d %H:%M:%S}",
-            str(row["status"]),
-            str(row["release_outcome"] or ""),
-            str(row["termination_state"] or ""),
-            str(row["termination_reason"] or ""),
-        )
-    out_console().print(table)
+    else:
+        out_console().print(table)
     err_console().print(f"{len(rows)} of {count} run(s)")
 
 
 @runs_app.command("show")
-def show(
-    run_id: Annotated[str, typer.Argument(help="The run's id.")],
-    as_json: JsonOption = False,
-) -> None:
+def show(run_id: RunIdArgument, as_json: JsonOption = False) -> None:
     """One run's row and its timeline."""
-    with _opened() as (_, engine), engine.connect() as connection:
-        row = run_row(connection, str(_run_id(run_id)))
-        trace = trace_rows(connection, run_id) if row else []
+    from api.cli_runs_table import run_tables
+    from projections.queries import run_row, trace_rows
+
+    with opened() as the:
+        freshness = the.fresh()
+        key = str(resolve_run_id(the.engine, run_id, the.where))
+        with the.engine.connect() as connection:
+            row = run_row(connection, key)
+            trace = trace_rows(connection, key) if row else []
     if row is None:
-        fail(f"no run {run_id} in the read tables (is it in this database? try `runs list`)")
+        fail(f"{freshness.missing(f'no run {key}')} (list them with `harness runs list`)")
     if as_json:
         _print_json({"run": row, "trace": trace})
         return
-    summary = Table("field", "value", show_header=False)
-    for name, value in row.items():
-        if name not in ("safe_answer", "published_result", "release_content"):
-            summary.add_row(name, "" if value is None else str(value))
-    timeline = Table("position", "event", "phase", "status")
-    for event in trace:
-        timeline.add_row(
-            str(event["position"]), event["event_type"], event["phase"], event["status"]
-        )
-    out = out_console()
-    out.print(summary)
-    out.print(timeline)
+    for table in run_tables(row, trace):
+        out_console().print(table)
 
 
 @runs_app.command("explain")
-def explain(
-    run_id: Annotated[str, typer.Argument(help="The run's id.")],
-    as_json: JsonOption = False,
-) -> None:
+def explain(run_id: RunIdArgument, as_json: JsonOption = False) -> None:
     """Why the run ended as it did: every troubleshooting question, answered from the log."""
-    with _opened() as (store, _):
+    from application.explain import explain_run
+    from domain.errors import UnknownAggregateError
+
+    with opened() as the:
+        key = the.run_id(run_id)
         try:
-            found = explain_run(store, _run_id(run_id))
+            found = explain_run(the.store, key)
         except UnknownAggregateError:
-            fail(f"no run {run_id} in the event log")
+            fail(f"no run {key} in the event log of {the.where}")
     if as_json:
         typer.echo(found.model_dump_json(indent=2))
         return
+    from rich.text import Text
+
     out = out_console()
-    out.print(f"[bold]{found.query}[/] — {found.release_outcome or 'not finished'}")
+    out.print(Text.assemble((found.query, "bold"), f" — {found.release_outcome or 'not finished'}"))
     for answer in found.answers:
         mark = "•" if answer.applies else "·"
-        out.print(f"{mark} [bold]{answer.asked}[/]\n  {answer.answer}")
+        out.print(Text.assemble(f"{mark} ", (answer.asked, "bold"), f"\n  {answer.answer}"))
 
 
 @runs_app.command("cancel")
-def cancel(run_id: Annotated[str, typer.Argument(help="The run's id.")]) -> None:
+def cancel(run_id: RunIdArgument) -> None:
     """Cancel a run (USER_REQUESTED); the worker executing it stops at its next boundary."""
-    with _opened() as (store, _):
+    from domain.errors import UnknownAggregateError
+    from domain.states import CancellationReason
+
+    with opened() as the:
+        key = the.run_id(run_id)
         try:
-            result = store.cancel(_run_id(run_id), CancellationReason.USER_REQUESTED)
+            result = the.store.cancel(key, CancellationReason.USER_REQUESTED)
         except UnknownAggregateError:
-            fail(f"no run {run_id} in the event log")
+            fail(f"no run {key} in the event log of {the.where}")
     termination = result.termination
     if result.position is None:
-        err_console().print(
-            f"run {run_id} had already ended {termination.state.value} "
+        out_console().print(
+            f"run {key} had already ended {termination.state.value} "
             f"({termination.reason.value}); nothing changed"
         )
         return
-    err_console().print(f"run {run_id} cancelled at log position {result.position}")
+    out_console().print(f"run {key} cancelled at log position {result.position}")
 
 
 @runs_app.command("recover")
@@ -175,42 +210,18 @@ def recover(as_json: JsonOption = False) -> None:
     Each such run ends FAILED (WORKER_LOST), or TIMED_OUT when its deadline has passed, with
     its RUN_FINISHED; runs of live workers are never touched. Safe next to running services.
     """
-    settings = load_settings()
-    with _opened() as (store, engine):
-        report = recovery_sweep(settings, store, engine).sweep()
+    from api.cli_runs_table import recovered_json, recovered_table
+    from infrastructure.recovery import recovery_sweep
+
+    with opened() as the:
+        report = recovery_sweep(the.settings, the.store, the.engine).sweep()
+        ttl = the.settings.worker_lease_ttl
     if as_json:
-        _print_json(
-            {
-                "ended": [
-                    {
-                        "run_id": r.run_id,
-                        "worker": r.worker,
-                        "worker_was": r.liveness.value,
-                        "termination_state": r.termination.state.value,
-                        "termination_reason": r.termination.reason.value,
-                        "position": r.position,
-                    }
-                    for r in report.ended
-                ],
-                "live": report.live,
-                "waiting": report.waiting,
-            }
-        )
-        return
-    if report.ended:
-        table = Table("run", "worker", "worker was", "ended", "reason", "position")
-        for r in report.ended:
-            table.add_row(
-                str(r.run_id),
-                r.worker or "(none recorded)",
-                r.liveness.value,
-                r.termination.state.value,
-                r.termination.reason.value,
-                str(r.position),
-            )
-        out_console().print(table)
+        _print_json(recovered_json(report))
+    elif report.ended:
+        out_console().print(recovered_table(report))
     err_console().print(
         f"ended {len(report.ended)} run(s) of lost workers; left {report.live} run(s) of live "
         f"workers alone; {report.waiting} run(s) of silent workers wait until their lease TTL "
-        f"({settings.worker_lease_ttl:g}s) has passed"
+        f"({ttl:g}s) has passed"
     )

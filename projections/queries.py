@@ -83,6 +83,35 @@ def run_row(connection: Connection, run_id: str) -> Row | None:
     return dict(row) if row else None
 
 
+def run_ids_starting(connection: Connection, prefix: str, limit: int) -> list[str]:
+    """Up to ``limit`` run ids that start with ``prefix`` (lower-case hex and dashes), sorted."""
+    found = connection.scalars(
+        select(diagnosis_run.c.run_id)
+        .where(diagnosis_run.c.run_id.startswith(prefix, autoescape=True))
+        .order_by(diagnosis_run.c.run_id)
+        .limit(limit)
+    )
+    return [str(run_id) for run_id in found]
+
+
+def run_ids_sharing_prefix(
+    connection: Connection, run_ids: Collection[str], length: int
+) -> list[str]:
+    """Every run id whose first ``length`` characters are also those of another run id given.
+
+    What a short id needs to be unique: the ids it could be confused with.
+    """
+    head = func.substr(diagnosis_run.c.run_id, 1, length)
+    shared = (
+        select(head.label("head"))
+        .where(head.in_({run_id[:length] for run_id in run_ids}))
+        .group_by(head)
+        .having(func.count() > 1)
+    )
+    found = connection.scalars(select(diagnosis_run.c.run_id).where(head.in_(shared)))
+    return [str(run_id) for run_id in found]
+
+
 def trace_rows(connection: Connection, run_id: str) -> list[Row]:
     """A run's timeline in log order."""
     found = connection.execute(

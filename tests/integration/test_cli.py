@@ -87,8 +87,6 @@ def test_serve_refuses_several_workers_on_sqlite(tmp_path: Path) -> None:
 def test_runs_list_show_explain_and_cancel(tmp_path: Path) -> None:
     asked = _harness("ask", "hello", "--session", "ops-7", env={}, cwd=tmp_path)
     assert asked.returncode == 0, asked.stderr
-    projected = _harness("projections", "rebuild", env={}, cwd=tmp_path)
-    assert projected.returncode == 0, projected.stderr
 
     listed = _harness("runs", "list", "--json", "--session", "ops-7", env={}, cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
@@ -107,7 +105,7 @@ def test_runs_list_show_explain_and_cancel(tmp_path: Path) -> None:
     questions = [a["question"] for a in json.loads(explained.stdout)["answers"]]
     assert "timed_out_or_budget_exhausted" in questions
     cancelled = _harness("runs", "cancel", run["run_id"], env={}, cwd=tmp_path)
-    assert cancelled.returncode == 0 and "already ended SUCCESS" in cancelled.stderr
+    assert cancelled.returncode == 0 and "already ended SUCCESS" in cancelled.stdout
     unknown = _harness("runs", "show", "not-an-id", env={}, cwd=tmp_path)
     assert unknown.returncode == 2 and "not a run id" in unknown.stderr
     missing = _harness("runs", "explain", str(uuid4()), env={}, cwd=tmp_path)
