@@ -1,4 +1,7 @@
-"""``harness projections …``: follow, rebuild and inspect the read side."""
+"""``harness projections …``: follow, rebuild and inspect the read side.
+
+Results (the status table, what a rebuild applied) go to stdout; progress and notes to stderr.
+"""
 
 from __future__ import annotations
 
@@ -7,22 +10,17 @@ import threading
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.table import Table
-from sqlalchemy.exc import SQLAlchemyError
 
 from api.cli_common import err_console, fail, load_settings, out_console
-from application.store import StoreError
-from infrastructure.database import create_sql_engine
-from infrastructure.eventstore import open_store
-from infrastructure.live import LiveProjections
-from projections.runner import Projector, brief
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
+    from rich.progress import Progress
+
     from application.store import HarnessStore
     from infrastructure.settings import Settings
+    from projections.runner import Projector
 
 projections_app = typer.Typer(
     help="Follow, rebuild and inspect the read side (diagnosis_run, trace_event, sse_feed,"
@@ -32,6 +30,9 @@ projections_app = typer.Typer(
 
 
 def _open_store(settings: Settings) -> HarnessStore:
+    from application.store import StoreError
+    from infrastructure.eventstore import open_store
+
     try:
         return open_store(settings)
     except StoreError as error:
@@ -39,6 +40,9 @@ def _open_store(settings: Settings) -> HarnessStore:
 
 
 def _open(settings: Settings) -> tuple[HarnessStore, Projector]:
+    from infrastructure.database import create_sql_engine
+    from projections.runner import Projector
+
     store = _open_store(settings)
     engine = create_sql_engine(settings)
     return store, Projector(store, engine, batch_size=settings.projection_batch)
@@ -56,6 +60,13 @@ def run() -> None:
     Run one next to several service workers (with HARNESS_PROJECTIONS_IN_PROCESS=false). On
     PostgreSQL it wakes on NOTIFY and polls every HARNESS_PROJECTION_POLL seconds anyway.
     """
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from application.store import StoreError
+    from infrastructure.database import create_sql_engine
+    from infrastructure.live import LiveProjections
+    from projections.runner import brief
+
     settings = load_settings()
     store = _open_store(settings)
     engine = create_sql_engine(settings)
@@ -68,7 +79,7 @@ def run() -> None:
     except (SQLAlchemyError, StoreError) as error:
         engine.dispose()
         store.close()
-        fail(f"cannot start following the log: {brief(error)}")
+        fail(f"cannot start following the log of {settings.database.describe()}: {brief(error)}")
     err_console().print(f"following the log of {settings.database.describe()}")
     stopped.wait()
     live.close()
@@ -83,6 +94,11 @@ def rebuild(
     ] = None,
 ) -> None:
     """Empty a projection's tables and apply the whole log again from position 0."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from application.store import StoreError
+    from projections.runner import brief
+
     settings = load_settings()
     store, projector = _open(settings)
     try:
@@ -94,19 +110,27 @@ def rebuild(
             task = bar.add_task("rebuilding", total=head)
             read = projector.rebuild(names, lambda n: bar.advance(task, n))
             bar.update(task, completed=head)
-        err_console().print(
-            f"rebuilt {', '.join(names or projector.names)}: {read} log entries applied"
-        )
     except (SQLAlchemyError, StoreError) as error:
         fail(
-            f"rebuild stopped ({brief(error)}); every applied batch is kept with its position:"
-            " run the rebuild again, or let a follower finish it"
+            f"rebuild in {settings.database.describe()} stopped ({brief(error)}); every applied"
+            " batch is kept with its position: run the rebuild again, or let a follower finish it"
         )
     finally:
         _close(store, projector)
+    out_console().print(
+        f"rebuilt {', '.join(names or projector.names)}: {read} log entries applied"
+    )
 
 
 def _bar() -> AbstractContextManager[Progress]:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -119,12 +143,28 @@ def _bar() -> AbstractContextManager[Progress]:
 @projections_app.command("status")
 def status() -> None:
     """Show each projection's position, the log head and the lag between them."""
+    from rich.table import Table
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from api.cli_reads import read_tables_missing
+    from application.store import StoreError
+    from projections.runner import ProjectionStatus, brief
+
     settings = load_settings()
+    where = settings.database.describe()
     store, projector = _open(settings)
     try:
-        rows = projector.status()
+        missing = read_tables_missing(projector.engine)
+        if missing:  # a read creates nothing: every projection is at 0
+            err_console().print(
+                f"the read tables ({', '.join(missing)}) do not exist in {where}:"
+                " run `harness db init` once first"
+            )
+            rows = [ProjectionStatus(name, 0, store.head()) for name in projector.names]
+        else:
+            rows = projector.status()
     except (SQLAlchemyError, StoreError) as error:
-        fail(f"cannot read the projections' positions: {brief(error)}")
+        fail(f"cannot read the projections' positions in {where}: {brief(error)}")
     finally:
         _close(store, projector)
     table = Table("projection", "position", "head", "lag")

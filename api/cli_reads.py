@@ -67,7 +67,7 @@ def bring_up_to_date(settings: Settings, store: HarnessStore, engine: Engine) ->
     from projections.runner import Projector, brief
 
     where = settings.database.describe()
-    _check_tables(engine, where)
+    check_read_tables(engine, where)
     projector = Projector(store, engine, batch_size=settings.projection_batch)
     behind = 0
     try:
@@ -85,23 +85,30 @@ def bring_up_to_date(settings: Settings, store: HarnessStore, engine: Engine) ->
         return left
 
 
-def _check_tables(engine: Engine, where: str) -> None:
-    from sqlalchemy import inspect
+def check_read_tables(engine: Engine, where: str) -> None:
+    """Exit 2 naming the store and `harness db init` unless the read tables exist."""
     from sqlalchemy.exc import SQLAlchemyError
 
     from projections.runner import brief
 
     try:
-        with engine.connect() as connection:
-            found = set(inspect(connection).get_table_names())
+        missing = read_tables_missing(engine)
     except SQLAlchemyError as error:
         fail(f"cannot read the tables of {where}: {brief(error)}")
-    missing = [name for name in _NEEDED if name not in found]
     if missing:
         fail(
             f"the read tables ({', '.join(missing)}) do not exist in {where}:"
             " run `harness db init` once first"
         )
+
+
+def read_tables_missing(engine: Engine) -> list[str]:
+    """The read tables the CLI needs that do not exist (it never creates them on a read)."""
+    from sqlalchemy import inspect
+
+    with engine.connect() as connection:
+        found = set(inspect(connection).get_table_names())
+    return [name for name in _NEEDED if name not in found]
 
 
 def _why(error: BaseException, said: str) -> str:

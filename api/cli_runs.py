@@ -214,6 +214,7 @@ def recover(as_json: JsonOption = False) -> None:
     from infrastructure.recovery import recovery_sweep
 
     with opened() as the:
+        the.fresh()  # the candidates come from diagnosis_run
         report = recovery_sweep(the.settings, the.store, the.engine).sweep()
         ttl = the.settings.worker_lease_ttl
     if as_json:

@@ -441,7 +441,7 @@ def test_the_projections_cli_shows_the_lag_and_rebuilds_to_the_same_rows(
 
         everything = _harness(settings, "projections", "rebuild", cwd=tmp_path)
         assert everything.returncode == 0, everything.stderr
-        said = " ".join(everything.stderr.split())
+        said = " ".join(everything.stdout.split())
         assert f"rebuilt {', '.join(NAMES)}: {head} log entries applied" in said, said
         assert _status(settings, tmp_path) == dict.fromkeys(NAMES, (head, head, 0))
         _assert_exactly_once(store, engine)
@@ -449,7 +449,7 @@ def test_the_projections_cli_shows_the_lag_and_rebuilds_to_the_same_rows(
 
         one = _harness(settings, "projections", "rebuild", "trace_event", cwd=tmp_path)
         assert one.returncode == 0, one.stderr
-        said = " ".join(one.stderr.split())
+        said = " ".join(one.stdout.split())
         assert f"rebuilt trace_event: {head} log entries applied" in said, said
         _assert_same_rows(before, _dump(engine))
         assert _status(settings, tmp_path) == dict.fromkeys(NAMES, (head, head, 0))
