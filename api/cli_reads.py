@@ -193,6 +193,23 @@ def resolve_run_id(engine: Engine, text: str, store: str) -> UUID:
     return UUID(found[0])
 
 
+def lookup_run_id(settings: Settings, store: HarnessStore, text: str) -> UUID:
+    """:func:`resolve_run_id` for a command that holds only the store (``audit export RUN_ID``).
+
+    A whole id is returned as is; a prefix is looked up in read tables brought up to date.
+    """
+    if is_full_id(text):
+        return UUID(text)
+    from infrastructure.database import create_sql_engine
+
+    engine = create_sql_engine(settings)
+    try:
+        bring_up_to_date(settings, store, engine)
+        return resolve_run_id(engine, text, settings.database.describe())
+    finally:
+        engine.dispose()
+
+
 def short_ids(connection: Connection, run_ids: list[str]) -> dict[str, str]:
     """Each id's shortest unique prefix of at least :data:`SHORT` hex digits."""
     from projections.queries import run_ids_sharing_prefix

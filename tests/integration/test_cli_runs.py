@@ -7,12 +7,15 @@ import os
 import pty
 import sqlite3
 import subprocess
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from uuid import UUID
 
 import pytest
+import typer
 
+from api.cli_reads import lookup_run_id
 from infrastructure.eventstore import init_store
 from infrastructure.settings import Settings
 from tests.integration._cli import harness, store_env
@@ -130,31 +133,33 @@ def test_a_terminal_gets_short_ids_unique_among_all_runs(
     _start_runs(sqlite_settings, *TWINS, UUID("12345678-9abc-4def-8000-000000000000"))
     leader, follower = pty.openpty()
     env = sqlite_env | {"COLUMNS": "160"}
+    chunks: list[bytes] = []
+    reader = threading.Thread(target=_read_all, args=(leader, chunks))
+    reader.start()  # read while it writes: a full terminal buffer would block the command
     try:
         listed = harness(
             "runs", "list", env=env, cwd=tmp_path, stdout=follower, stderr=subprocess.PIPE
         )
-        os.close(follower)
-        shown = _read_all(leader)
     finally:
+        os.close(follower)
+        reader.join(timeout=60)
         os.close(leader)
+    shown = b"".join(chunks).decode()
     assert listed.returncode == 0, listed.stderr
     assert "12345678 " in shown and "12345678-9abc" not in shown  # short where unique
     assert "abcd1234-0 " in shown and "abcd1234-1 " in shown  # longer where 8 digits collide
     assert "…" in shown  # the long query is cut to fit
 
 
-def _read_all(fd: int) -> str:
-    chunks = []
+def _read_all(fd: int, chunks: list[bytes]) -> None:
     while True:
         try:
             chunk = os.read(fd, 65536)
-        except OSError:  # the other end closed
-            break
+        except OSError:  # every writer has closed the terminal
+            return
         if not chunk:
-            break
+            return
         chunks.append(chunk)
-    return b"".join(chunks).decode()
 
 
 def test_filters_are_checked_against_the_states(sqlite_env: dict[str, str], tmp_path: Path) -> None:
@@ -200,3 +205,17 @@ def test_results_on_stdout_and_diagnostics_on_stderr(
     assert "already ended CANCELLED" in again.stdout and again.stderr == ""
     recovered = run("recover", "--json")
     assert json.loads(recovered.stdout)["ended"] == [] and "ended 0 run(s)" in recovered.stderr
+
+
+def test_lookup_run_id_serves_commands_that_hold_only_a_store(
+    sqlite_settings: Settings, sqlite_env: dict[str, str]
+) -> None:
+    _start_runs(sqlite_settings, *TWINS)
+    store = init_store(sqlite_settings)
+    try:
+        assert lookup_run_id(sqlite_settings, store, str(TWINS[1])[:10]) == TWINS[1]
+        with pytest.raises(typer.Exit) as ambiguous:
+            lookup_run_id(sqlite_settings, store, "abcd")
+    finally:
+        store.close()
+    assert ambiguous.value.exit_code == 2
