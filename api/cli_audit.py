@@ -180,6 +180,45 @@ def _write_file(path: Path, text: str) -> None:
         fail(f"cannot write {path}: {error.strerror or error}")
 
 
+CHECKPOINT_HELP = "\n\n".join(
+    (
+        "Record audit checkpoints now: the head of every stream appended to since the last one.",
+        "The service records one by itself after a run finishes once 1000 events were appended"
+        " since the last; this catches up at once (e.g. before a backup or an export). `verify`"
+        " then names every stream whose checkpointed tail was cut. Events appended after the"
+        " last checkpoint, and a cut that also removes the checkpoints after it, stay unseen:"
+        " keep `export --heads` apart for those.",
+    )
+)
+
+
+@audit_app.command("checkpoint", help=CHECKPOINT_HELP)
+def checkpoint() -> None:
+    """Record audit checkpoints of the stream heads up to the log's head."""
+    from application.audit.checkpoints import record_checkpoint
+    from domain.errors import ConcurrentWriteError
+
+    recorded, streams, upto = 0, 0, 0
+    with _store() as store:
+        try:
+            while (done := record_checkpoint(store)) is not None:
+                recorded, streams, upto = recorded + 1, streams + done.streams, done.upto
+        except ConcurrentWriteError:
+            fail("another writer recorded a checkpoint at the same time: run it again")
+        head = store.head()
+    if recorded:
+        out_console().print(
+            f"recorded {_count(recorded, 'checkpoint')} of {_count(streams, 'stream head')}"
+            f" up to log position {upto}"
+        )
+    else:
+        out_console().print(f"nothing new since the last checkpoint (log head {head})")
+
+
+def _count(number: int, thing: str) -> str:
+    return f"{number} {thing}{'' if number == 1 else 's'}"
+
+
 @audit_app.command("verify", help=VERIFY_HELP)
 def verify(
     file: Annotated[

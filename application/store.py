@@ -24,6 +24,7 @@ from eventsourcing.persistence import (
 from eventsourcing.utils import Environment
 
 from application.audit.chain import ChainingMapper, split_state
+from application.audit.checkpoints import CHECKPOINT_EVERY, Checkpointer
 from application.transcodings import register_all
 from domain.collection import Collection, collection_id
 from domain.errors import ConcurrentWriteError, IllegalTransitionError, UnknownAggregateError
@@ -78,11 +79,14 @@ class HarnessStore(Application[UUID]):
         no_gain_threshold: int = 3,
         violation_threshold: int = 2,
         audit_key: str | None = None,
+        checkpoint_every: int = CHECKPOINT_EVERY,
     ) -> None:
         """Build from an explicit environment (see ``infrastructure.eventstore``).
 
         With an ``audit_key`` each event's chain link is an HMAC (see
-        :mod:`application.audit.chain`); without one, a plain SHA-256 chain.
+        :mod:`application.audit.chain`); without one, a plain SHA-256 chain. A finished run
+        records a checkpoint of the stream heads once ``checkpoint_every`` events were appended
+        since the last one (0: never; see :mod:`application.audit.checkpoints`).
         """
         self.audit_key = audit_key.encode() if audit_key else None
         super().__init__(env=dict(env or {}))
@@ -93,6 +97,7 @@ class HarnessStore(Application[UUID]):
         self.listeners: list[Callable[[Sequence[Any]], None]] = []
         """Called in-process with the events of every successful save (e.g. the CLI's progress)."""
         self.conflicts_resolved = 0
+        self.checkpointer = Checkpointer(checkpoint_every)
         """How many times a terminal command lost a write race and was decided again."""
         self.worker = ""
         """The id of the worker process executing the runs this store starts (its lease, see
@@ -170,6 +175,12 @@ class HarnessStore(Application[UUID]):
         with self._store_errors():
             return self.recorder.max_notification_id() or 0
 
+    def latest_event(self, aggregate_id: UUID) -> Any | None:
+        """The last stored event of one stream (None: it has none), without reading the rest."""
+        with self._store_errors():
+            found = list(self.events.get(aggregate_id, desc=True, limit=1))
+        return found[0] if found else None
+
     def notifications(self, after: int, limit: int) -> Sequence[Notification]:
         """Up to ``limit`` log entries after position ``after``, in log order."""
         with self._store_errors():
@@ -224,7 +235,10 @@ class HarnessStore(Application[UUID]):
             )
             conflict.unsaved = events
             raise conflict from error
-        return recordings[-1].notification.id if recordings else None
+        position = recordings[-1].notification.id if recordings else None
+        if position:
+            self.checkpointer.after_save(self, events, position)
+        return position
 
     def _append(self, events: list[Any]) -> list[Any]:
         """``Application.save`` for events already collected from our own aggregates.

@@ -22,6 +22,7 @@ from application.audit.records import to_domain_event, type_of
 from application.audit.shapes import shape_problem
 from application.transcodings import register_all
 from domain.catalogue import AGGREGATES
+from domain.checkpoint import AuditCheckpoint, is_checkpoint_stream
 from domain.collection import Collection, collection_id
 from domain.run import Run
 from domain.session import Session, session_key
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 
 def _event_classes() -> dict[str, type[Any]]:
     found: dict[str, type[Any]] = {}
-    for aggregate in (*AGGREGATES, Session):
+    for aggregate in (*AGGREGATES, Session, AuditCheckpoint):
         for value in vars(aggregate).values():
             if isinstance(value, type) and issubclass(value, CanMutateAggregate):
                 if value.__name__ not in ("Event", "Created"):
@@ -44,7 +45,7 @@ def _event_classes() -> dict[str, type[Any]]:
 
 
 EVENT_TOPICS = _event_classes()
-"""Every topic a record may name: the domain's event classes (Session's included)."""
+"""Every topic a record may name: the domain's event classes (Session's and checkpoints' too)."""
 
 
 def offline_mapper() -> ChainingMapper:
@@ -201,12 +202,14 @@ def _apply(stream: Stream, entry: Entry, violations: list[Violation]) -> bool:
 
 
 def _derived_id(stream: Stream) -> bool:
-    """A collection's id is derived from its run's, a session claim's from its session id."""
+    """A collection's id comes from its run's, a claim's from its session; checkpoints' is fixed."""
     match stream.aggregate:
         case Collection():
             return stream.name == str(collection_id(stream.aggregate.run_id))
         case Session():
             return stream.name == str(session_key(stream.aggregate.session_id))
+        case AuditCheckpoint():
+            return is_checkpoint_stream(stream.name)
         case _:
             return True
 

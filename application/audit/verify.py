@@ -13,9 +13,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from application.audit.checkpoints import check_checkpoints
 from application.audit.integrity import ChainCheck, Violation
 from application.audit.invariants import check_run
 from application.audit.replay import replay
+from domain.checkpoint import CHECKPOINTS_ID
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -38,8 +40,13 @@ class Report:
     streams: int = 0
     runs: int = 0
     finished: int = 0
+    """Runs with their ``RUN_FINISHED``."""
     running: int = 0
     """Runs without a termination yet (in flight, or left by a lost worker)."""
+    unfinished: int = 0
+    """Runs terminated but without ``RUN_FINISHED`` (about to finish, or cut from the log)."""
+    checkpointed: int = 0
+    """The log position the last audit checkpoint covers (0: the log has none)."""
     checks: list[str] = field(default_factory=lambda: list(CHECKS))
     violations: list[Violation] = field(default_factory=list)
     heads: Heads = field(default_factory=dict)
@@ -60,9 +67,11 @@ class Report:
 
     def summary(self) -> str:
         """One line: what was checked and what was found."""
+        unfinished = f", {self.unfinished} ended without RUN_FINISHED" if self.unfinished else ""
         counted = (
             f"{_count(self.events, 'event')}, {_count(self.streams, 'stream')},"
-            f" {_count(self.runs, 'run')} ({self.finished} finished, {self.running} still running)"
+            f" {_count(self.runs, 'run')} ({self.finished} finished, {self.running} still running"
+            f"{unfinished})"
         )
         if self.clean:
             return f"{counted}: no violations"
@@ -78,6 +87,8 @@ class Report:
             "runs": self.runs,
             "finished": self.finished,
             "running": self.running,
+            "unfinished": self.unfinished,
+            "checkpointed": self.checkpointed,
             "checks": self.checks,
             "by_rule": self.by_rule(),
             "violations": [
@@ -128,18 +139,28 @@ def verify_records(
         found += check_heads(chain.streams, heads)
     replayed = replay(kept)
     found += replayed.violations
+    checkpointed, upto = check_checkpoints(replayed.streams.get(str(CHECKPOINTS_ID)), chain.streams)
+    found += checkpointed
     runs = replayed.runs()
     for log in runs.values():
         found += check_run(log, feed)
-    finished = sum(1 for log in runs.values() if _terminated(log.run))
+    finished = sum(1 for log in runs.values() if _finished(log.run))
+    running = sum(1 for log in runs.values() if not _terminated(log.run))
     report = Report(
         events=len(kept),
         streams=len(chain.streams),
         runs=len(runs),
         finished=finished,
-        running=len(runs) - finished,
+        running=running,
+        unfinished=len(runs) - finished - running,
+        checkpointed=upto,
         violations=_in_log_order(found),
         heads=chain.heads(),
+    )
+    report.checks.append(
+        f"stream heads at the audit checkpoints (up to log position {upto})"
+        if upto
+        else "(no audit checkpoint in the log: a cut stream tail goes unseen without --heads)"
     )
     if feed is None:
         report.checks.append("(SPEC §16.2 skipped: no feed given)")
@@ -148,6 +169,10 @@ def verify_records(
 
 def _terminated(stream: Stream | None) -> bool:
     return stream is not None and getattr(stream.aggregate, "termination", None) is not None
+
+
+def _finished(stream: Stream | None) -> bool:
+    return stream is not None and getattr(stream.aggregate, "finished_outcome", None) is not None
 
 
 def _in_log_order(violations: list[Violation]) -> list[Violation]:
