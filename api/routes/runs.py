@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from typing import Annotated
 from uuid import UUID
 
@@ -14,6 +13,7 @@ from api.auth import Caller, Writer
 from api.deps import ServicesDep
 from api.errors import BadRequest, error_responses
 from api.feed import EventStream, feed_ended, follow
+from api.params import SessionId, UtcTime
 from api.routes.chat import STREAM_DOC
 from api.routes.starting import start_run
 from api.schemas import (
@@ -24,7 +24,6 @@ from api.schemas import (
     RunsPublic,
     TraceEventPublic,
     TracePublic,
-    as_utc,
 )
 from application.explain import RunExplanation, explain_run
 from domain.states import CancellationReason, FallbackType, ReleaseOutcome, RunState
@@ -68,7 +67,7 @@ def create_run(
 def list_all(
     services: ServicesDep,
     caller: Caller,
-    session_id: str | None = None,
+    session_id: Annotated[SessionId | None, Query(description="Only this session's runs.")] = None,
     state: Annotated[RunState | None, Query(description="Termination state.")] = None,
     release_outcome: ReleaseOutcome | None = None,
     fallback_type: FallbackType | None = None,
@@ -76,8 +75,8 @@ def list_all(
         str | None,
         Query(alias="status", pattern="^(RUNNING|SUCCESS|FAILED|CANCELLED)$"),
     ] = None,
-    created_after: datetime | None = None,
-    created_before: datetime | None = None,
+    created_after: Annotated[UtcTime | None, Query(description="Created at or after.")] = None,
+    created_before: Annotated[UtcTime | None, Query(description="Created before.")] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> RunsPublic:
@@ -89,8 +88,8 @@ def list_all(
         release_outcome=release_outcome.value if release_outcome else None,
         fallback_type=fallback_type.value if fallback_type else None,
         termination_state=state.value if state else None,
-        created_after=as_utc(created_after) if created_after else None,
-        created_before=as_utc(created_before) if created_before else None,
+        created_after=created_after,
+        created_before=created_before,
     )
     services.fresh("diagnosis_run")
     with services.engine.connect() as connection:

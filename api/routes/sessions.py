@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from fastapi import APIRouter, Path
 
 from api.auth import Caller
 from api.deps import ServicesDep
-from api.errors import NotFound, error_responses
-from api.schemas import SESSION_PATTERN, SessionPublic, TurnPublic
+from api.errors import error_responses, no_session
+from api.params import SessionId
+from api.schemas import SessionPublic, TurnPublic
 from projections.queries import session_rows
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
@@ -17,14 +20,14 @@ router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 def get_session(
     services: ServicesDep,
     caller: Caller,
-    session_id: str = Path(max_length=200, pattern=SESSION_PATTERN),
+    session_id: Annotated[SessionId, Path()],
 ) -> SessionPublic:
     """The session's turns in order, each with what it published (the PreviousTurn policy)."""
     services.fresh("session_turn")
     with services.engine.connect() as connection:
         rows = session_rows(connection, session_id)
     if not rows or not caller.owns(str(rows[0]["owner"])):
-        raise NotFound(f"no session {session_id!r} exists")
+        raise no_session(session_id)
     return SessionPublic(
         session_id=session_id,
         owner=str(rows[0]["owner"]),
