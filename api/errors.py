@@ -11,11 +11,12 @@ import logging
 import math
 from typing import TYPE_CHECKING, Any
 
+from eventsourcing.persistence import DataError as StoredDataError
 from eventsourcing.persistence import PersistenceError
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DataError, SQLAlchemyError
 
 from api.schemas import ProblemPublic
 from application.dispatch import AdmissionRefused
@@ -23,7 +24,6 @@ from application.store import StoreError, StoreNotInitialisedError
 from domain.errors import (
     ConcurrentWriteError,
     InvalidCommandError,
-    SessionNotYoursError,
     UnknownAggregateError,
 )
 
@@ -41,6 +41,14 @@ RETRY_AFTER = "5"
 
 class NotFound(Exception):
     """A run or session that does not exist, or that this caller may not see."""
+
+
+def no_session(session_id: str) -> NotFound:
+    """The one answer for a session that does not exist or is someone else's (no oracle)."""
+    return NotFound(
+        f"no session {session_id!r} of yours exists; to start a new one, send another "
+        "session_id or none"
+    )
 
 
 class BadRequest(Exception):
@@ -77,10 +85,6 @@ def install(app: FastAPI) -> None:
         detail = [{"type": "value_error", "loc": ["body"], "msg": str(error), "input": None}]
         return JSONResponse({"detail": detail}, status_code=422)
 
-    @app.exception_handler(SessionNotYoursError)
-    async def not_yours(_request: Request, error: SessionNotYoursError) -> JSONResponse:
-        return problem(404, f"no session of yours has this id ({error}); omit session_id")
-
     @app.exception_handler(AdmissionRefused)
     async def busy(_request: Request, error: AdmissionRefused) -> JSONResponse:
         return problem(429, str(error), {"Retry-After": str(error.retry_after)})
@@ -102,10 +106,14 @@ def install(app: FastAPI) -> None:
     for kind in (StoreError, PersistenceError, SQLAlchemyError, ConcurrentWriteError):
         app.add_exception_handler(kind, unavailable)
 
-    @app.exception_handler(Exception)
     async def unexpected(request: Request, error: Exception) -> JSONResponse:
         log.exception("unexpected error in %s %s", request.method, request.url.path)
         return problem(500, "an unexpected error occurred; it was logged for the operators")
+
+    # A value the database refuses is no outage: retrying cannot help, and a client's bad input
+    # is refused with a 422 before it gets there (api.params), so reaching here is our bug.
+    for kind in (Exception, DataError, StoredDataError):
+        app.add_exception_handler(kind, unexpected)
 
 
 def _plain(status: int) -> Callable[[Request, Exception], Awaitable[JSONResponse]]:

@@ -7,6 +7,8 @@ from uuid import uuid4
 
 from fastapi.exceptions import RequestValidationError
 
+from api.errors import no_session
+from domain.errors import SessionNotYoursError
 from domain.values import Budget
 
 if TYPE_CHECKING:
@@ -20,13 +22,16 @@ def start_run(services: Services, body: ChatCreate, caller: Principal) -> Starte
     """Admit and start a run for ``caller`` (blocking: call it from a worker thread).
 
     A session is its first run's owner's (the store claims it with that run); a run of someone
-    else's session is refused as if the session did not exist.
+    else's session is refused in the very words of a session that does not exist.
     """
     deadline_s, limits = _checked(services, body)
     session = body.session_id or uuid4().hex
-    return services.dispatcher.submit(
-        session, body.query, owner=caller.name, deadline_s=deadline_s, limits=limits
-    )
+    try:
+        return services.dispatcher.submit(
+            session, body.query, owner=caller.name, deadline_s=deadline_s, limits=limits
+        )
+    except SessionNotYoursError:
+        raise no_session(session) from None
 
 
 def _checked(services: Services, body: ChatCreate) -> tuple[float | None, Budget | None]:

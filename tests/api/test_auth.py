@@ -420,6 +420,30 @@ def test_posting_into_another_users_session_is_404_and_records_nothing(
     assert keyed.store.head() == head, f"{context}: something was recorded"
 
 
+@pytest.mark.parametrize(("caller", "owner"), [(ANN, BOB), (BOB, ANN)])
+def test_another_users_session_is_answered_as_one_that_does_not_exist(
+    keyed: Server, caller: str, owner: str
+) -> None:
+    # No oracle: whether a session id is taken by someone else is not told apart from
+    # "there is no such session of yours", by any route, in status or in words.
+    theirs, never = keyed.runs[owner].session_id, "a-session-no-one-ever-used"
+    key = bearer(KEYS[caller])
+    body = {"query": question(caller), "session_id": theirs}
+    answers = {
+        f"{SESSION} of {owner}'s": send(keyed.client, SESSION, f"/v1/sessions/{theirs}", key, ""),
+        f"{SESSION} of none": send(keyed.client, SESSION, f"/v1/sessions/{never}", key, ""),
+        f"{CHAT} into {owner}'s": send(keyed.client, CHAT, CHAT.path, key, "", body),
+        f"{CREATE} into {owner}'s": send(keyed.client, CREATE, CREATE.path, key, "", body),
+    }
+    details = set()
+    for context, response in answers.items():
+        assert response.status_code == 404, f"{context}: {response.status_code} {response.text}"
+        detail = response.json()["detail"]
+        assert theirs in detail or never in detail, f"{context}: {detail}"
+        details.add(detail.replace(theirs, "<id>").replace(never, "<id>"))
+    assert len(details) == 1, details
+
+
 REFUSED_WRITES = [
     (CHAT, AUDREY),
     (CREATE, AUDREY),
