@@ -4,21 +4,30 @@ Keys come from ``HARNESS_API_KEYS`` (a JSON list of ``{"key", "name", "role"}``)
 ``Authorization: Bearer <key>``. A **user** starts runs and sees and cancels only the runs of their
 own sessions (another's answer 404, as if they did not exist); an **auditor** reads everything and
 changes nothing; an **admin** may also rebuild projections. With no keys configured the service
-serves one local user (it binds to loopback only: see ``harness serve``), who may do everything.
-Keys are compared in constant time and never logged, stored or echoed.
+serves one local user, who may do everything: so it answers only requests from this machine
+(:class:`LoopbackOnly`), however it was started. Keys are compared in constant time and never
+logged, stored or echoed.
 """
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from api.errors import problem
+
 if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Receive, Scope, Send
+
     from infrastructure.settings import Settings
+
+log = logging.getLogger(__name__)
 
 Role = Literal["user", "auditor", "admin"]
 
@@ -102,3 +111,54 @@ Writer = Annotated[Principal, require("user", "admin")]
 Admin = Annotated[Principal, require("admin")]
 Auditor = Annotated[Principal, require("auditor", "admin")]
 """Reads the whole log: auditors and admins."""
+
+
+FORWARDED = (b"x-forwarded-for", b"forwarded")
+"""Headers a proxy adds: a request without a peer address that carries one came from elsewhere."""
+
+
+def is_loopback_peer(scope: Scope) -> bool:
+    """Whether a request comes from this machine: a loopback address, or a Unix socket.
+
+    ``scope["client"]`` is the peer as the server resolved it (uvicorn puts there the address a
+    trusted proxy forwards). A Unix socket has no address; a request that came through one from
+    a proxy (it says whom it is forwarded for) is not this machine's.
+    """
+    client = scope.get("client")
+    if not client:
+        return not any(name in FORWARDED for name, _ in scope.get("headers", []))
+    try:
+        address = ipaddress.ip_address(client[0])
+    except ValueError:
+        return False  # a name, not an address: nothing says it is this machine
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped.is_loopback
+    return address.is_loopback
+
+
+class LoopbackOnly:
+    """Without API keys, refuse every request from another machine with 403 (and warn once)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        """Wrap ``app``."""
+        self.app = app
+        self.warned = False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Let a loopback peer through; answer any other 403 saying what to set."""
+        if scope["type"] != "http" or is_loopback_peer(scope):  # the app serves no websockets
+            await self.app(scope, receive, send)
+            return
+        peer = scope["client"][0] if scope.get("client") else "a proxy on a Unix socket"
+        if not self.warned:
+            self.warned = True
+            log.warning(
+                "serving without API keys where other machines reach it (a request from %s was "
+                "refused): set HARNESS_API_KEYS to serve them, or bind to 127.0.0.1",
+                peer,
+            )
+        detail = (
+            f"this service has no API keys, so it answers only requests from its own machine "
+            f"(loopback), and {peer} is not: set HARNESS_API_KEYS on the server to serve others"
+        )
+        await problem(403, detail)(scope, receive, send)

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 from fastapi import FastAPI
 
 from api import errors
+from api.access_log import redact_access_log
+from api.auth import LoopbackOnly
 from api.deps import Services, previous_turn
 from api.feed import FeedHub
 from api.routes import audit, chat, runs, sessions, system
@@ -72,8 +74,11 @@ def create_app(settings: Settings, store: HarnessStore | None = None) -> FastAPI
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+    redact_access_log()
     errors.install(app)
     app.add_middleware(errors.BodyLimit, limit=settings.max_body_bytes)
+    if not settings.api_keys:  # the local admin: for this machine only, however it is bound
+        app.add_middleware(LoopbackOnly)
     for router in (chat.router, runs.router, sessions.router, system.router, audit.router):
         app.include_router(router)
     return app

@@ -1,0 +1,50 @@
+"""Credentials sent in a query string stay out of the access log.
+
+The service reads keys only from ``Authorization``; a client that puts one in the URL is refused,
+but uvicorn would still write the URL to its access log. A filter on the ``uvicorn.access``
+logger replaces the value of every credential-looking query parameter before any handler sees
+the line, whichever way uvicorn was started (``harness serve`` or ``uvicorn --factory``).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from urllib.parse import unquote_plus
+
+ACCESS_LOGGER = "uvicorn.access"
+REDACTED = "[redacted]"
+CREDENTIAL_NAME = re.compile(r"key|token|passw|pwd|secret|auth|credential|signature", re.I)
+"""What a query parameter's name holds when its value may be a credential (api_key, Token, …)."""
+_PARAMETER = re.compile(r"(?<=[?&;])([^=&;?#\s\"]+)=([^&;#\s\"]*)")
+
+
+def redact_query(text: str) -> str:
+    """``text`` with the value of each credential-looking ``name=value`` of a query replaced."""
+
+    def replace(found: re.Match[str]) -> str:
+        name = found[1]
+        return f"{name}={REDACTED}" if CREDENTIAL_NAME.search(unquote_plus(name)) else found[0]
+
+    return _PARAMETER.sub(replace, text) if "?" in text else text
+
+
+class RedactQueryCredentials(logging.Filter):
+    """Rewrites a log record's message and arguments with :func:`redact_query`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Redact, and always let the record through."""
+        if isinstance(record.msg, str):
+            record.msg = redact_query(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                redact_query(arg) if isinstance(arg, str) else arg for arg in record.args
+            )
+        return True
+
+
+def redact_access_log() -> None:
+    """Install the filter on uvicorn's access logger (once per process)."""
+    logger = logging.getLogger(ACCESS_LOGGER)
+    if not any(isinstance(f, RedactQueryCredentials) for f in logger.filters):
+        logger.addFilter(RedactQueryCredentials())

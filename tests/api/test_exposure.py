@@ -1,0 +1,230 @@
+"""Who a service without API keys answers, and what its access log keeps: real uvicorn, requests.
+
+Without keys the service's one principal is the local admin, so the app itself answers only
+requests from this machine, however it was started: `harness serve` or the documented
+`uvicorn --factory api.main:create_app_from_environment`. The peer it judges is the ASGI
+``client`` as uvicorn resolved it. Tests send traffic to loopback only, so a peer from elsewhere
+comes the way a reverse proxy on this machine brings one: uvicorn trusts 127.0.0.1 for
+``X-Forwarded-For`` by default and puts the forwarded address in the ``client`` the app reads.
+
+A key sent in a query string is refused, and uvicorn's access log shows the query with the value
+of every credential-looking parameter replaced.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+from pydantic import SecretStr
+
+from api.access_log import redact_query
+from api.main import create_app
+from infrastructure.settings import ApiKey, Settings
+from tests.api._serve import STARTUP_TIMEOUT, db_init_sample, serving
+
+ROOT = Path(__file__).resolve().parents[2]
+ELSEWHERE = "203.0.113.9"
+"""A peer that is not this machine (TEST-NET-3): only ever named in a header, never reached."""
+FROM_ELSEWHERE = {"X-Forwarded-For": ELSEWHERE}
+KEY = "ann-user-key-3c9e1f0a7b2d4e6f"
+SECRETS = [f"s3cret-{n}-9f8e7d6c" for n in range(8)]
+WARNING = "serving without API keys where other machines reach it"
+
+
+def _uvicorn_factory(port: int) -> list[str]:
+    return [
+        *(sys.executable, "-m", "uvicorn", "--factory", "api.main:create_app_from_environment"),
+        *("--host", "127.0.0.1", "--port", str(port)),
+    ]
+
+
+def _harness_serve(port: int) -> list[str]:
+    return [sys.executable, "-c", "from api.cli import app; app()", "serve", "--port", str(port)]
+
+
+LAUNCHERS: dict[str, Callable[[int], list[str]]] = {
+    "uvicorn --factory": _uvicorn_factory,
+    "harness serve": _harness_serve,
+}
+
+
+@dataclass
+class Process:
+    """A service process, its base URL, and (once it stopped) what it printed."""
+
+    base: str
+    stdout: str = ""
+    stderr: str = ""
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def launched(launcher: str, folder: Path, keys: list[dict[str, str]]) -> Iterator[Process]:
+    """Start the service as ``launcher`` does on an SQLite file; stop it on exit."""
+    settings = Settings(database_url=f"sqlite:///{folder / 'harness.db'}")
+    db_init_sample(settings)
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
+    env = clean | {
+        "PYTHONPATH": str(ROOT) + os.pathsep + clean.get("PYTHONPATH", ""),
+        "HARNESS_DATABASE_URL": settings.database_url,
+        "HARNESS_API_KEYS": json.dumps(keys),
+    }
+    port = _free_port()
+    process = subprocess.Popen(
+        LAUNCHERS[launcher](port), env=env, cwd=folder, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    found = Process(f"http://127.0.0.1:{port}")
+    try:
+        _up(found.base, process)
+        yield found
+    finally:
+        process.terminate()
+        found.stdout, found.stderr = process.communicate(timeout=30)
+    assert "Traceback" not in found.stderr, found.stderr
+
+
+def _up(base: str, process: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # start-up of another process: nothing to wait on but it
+        if process.poll() is not None:
+            pytest.fail(f"{base} exited: {process.communicate()}")
+        try:
+            if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)
+    pytest.fail(f"{base} did not come up")
+
+
+def _refusal(response: httpx.Response, context: str) -> str:
+    assert response.status_code == 403, f"{context}: {response.status_code} {response.text}"
+    detail: str = response.json()["detail"]
+    assert ELSEWHERE in detail and "HARNESS_API_KEYS" in detail, f"{context}: {detail}"
+    return detail
+
+
+# -- without keys, this machine only -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_without_keys_a_request_from_another_machine_is_refused(
+    launcher: str, tmp_path: Path
+) -> None:
+    with launched(launcher, tmp_path, []) as service, httpx.Client(base_url=service.base) as c:
+        assert c.get("/v1/runs").status_code == 200, "a request from this machine"
+        for method, path in (("GET", "/v1/runs"), ("POST", "/v1/runs"), ("GET", "/healthz")):
+            context = f"{launcher}: {method} {path} from {ELSEWHERE}"
+            answer = c.request(method, path, headers=FROM_ELSEWHERE, json={"query": "hello"})
+            _refusal(answer, context)
+        assert c.get("/v1/runs").json()["count"] == 0, "the refused POST started a run"
+    assert service.stderr.count(WARNING) == 1, service.stderr
+
+
+def test_with_keys_another_machine_is_served_with_a_key(tmp_path: Path) -> None:
+    keys = [ApiKey(key=SecretStr(KEY), name="ann", role="user")]
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'harness.db'}", api_keys=keys)
+    db_init_sample(settings)
+    with serving(settings) as base, httpx.Client(base_url=base, headers=FROM_ELSEWHERE) as c:
+        assert c.get("/v1/runs").status_code == 401
+        assert c.get("/v1/runs", headers={"Authorization": f"Bearer {KEY}"}).status_code == 200
+
+
+@contextmanager
+def serving_unix(settings: Settings, path: Path) -> Iterator[httpx.Client]:
+    """The app on a Unix socket, and a client to it."""
+    server = uvicorn.Server(uvicorn.Config(create_app(settings), uds=str(path), log_level="error"))
+    thread = threading.Thread(target=server.run, name="uvicorn-unix", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while not server.started:  # start-up, not an assertion: uvicorn has no readiness callback
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the test server did not start")
+        time.sleep(0.01)
+    transport = httpx.HTTPTransport(uds=str(path))
+    try:
+        with httpx.Client(transport=transport, base_url="http://harness") as client:
+            yield client
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+def test_on_a_unix_socket_a_request_a_proxy_forwards_is_refused(tmp_path: Path) -> None:
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'harness.db'}")
+    db_init_sample(settings)
+    with serving_unix(settings, tmp_path / "harness.sock") as client:
+        assert client.get("/v1/runs").status_code == 200, "a local client on the socket"
+        refused = client.get("/v1/runs", headers=FROM_ELSEWHERE)
+        assert refused.status_code == 403, refused.text
+        assert "HARNESS_API_KEYS" in refused.json()["detail"]
+
+
+# -- credentials in query strings --------------------------------------------------------------
+
+CREDENTIAL_PARAMETERS = [
+    "api_key",
+    "key",
+    "Token",
+    "access_token",
+    "PASSWORD",
+    "client_secret",
+    "Authorization",
+    "x-api-key",
+]
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_a_key_in_a_query_string_is_refused_and_kept_out_of_the_access_log(
+    launcher: str, tmp_path: Path
+) -> None:
+    keys = [{"key": KEY, "name": "ann", "role": "user"}]
+    query: list[tuple[str, str | int | float | bool | None]] = [
+        *zip(CREDENTIAL_PARAMETERS, SECRETS, strict=False),
+        ("session_id", "visible-1"),
+    ]
+    with launched(launcher, tmp_path, keys) as service, httpx.Client(base_url=service.base) as c:
+        assert c.get("/v1/runs", params=query).status_code == 401
+        assert c.get("/v1/runs", params={"api_key": KEY}).status_code == 401
+    logged = service.stdout + service.stderr
+    lines = [line for line in service.stdout.splitlines() if "GET /v1/runs?" in line]
+    assert len(lines) == 2, service.stdout
+    assert "session_id=visible-1" in lines[0], lines[0]
+    for name in CREDENTIAL_PARAMETERS:
+        assert f"{name}=[redacted]" in lines[0], lines[0]
+    for secret in (*SECRETS, KEY):
+        assert secret not in logged, f"{launcher} logged {secret}"
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ('"GET /r?api_key=a&n=5 HTTP/1.1"', '"GET /r?api_key=[redacted]&n=5 HTTP/1.1"'),
+        ("/x?session_id=s&TOKEN=t", "/x?session_id=s&TOKEN=[redacted]"),
+        ("/x?api%5Fkey=a;auth=b", "/x?api%5Fkey=[redacted];auth=[redacted]"),
+        ("/x?monkey=1", "/x?monkey=[redacted]"),
+        ("/x?limit=5&offset=0", "/x?limit=5&offset=0"),
+        ("no query, key=value", "no query, key=value"),
+    ],
+)  # fmt: skip
+def test_credential_looking_query_values_are_redacted(line: str, expected: str) -> None:
+    assert redact_query(line) == expected
