@@ -8,7 +8,9 @@ under :data:`CHAIN_KEY`, so it travels with every export. Editing an event's pay
 own link; dropping, inserting or reordering events breaks the next one's. With an audit key the
 links are HMACs, which only holders of the key can forge; without one, anyone who recomputes
 every later link of a stream can rewrite it undetected, so keep the stream heads (``harness
-audit export --heads`` writes them) somewhere the database's writers cannot reach.
+audit export --heads`` writes them) somewhere the database's writers cannot reach. A stream's
+cut tail leaves its remaining links intact: the log's own checkpoints of the stream heads
+(:mod:`application.audit.checkpoints`) show a cut made before the last checkpoint.
 """
 
 from __future__ import annotations

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from eventsourcing.persistence import StoredEvent
 
-from application.audit.records import store_records
+from application.audit.chain import link
+from application.audit.records import AuditRecord, store_records
+from application.audit.verify import verify_records
 from application.chat import ChatService
 from application.explain import explain_run
 from application.ports import ModelRequest, ModelResponse
@@ -22,7 +24,7 @@ from infrastructure.model_scripted import (
     load_scenario,
     scripted_tools,
 )
-from tests.integration._projection_helpers import QUERY, SCENARIOS
+from tests.integration._projection_helpers import QUERY, SCENARIOS, run_scenario
 
 SECRETS = ("hunter2", "sk-live-0123456789", "eyJhbGciOi.payload")
 MESSAGE = (
@@ -101,3 +103,37 @@ def test_a_termination_recorded_before_causes_names_none(store: HarnessStore) ->
     explanation = explain_run(store, run_id)
     assert explanation.termination_reason == "INTERNAL_ERROR"
     assert explanation.failure_cause is None
+
+
+def _with_cause(records: list[AuditRecord], stream: str, cause: str) -> list[AuditRecord]:
+    """The log with the cause of ``stream``'s RUN_TERMINATED replaced and its stream relinked."""
+    edited = [
+        replace(r, payload={**r.payload, "cause": cause})
+        if r.stream == stream and r.type == "RUN_TERMINATED"
+        else r
+        for r in records
+    ]
+    previous, relinked = "", []
+    for record in edited:
+        if record.stream == stream:
+            chain = link(previous, stream, record.version, record.topic, record.payload)
+            record, previous = replace(record, hash=chain), chain
+        relinked.append(record)
+    return relinked
+
+
+def test_verify_names_a_cause_the_harness_would_not_have_recorded(store: HarnessStore) -> None:
+    succeeded = run_scenario(store, "conclusion_supported", "session-1")
+    failed = run_scenario(store, "internal_failure", "session-2")  # ROUTING_FAILED, no cause
+    records = list(store_records(store))
+    assert verify_records(records).clean
+
+    on_success = verify_records(_with_cause(records, str(succeeded.run_id), "RuntimeError: x"))
+    secret = verify_records(_with_cause(records, str(failed.run_id), "password=hunter2"))
+
+    assert [(v.rule, v.record and v.record.type) for v in on_success.violations] == [
+        ("cause", "RUN_TERMINATED")
+    ]
+    assert "only a failure has one" in on_success.violations[0].message
+    assert [v.rule for v in secret.violations] == ["cause"]
+    assert "a secret may show in it" in secret.violations[0].message
