@@ -7,19 +7,22 @@ one store and not on the other. Every route takes session ids and times through 
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated
 
 from pydantic import AfterValidator, StringConstraints
 
-from api.schemas import SESSION_PATTERN, as_utc
-
-MAX_SESSION_ID = 200
+from domain.values import MAX_SESSION_ID, SESSION_ID_PATTERN
 
 SessionId = Annotated[
-    str, StringConstraints(min_length=1, max_length=MAX_SESSION_ID, pattern=SESSION_PATTERN)
+    str, StringConstraints(min_length=1, max_length=MAX_SESSION_ID, pattern=SESSION_ID_PATTERN)
 ]
 """A session id wherever a request names one: a letter or digit, then letters, digits, ``._:@-``."""
+
+
+def as_utc(value: datetime) -> datetime:
+    """A time in UTC; a naive one is taken as UTC (SQLite hands stored times back naive)."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def _in_utc(value: datetime) -> datetime:

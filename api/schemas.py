@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
 from uuid import UUID  # noqa: TC003
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from api.params import SessionId, as_utc
 from domain.states import FallbackType, ReleaseOutcome, RunState
 from domain.values import SESSION_ID_PATTERN
 
@@ -15,11 +16,6 @@ if TYPE_CHECKING:
     from infrastructure.settings import Settings
 
 SESSION_PATTERN = SESSION_ID_PATTERN
-
-
-def as_utc(value: datetime) -> datetime:
-    """A time in UTC; a naive one is taken as UTC (SQLite hands stored times back naive)."""
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 UtcDatetime = Annotated[datetime, AfterValidator(as_utc)]
@@ -59,12 +55,8 @@ class ChatCreate(BaseModel):
         json_schema_extra={"pattern": QUERY_PATTERN},  # r"\S" and no NUL, as one pattern
         description="What to ask (not only spaces, no NUL; at most HARNESS_MAX_QUERY_CHARS).",
     )
-    session_id: str | None = Field(
-        None,
-        min_length=1,
-        max_length=200,
-        pattern=SESSION_PATTERN,
-        description="Continue a session of yours; omitted: a new session.",
+    session_id: SessionId | None = Field(
+        None, description="Continue a session of yours; omitted: a new session."
     )
     budget: BudgetCreate | None = Field(None, description="Tighter limits for this run.")
     deadline_s: float | None = Field(
