@@ -5,11 +5,14 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 import typer.main
 from rich.text import Text
+
+# Typer builds its commands with a click of its own: catch that click's exceptions.
+from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 
 from api.cli_common import err_console
 
@@ -100,20 +103,37 @@ class HarnessTyper(typer.Typer):
         )
         self.callback()(_options)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Run the command line; an unexpected error is one line on stderr and exit status 1."""
+    def __call__(self, *args: Any, **kwargs: Any) -> NoReturn:
+        """Run the command line and exit: 0 done, 1 failed, 2 bad input (each error one line)."""
+        command = typer.main.get_command(self)
+        _plain_metavars(command)
+        kwargs.setdefault("prog_name", "harness")
+        kwargs["standalone_mode"] = False  # errors come back here, to be said in one line
         try:
-            command = typer.main.get_command(self)
-            _plain_metavars(command)
-            return command(*args, **kwargs)
+            code = command.main(*args, **kwargs)
+        except NoArgsIsHelpError as usage:
+            usage.show()  # the help, as click shows it
+            sys.exit(usage.exit_code)
+        except UsageError as usage:
+            where = usage.ctx.command_path if usage.ctx is not None else "harness"
+            _error(f"{usage.format_message()} (see `{where} --help`)")
+            sys.exit(usage.exit_code)
+        except ClickException as failed:
+            _error(failed.format_message())
+            sys.exit(failed.exit_code)
+        except typer.Abort:
+            _error("aborted")
+            sys.exit(1)
         except Exception as error:
             if debugging():
                 raise
-            err_console().print(
-                Text.assemble(
-                    ("error:", "bold red"),
-                    f" unexpected {one_line(error)} (run with --debug or {DEBUG_VARIABLE}=1 for"
-                    " the traceback)",
-                )
+            _error(
+                f"unexpected {one_line(error)} (run with --debug or {DEBUG_VARIABLE}=1 for the"
+                " traceback)"
             )
             sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _error(message: str) -> None:
+    err_console().print(Text.assemble(("error:", "bold red"), " ", " ".join(message.split())))

@@ -14,27 +14,11 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TextIO
-from uuid import UUID
 
 import typer
 from rich.text import Text
-from sqlalchemy.exc import SQLAlchemyError
 
 from api.cli_common import err_console, fail, load_settings, out_console
-from application.audit.integrity import Violation
-from application.audit.records import (
-    AuditFormatError,
-    read_jsonl,
-    run_records,
-    store_records,
-    write_jsonl,
-)
-from application.audit.verify import heads_json, read_heads, verify_records
-from application.store import StoreError
-from infrastructure.database import create_sql_engine
-from infrastructure.eventstore import open_store
-from projections.agreement import check_agreement
-from projections.sse_feed import run_feed
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
@@ -84,6 +68,11 @@ SHOWN = 200
 
 @contextmanager
 def _store() -> Iterator[HarnessStore]:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from application.store import StoreError
+    from infrastructure.eventstore import open_store
+
     settings = load_settings()
     try:
         store = open_store(settings)
@@ -115,6 +104,9 @@ def export(
     ] = None,
 ) -> None:
     """Write domain events as JSON Lines, one per line, in log order."""
+    from application.audit.records import store_records
+    from application.audit.verify import heads_json
+
     if (run_id is None) == (not everything):
         fail("give a RUN_ID or --all (not both): `harness audit export --all --out audit.jsonl`")
     if heads is not None and after:
@@ -136,10 +128,10 @@ def export(
 
 
 def _run(store: HarnessStore, run_id: str, after: int) -> list[AuditRecord]:
-    try:
-        key = UUID(run_id)
-    except ValueError:
-        fail(f"{run_id!r} is not a run id (a UUID such as 7c35daf4-a6a6-478a-93b9-d913aeba9809)")
+    from api.cli_reads import lookup_run_id
+    from application.audit.records import run_records
+
+    key = lookup_run_id(load_settings(), store, run_id)  # a whole id, or a unique prefix
     found = run_records(store, key)
     if not any(r.stream == str(key) and r.type == "RUN_STARTED" for r in found):
         fail(f"no run {run_id} in the event log (list runs with `harness runs list`)")
@@ -153,6 +145,8 @@ def _tracked(records: Iterable[AuditRecord], heads: Heads) -> Iterator[AuditReco
 
 
 def _write(records: Iterable[AuditRecord], out: Path | None) -> int:
+    from application.audit.records import write_jsonl
+
     if out is None:
         try:
             count = write_jsonl(records, sys.stdout)
@@ -266,6 +260,8 @@ def _read_key(path: Path) -> str:
 
 
 def _read_heads(path: Path) -> Heads:
+    from application.audit.verify import read_heads
+
     try:
         return read_heads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:
@@ -273,6 +269,10 @@ def _read_heads(path: Path) -> Heads:
 
 
 def _verify_file(file: str, key: bytes | None, heads: Heads | None) -> Report:
+    from application.audit.records import AuditFormatError, read_jsonl
+    from application.audit.verify import verify_records
+    from projections.sse_feed import run_feed
+
     try:
         with _opened(file) as lines:
             report = verify_records(read_jsonl(lines), key, run_feed, heads)
@@ -297,6 +297,13 @@ def _opened(file: str) -> Iterator[TextIO]:
 
 
 def _verify_db(key: bytes | None, heads: Heads | None) -> Report:
+    from application.audit.integrity import Violation
+    from application.audit.records import store_records
+    from application.audit.verify import verify_records
+    from infrastructure.database import create_sql_engine
+    from projections.agreement import check_agreement
+    from projections.sse_feed import run_feed
+
     settings = load_settings()
     engine = create_sql_engine(settings)
     try:

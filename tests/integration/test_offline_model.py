@@ -155,7 +155,7 @@ def test_harness_ask_prints_the_phases_and_the_answer(tmp_path: Path) -> None:
     question = sample_incidents()[0].question
     result = subprocess.run(
         [sys.executable, "-c", "from api.cli import app; app()", "ask", question],
-        env=env | {"COLUMNS": "200"},
+        env=env,
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -163,7 +163,7 @@ def test_harness_ask_prints_the_phases_and_the_answer(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    for phase in ("ROUTING", "DIAGNOSIS_RUNNING", "SAFETY_VALIDATING", "run SUCCESS"):
+    for phase in ("ROUTING", "DIAGNOSIS_RUNNING", "SAFETY_VALIDATING", "run ended: state SUCCESS"):
         assert phase in out, out
     assert out.index("ROUTING") < out.index("DIAGNOSIS_RUNNING") < out.index("SAFETY_VALIDATING")
     assert "tool list_alerts" in out and "v2.14.0" in out
