@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from application.audit.integrity import Violation
 from application.audit.records import store_records
 from domain.checkpoint import CHECKPOINTS_ID, AuditCheckpoint, is_checkpoint_stream
+from domain.errors import ConcurrentWriteError
 from domain.run import Run
 
 if TYPE_CHECKING:
@@ -98,9 +99,15 @@ class Checkpointer:
             if self._due(store, position):
                 recorded = record_checkpoint(store)
                 self.covered = recorded.upto if recorded else self.covered
-        except Exception:  # a missed checkpoint is caught up by the next one
+        except ConcurrentWriteError:  # another process recorded it: nothing is missed
             self.covered = None
-            logging.getLogger(__name__).warning("no audit checkpoint recorded", exc_info=True)
+        except Exception as error:  # a missed checkpoint is caught up by the next one
+            self.covered = None
+            logging.getLogger(__name__).warning(
+                "no audit checkpoint this time (the next finished run tries again): %s: %s",
+                type(error).__name__,
+                error,
+            )
         finally:
             self._busy.release()
 
