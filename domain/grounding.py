@@ -1,0 +1,141 @@
+"""Grounding: what makes a claim proven by the log (design §10.1).
+
+A *citation* pairs an evidence reference (a tool invocation's id, or a runbook passage's id)
+with an excerpt that must occur, verbatim after one normalisation, in that source's content.
+An excerpt must also be *informative*: a space, a letter or a number "occurs" in almost any
+text, so it proves nothing. These rules are pure functions of the claim and the content, so the
+runtime and the offline verifier reach the same verdict from the same log.
+
+Normalisation: every run of Unicode whitespace becomes one space and the ends are stripped.
+Nothing else changes: case, punctuation and every other character are kept, so a look-alike
+letter (Cyrillic ``а`` for Latin ``a``, a fullwidth digit) does not match.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from enum import StrEnum
+
+_WHITESPACE = re.compile(r"\s+")
+_WORD = re.compile(r"\w+")
+
+STOP_WORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers him his how i if in into is it its itself just
+    me more most my no nor not now of off on once only or other our out over own same she should
+    so some such than that the their them then there these they this those through to too under
+    until up very was we were what when where which while who whom why will with would you your
+    yes ok""".split()
+)
+"""English words that carry no evidence on their own: an excerpt of only these proves nothing."""
+
+
+class CitationProblem(StrEnum):
+    """Why a citation does not prove its statement (recorded in the guard's event)."""
+
+    UNKNOWN_REFERENCE = "UNKNOWN_REFERENCE"
+    """Not the id of any source of this run (malformed, respelled or made up)."""
+    OTHER_RUN = "OTHER_RUN"
+    """A tool invocation of another run."""
+    NOT_EVIDENCE = "NOT_EVIDENCE"
+    """A source that holds no evidence: not READY + EVIDENCE_FOUND (NO_EVIDENCE, failed, open)."""
+    EXCERPT_ABSENT = "EXCERPT_ABSENT"
+    """The excerpt does not occur in the cited source's content (after normalisation)."""
+    EXCERPT_TOO_WEAK = "EXCERPT_TOO_WEAK"
+    """The excerpt is too short or holds only digits, punctuation or stop words."""
+    DUPLICATE = "DUPLICATE"
+    """The same reference and excerpt cited twice by one statement."""
+    NO_CITATION = "NO_CITATION"
+    """A statement without any citation."""
+
+
+@dataclass(frozen=True)
+class Citation:
+    """A reference and the verbatim excerpt of its content that a statement rests on."""
+
+    reference: str
+    excerpt: str
+
+
+@dataclass(frozen=True)
+class GroundingRules:
+    """How informative an excerpt must be (configurable; defaults justified in the design)."""
+
+    min_words: int = 3
+    """Words (runs of letters, digits or ``_``) an excerpt needs."""
+    min_chars: int = 12
+    """Non-space characters an excerpt needs."""
+
+    def weakness(self, excerpt: str) -> str | None:
+        """Why ``excerpt`` is too weak to prove anything, or None when it is informative."""
+        text = normalise(excerpt)
+        words = _WORD.findall(text)
+        if len(words) < self.min_words:
+            return f"{len(words)} words; an excerpt needs {self.min_words} or more"
+        solid = sum(1 for ch in text if not ch.isspace())
+        if solid < self.min_chars:
+            return f"{solid} characters; an excerpt needs {self.min_chars} or more"
+        if not any(_is_content_word(word) for word in words):
+            return "only digits, punctuation or common words"
+        return None
+
+
+DEFAULT_RULES = GroundingRules()
+RESTATED_SHARE = 0.8
+"""A statement holding this share of another's content words says it again, reworded."""
+
+
+def normalise(text: str) -> str:
+    """The one normalisation of design §10.1: whitespace runs collapsed to a space, ends cut."""
+    return _WHITESPACE.sub(" ", text).strip()
+
+
+def occurs(excerpt: str, content: str) -> bool:
+    """Whether ``excerpt`` occurs verbatim in ``content`` (both normalised); empty never does."""
+    needle = normalise(excerpt)
+    return bool(needle) and needle in normalise(content)
+
+
+def citation_problem(
+    citation: Citation, content: str | None, rules: GroundingRules = DEFAULT_RULES
+) -> CitationProblem | None:
+    """Whether the excerpt proves anything in ``content`` (the resolved source's evidence).
+
+    ``content`` None means the reference resolved to nothing usable; callers that know why
+    (another run, no evidence) name that problem themselves before asking this.
+    """
+    if content is None:
+        return CitationProblem.UNKNOWN_REFERENCE
+    if rules.weakness(citation.excerpt) is not None:
+        return CitationProblem.EXCERPT_TOO_WEAK
+    if not occurs(citation.excerpt, content):
+        return CitationProblem.EXCERPT_ABSENT
+    return None
+
+
+def restates(statement: str, other: str) -> bool:
+    """Whether ``statement`` says ``other`` again: equal, or containing it, once normalised.
+
+    Case-folded and with punctuation ignored, so "Checkout failed." restates "checkout failed".
+    """
+    a, b = _plain(statement), _plain(other)
+    if not a or not b:
+        return False
+    if a == b or b in a or (a in b and len(a) >= len(b) // 2):
+        return True
+    said = {w for w in b.split() if _is_content_word(w)}
+    kept = said & {w for w in a.split() if _is_content_word(w)}
+    return len(said) >= 3 and len(kept) >= RESTATED_SHARE * len(said)
+
+
+def _plain(text: str) -> str:
+    words = _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+    return " ".join(words)
+
+
+def _is_content_word(word: str) -> bool:
+    """Two letters or more, and not a stop word ("29T10" and "00Z" of a timestamp are not)."""
+    return sum(ch.isalpha() for ch in word) >= 2 and word.casefold() not in STOP_WORDS

@@ -1,0 +1,113 @@
+"""The grounding rules: one normalisation, informative excerpts, restated conclusions."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from domain.grounding import (
+    DEFAULT_RULES,
+    Citation,
+    CitationProblem,
+    GroundingRules,
+    citation_problem,
+    normalise,
+    occurs,
+    restates,
+)
+
+LINE = "2026-11-29T10:05:00Z checkout ERROR upstream timeout after 30s calling pricing-service"
+
+
+def test_whitespace_runs_collapse_and_nothing_else_changes() -> None:
+    assert normalise("  upstream\t timeout\n\nafter 30s ") == "upstream timeout after 30s"
+    assert normalise("Upstream Timeout") == "Upstream Timeout"  # case kept
+
+
+@pytest.mark.parametrize(
+    "excerpt",
+    [
+        "upstream timeout after 30s",
+        "upstream   timeout\nafter 30s",  # wrapped differently than the content
+        "ERROR upstream timeout",
+    ],
+)
+def test_an_excerpt_of_the_content_occurs(excerpt: str) -> None:
+    assert occurs(excerpt, LINE)
+    assert citation_problem(Citation("x", excerpt), LINE) is None
+
+
+@pytest.mark.parametrize(
+    "excerpt",
+    [
+        "upstream timeout after 31s",  # edited
+        "upstream timeоut after 30s",  # a Cyrillic o
+        "upstream timeout after ３0s",  # a fullwidth digit
+        "Upstream timeout after 30s",  # case is kept
+        "timeout upstream after 30s",  # reordered
+    ],
+)
+def test_a_look_alike_or_edited_excerpt_does_not_occur(excerpt: str) -> None:
+    assert not occurs(excerpt, LINE)
+    assert citation_problem(Citation("x", excerpt), LINE) is CitationProblem.EXCERPT_ABSENT
+
+
+@pytest.mark.parametrize(
+    "excerpt",
+    [
+        " ",
+        "a",
+        "e",
+        "ERROR",
+        "after 30s",
+        "10:05:00Z",
+        "2026-11-29T10:05:00Z",
+        "- -- --- ----",
+        "to the of and in",
+        "is it on at by as",
+    ],
+)
+def test_an_excerpt_that_proves_nothing_is_too_weak(excerpt: str) -> None:
+    assert DEFAULT_RULES.weakness(excerpt) is not None
+    assert citation_problem(Citation("x", excerpt), LINE + " " + excerpt) is (
+        CitationProblem.EXCERPT_TOO_WEAK
+    )
+
+
+def test_the_rules_are_configurable() -> None:
+    strict = GroundingRules(min_words=6, min_chars=30)
+    assert DEFAULT_RULES.weakness("upstream timeout after 30s") is None
+    assert strict.weakness("upstream timeout after 30s") is not None
+
+
+def test_a_reference_that_resolved_to_nothing_is_unknown() -> None:
+    assert citation_problem(Citation("x", "upstream timeout after 30s"), None) is (
+        CitationProblem.UNKNOWN_REFERENCE
+    )
+
+
+@given(st.text(max_size=40), st.text(max_size=40), st.text(max_size=40))
+def test_every_part_of_a_content_occurs_in_it(before: str, middle: str, after: str) -> None:
+    assert occurs(middle, before + middle + after) == bool(normalise(middle))
+
+
+@pytest.mark.parametrize(
+    "fact",
+    [
+        "checkout slowed down after a deploy",
+        "Checkout slowed down after a deploy.",
+        "Note: checkout slowed down after a deploy (v2.14.0).",
+        "after a deploy, checkout slowed down",  # reworded: the same content words
+    ],
+)
+def test_a_fact_restating_the_conclusion_is_recognised(fact: str) -> None:
+    assert restates(fact, "checkout slowed down after a deploy")
+
+
+@pytest.mark.parametrize(
+    "fact",
+    ["pricing-service answered in 30s", "checkout had 12 errors at 10:05", ""],
+)
+def test_a_different_fact_is_not_a_restatement(fact: str) -> None:
+    assert not restates(fact, "checkout slowed down after a deploy")
