@@ -21,7 +21,7 @@ from application.guards import NoSafeContent, Publication, release
 from application.harness import RunAborted, RunContext
 from application.outage import end_after_outage, resync
 from application.ports import Message, ModelError, ModelRequest
-from application.store import MAX_CONFLICT_RETRIES, StoreUnavailableError
+from application.store import MAX_CONFLICT_RETRIES, StoreClosedError, StoreUnavailableError
 from application.tool_boundary import ToolBoundary
 from domain.errors import ConcurrentWriteError
 from domain.redaction import describe_error
@@ -170,6 +170,8 @@ class ChatService:
             failure = _failure_code(no_content.__cause__)
         except StoreUnavailableError as error:  # the store went away mid-run
             return self._after_outage(ctx, error)
+        except StoreClosedError:  # this process is shutting down: recovery ends the run
+            raise
         except Exception as error:  # never a traceback to the caller: the run records the failure
             log.exception("run %s failed unexpectedly", run.id)
             failure, unexpected = FailureCode.INTERNAL_ERROR, error

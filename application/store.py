@@ -25,6 +25,7 @@ from eventsourcing.utils import Environment
 
 from application.audit.chain import ChainingMapper, split_state
 from application.audit.checkpoints import CHECKPOINT_EVERY, Checkpointer
+from application.closing import UseGate, gate_transactions
 from application.transcodings import register_all
 from domain.collection import Collection, collection_id
 from domain.errors import ConcurrentWriteError, IllegalTransitionError, UnknownAggregateError
@@ -58,6 +59,10 @@ class StoreUnavailableError(StoreError):
 
 class StoreNotInitialisedError(StoreError):
     """The event tables do not exist yet."""
+
+
+class StoreClosedError(StoreError):
+    """This process closed the store (it is shutting down); its runs are left to recovery."""
 
 
 @dataclass(frozen=True)
@@ -97,11 +102,20 @@ class HarnessStore(Application[UUID]):
         self.listeners: list[Callable[[Sequence[Any]], None]] = []
         """Called in-process with the events of every successful save (e.g. the CLI's progress)."""
         self.conflicts_resolved = 0
-        self.checkpointer = Checkpointer(checkpoint_every)
         """How many times a terminal command lost a write race and was decided again."""
+        self.checkpointer = Checkpointer(checkpoint_every)
+        self._gate = UseGate(lambda: StoreClosedError("the event store was closed"))
+        datastore = getattr(self.recorder, "datastore", None)
+        if datastore is not None:  # a closed store never closes a connection in use
+            gate_transactions(datastore, self._gate)
         self.worker = ""
         """The id of the worker process executing the runs this store starts (its lease, see
         ``infrastructure.leases``); recorded on every ``RUN_STARTED``. '' for none."""
+
+    def close(self) -> None:
+        """Close the connections once the transactions in progress have ended (bounded)."""
+        self._gate.close()
+        super().close()
 
     def construct_env(self, name: str, env: Mapping[str, str] | None = None) -> Environment:
         """Use only the given environment, never ``os.environ``: settings are the one source."""
