@@ -24,6 +24,7 @@ from application.ports import Message, ModelError, ModelRequest
 from application.store import MAX_CONFLICT_RETRIES, StoreClosedError, StoreUnavailableError
 from application.tool_boundary import ToolBoundary
 from domain.errors import ConcurrentWriteError
+from domain.grounding import DEFAULT_RULES, GroundingRules
 from domain.redaction import describe_error
 from domain.states import (
     ChatApplicationStatus,
@@ -70,6 +71,8 @@ class ChatConfig:
     deadline_s: float = 120.0
     limits: Budget = DEFAULT_LIMITS
     model_timeout_s: float = 30.0
+    grounding: GroundingRules = DEFAULT_RULES
+    """How informative a citation's excerpt must be (design §10.1)."""
 
 
 @dataclass(frozen=True)
@@ -257,7 +260,7 @@ class ChatService:
         ctx.run.change_status(ChatApplicationStatus.SAFETY_VALIDATING)
         ctx.save()
         try:
-            return release(ctx, outcome, collection)
+            return release(ctx, outcome, collection, self.config.grounding)
         except NoSafeContent as none:
             raise NoSafeContent(str(none)) from (
                 outcome if isinstance(outcome, AgentFailure) else None

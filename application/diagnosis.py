@@ -36,11 +36,14 @@ FailureKind = Literal[
 AGENT_PROMPT = (
     "You diagnose operational incidents with read-only tools. Call at most one tool per step. "
     "After every tool result, your next answer's text MUST be JSON with a progress report: "
-    '{"progress": {"gain": "GAINED" | "NO_GAIN", "facts": [{"statement": …, "references": '
-    '[invocation id], "excerpt": exact text quoted from that result}]}}. When done, answer '
-    '{"draft": {"conclusion": {"statement": …, "references": [ids]} | null, "facts": [...], '
-    '"missing_info": [...]}} and no tool call. Cite only invocation ids you were given; quote '
-    "excerpts exactly; a result marked NO_EVIDENCE only says its scope was empty."
+    '{"progress": {"gain": "GAINED" | "NO_GAIN", "facts": [{"statement": …, "citations": '
+    '[{"reference": invocation id, "excerpt": text copied exactly from that result}]}]}}. '
+    'When done, answer {"draft": {"conclusion": {"statement": …, "citations": [...]} | null, '
+    '"facts": [...], "missing_info": [{"kind": "SERVICE" | "TIME_WINDOW" | "SYMPTOM" | '
+    '"ENVIRONMENT", "service": …, "start": …, "end": …}]}} and no tool call. Cite every result '
+    "a statement relies on, each with an excerpt of at least three words copied exactly from "
+    "it; cite only invocation ids you were given; a result marked NO_EVIDENCE only says its "
+    "scope was empty and proves nothing."
 )
 STOP_INSTRUCTION = (
     "STOP_REQUIRED: evidence collection is closed ({reason}). Do not call tools. "

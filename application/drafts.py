@@ -3,45 +3,84 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime  # noqa: TC003 (pydantic reads it at runtime)
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from application.storable import NotStorable, storable_json
+from domain.grounding import Citation
+from domain.states import MissingKind
 from domain.values import Fact
 
 
+class CitationOut(BaseModel):
+    """A reference and the excerpt of its result, quoted verbatim, that a statement rests on."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    reference: str = Field(min_length=1, max_length=100)
+    excerpt: str = Field(min_length=1, max_length=2000)
+
+    def to_citation(self) -> Citation:
+        """The domain value object."""
+        return Citation(self.reference, self.excerpt)
+
+
 class FactOut(BaseModel):
-    """A fact the agent claims: a statement, the invocation ids it rests on, a quoted excerpt."""
+    """A fact the agent claims: a statement and the citations that prove it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     statement: str = Field(min_length=1, max_length=2000)
-    references: list[str] = Field(min_length=1, max_length=20)
-    excerpt: str = Field(min_length=1, max_length=2000)
+    citations: list[CitationOut] = Field(min_length=1, max_length=10)
 
     def to_fact(self) -> Fact:
         """The domain value object."""
-        return Fact(self.statement, tuple(self.references), self.excerpt)
+        return Fact(self.statement, tuple(c.to_citation() for c in self.citations))
 
 
 class Conclusion(BaseModel):
-    """The diagnosis conclusion and the invocation ids that support it."""
+    """The diagnosis conclusion and its citations: at least one for each result it relies on."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     statement: str = Field(min_length=1, max_length=4000)
-    references: list[str] = Field(min_length=1, max_length=20)
+    citations: list[CitationOut] = Field(min_length=1, max_length=20)
+
+    @property
+    def references(self) -> tuple[str, ...]:
+        """The results it cites, each once."""
+        return tuple(dict.fromkeys(c.reference for c in self.citations))
+
+    def to_fact(self) -> Fact:
+        """The conclusion as a statement with citations (how the guards check it)."""
+        return Fact(self.statement, tuple(c.to_citation() for c in self.citations))
+
+
+SERVICE_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,62}$"
+"""A service name as the tools take it: lower case, digits and ``._-``."""
+
+
+class MissingOut(BaseModel):
+    """Information the agent needs from the user, as data: the harness words the question."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: MissingKind
+    service: str | None = Field(None, pattern=SERVICE_PATTERN)
+    start: datetime | None = None
+    end: datetime | None = None
 
 
 class DiagnosisDraft(BaseModel):
-    """The agent's final output (SPEC §1): optional conclusion, facts, missing information."""
+    """The agent's final output (design §1): optional conclusion, facts, missing information."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     conclusion: Conclusion | None = None
     facts: list[FactOut] = Field(default_factory=list, max_length=50)
-    missing_info: list[str] = Field(default_factory=list, max_length=20)
+    missing_info: list[MissingOut] = Field(default_factory=list, max_length=10)
 
     def is_empty(self) -> bool:
         """Nothing at all was drafted."""

@@ -1,19 +1,27 @@
-"""EvidenceGuard, the one EvidenceRepair, SemanticGuard and the release composition (SPEC §10)."""
+"""Release (design §10): the EvidenceGuard, the one EvidenceRepair, the SemanticGuard, content.
+
+Every published sentence is proven by the log: a statement reaches a reader only when each of
+its citations quotes an informative excerpt of a READY + EVIDENCE_FOUND result of this run,
+and, when there is a conclusion, when the judge found exactly that statement supported. A
+fallback never holds a statement the judge rejected or one that restates the conclusion it
+withholds.
+"""
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from uuid import UUID
 
 from application.diagnosis import AgentFailure, Completed, ControlledStop
-from application.drafts import DRAFT_SCHEMA, DraftError, loads_json, validate_draft
+from application.drafts import DRAFT_SCHEMA, DraftError, validate_draft
+from application.evidence import Checked, EvidenceGuard, labelled
 from application.harness import RunAborted
+from application.judge import judge
 from application.ports import Message, ModelError, ModelRequest
-from domain.errors import UnknownAggregateError
+from application.published import fallback, report
+from domain.grounding import DEFAULT_RULES, GroundingRules, restates
 from domain.states import (
-    EvidenceStatus,
     FallbackType,
     GuardStage,
     ModelStepPurpose,
@@ -21,33 +29,19 @@ from domain.states import (
     RunState,
     SemanticVerdict,
 )
+from domain.values import Fact
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
-    from application.drafts import DiagnosisDraft
+    from application.drafts import DiagnosisDraft, MissingOut
     from application.harness import RunContext
     from domain.collection import Collection
-    from domain.tool_invocation import ToolInvocation
-    from domain.values import Fact
-
-JUDGE_SCHEMA = {
-    "type": "object",
-    "properties": {"verdict": {"enum": ["SUPPORTED", "UNSUPPORTED"]}, "reason": {"type": "string"}},
-    "required": ["verdict"],
-    "additionalProperties": False,
-}
-FALLBACK_MESSAGES = {
-    FallbackType.MISSING_REQUIRED_CONTEXT: "I need more context before I can diagnose this.",
-    FallbackType.INSUFFICIENT_EVIDENCE: "The checks so far do not support a conclusion yet.",
-    FallbackType.EVIDENCE_VALIDATION_FAILED: "The draft conclusion did not match the evidence.",
-    FallbackType.SEMANTIC_UNSUPPORTED: "The evidence does not support the drafted conclusion.",
-    FallbackType.SEMANTIC_UNAVAILABLE: "The conclusion could not be checked, so it is withheld.",
-}
+    from domain.grounding import JudgedStatement
 
 
 class NoSafeContent(Exception):
-    """Release found nothing safe to publish: the run fails (SPEC §10)."""
+    """Release found nothing safe to publish: the run fails (design §10)."""
 
 
 @dataclass(frozen=True)
@@ -59,52 +53,14 @@ class Publication:
     content: dict[str, Any]
 
 
-class EvidenceGuard:
-    """Checks references against this run's READY + EVIDENCE_FOUND invocations and excerpts."""
-
-    def __init__(self, ctx: RunContext) -> None:
-        """Resolve references through the run's own invocations."""
-        self.ctx = ctx
-
-    def resolve(self, reference: str) -> ToolInvocation | None:
-        """The invocation a reference names if it is READY + EVIDENCE_FOUND and of this run."""
-        try:
-            key = UUID(reference)
-        except ValueError:
-            return None
-        if str(key) != reference:  # "{id}", "urn:uuid:id", upper case: not the id as recorded
-            return None
-        invocation = self.ctx.invocations.get(key)
-        if invocation is None:
-            try:
-                invocation = self.ctx.store.get_invocation(key)
-            except UnknownAggregateError:
-                return None
-        usable = invocation.evidence_status is EvidenceStatus.EVIDENCE_FOUND
-        return invocation if usable and invocation.run_id == self.ctx.run.id else None
-
-    def invalid(self, references: Iterable[str]) -> tuple[str, ...]:
-        """References that do not resolve (SPEC §16 invariant 3)."""
-        return tuple(r for r in references if self.resolve(r) is None)
-
-    def verified(self, facts: Iterable[Fact]) -> list[Fact]:
-        """Facts whose references all resolve and whose excerpt occurs in a referenced result."""
-        kept: list[Fact] = []
-        for fact in facts:
-            sources = [self.resolve(r) for r in fact.references]
-            if not sources or any(s is None for s in sources) or not fact.excerpt:
-                continue
-            if any(fact.excerpt in s.content for s in sources if s is not None):
-                if fact not in kept:
-                    kept.append(fact)
-        return kept
-
-
 def release(
-    ctx: RunContext, result: Completed | ControlledStop | AgentFailure, collection: Collection
+    ctx: RunContext,
+    result: Completed | ControlledStop | AgentFailure,
+    collection: Collection,
+    rules: GroundingRules = DEFAULT_RULES,
 ) -> Publication:
     """Turn the agent's ending into safe content; raises NoSafeContent or RunAborted."""
-    guard = EvidenceGuard(ctx)
+    guard = EvidenceGuard(ctx, rules)
     try:
         if isinstance(result, Completed) and result.draft.conclusion is not None:
             return _release_conclusion(ctx, guard, result.draft, collection)
@@ -116,89 +72,117 @@ def release(
         return _release_budget_window(ctx, guard, collection)
 
 
+def _progress(guard: EvidenceGuard, collection: Collection) -> Checked:
+    return guard.check(labelled("progress", collection.facts))
+
+
 def _release_budget_window(
     ctx: RunContext, guard: EvidenceGuard, collection: Collection
 ) -> Publication:
-    """BUDGET_EXHAUSTED may still publish verified progress (SPEC §10), nothing else."""
-    facts = guard.verified(collection.facts)
+    """BUDGET_EXHAUSTED may still publish verified progress (design §10), nothing else."""
+    checked = _progress(guard, collection)
     if ctx.run.guards.stage is GuardStage.NONE:
-        ctx.run.check_evidence(False, True, (), len(facts))
+        ctx.run.check_evidence(False, True, (), len(checked.passed), checked.rejected, guard.rules)
         ctx.save()
-    if not facts:
+    if not checked.passed:
         raise NoSafeContent("the budget ran out before any fact was verified")
-    return _publish(ctx, FallbackType.INSUFFICIENT_EVIDENCE, facts, collection, ())
+    return _publish(ctx, FallbackType.INSUFFICIENT_EVIDENCE, checked.passed, ())
 
 
 def _release_progress(
     ctx: RunContext, guard: EvidenceGuard, draft: DiagnosisDraft | None, collection: Collection
 ) -> Publication:
-    facts = (
-        list(collection.facts) + [f.to_fact() for f in draft.facts]
-        if draft
-        else list(collection.facts)
-    )
-    verified = guard.verified(facts)
-    references = tuple(r for f in facts for r in f.references)
+    """No conclusion: publish what the citations prove, or ask for what is missing."""
+    progress = _progress(guard, collection)
+    drafted = guard.check(labelled("fact", [f.to_fact() for f in draft.facts] if draft else []))
+    verified = _unique(progress.passed + drafted.passed)
+    rejected = progress.rejected + drafted.rejected
     ctx.run.check_evidence(
-        False, not guard.invalid(references), guard.invalid(references), len(verified)
+        False, drafted.valid, drafted.references, len(verified), rejected, guard.rules
     )
     ctx.save()
-    missing = tuple(draft.missing_info) if draft else ()
+    missing = draft.missing_info if draft else []
     if verified:
-        return _publish(ctx, FallbackType.INSUFFICIENT_EVIDENCE, verified, collection, missing)
+        return _publish(ctx, FallbackType.INSUFFICIENT_EVIDENCE, verified, missing)
     if missing:
-        return _publish(ctx, FallbackType.MISSING_REQUIRED_CONTEXT, [], collection, missing)
+        return _publish(ctx, FallbackType.MISSING_REQUIRED_CONTEXT, [], missing)
     raise NoSafeContent("no verified progress and no missing information to report")
+
+
+def _check_draft(guard: EvidenceGuard, draft: DiagnosisDraft) -> Checked:
+    """The conclusion and every fact of a draft: it passes only if every citation does."""
+    assert draft.conclusion is not None
+    statements = [("conclusion", draft.conclusion.to_fact())]
+    return guard.check(statements + labelled("fact", [f.to_fact() for f in draft.facts]))
 
 
 def _release_conclusion(
     ctx: RunContext, guard: EvidenceGuard, draft: DiagnosisDraft, collection: Collection
 ) -> Publication:
-    assert draft.conclusion is not None
-    facts = guard.verified(list(collection.facts) + [f.to_fact() for f in draft.facts])
-    invalid = guard.invalid(draft.conclusion.references)
-    ctx.run.check_evidence(True, not invalid, invalid, len(facts))
+    progress = _progress(guard, collection)
+    checked = _check_draft(guard, draft)
+    verified = _unique(progress.passed + _facts_of(checked, draft))
+    ctx.run.check_evidence(
+        True,
+        checked.valid,
+        checked.references,
+        len(verified),
+        checked.rejected + progress.rejected,
+        guard.rules,
+    )
     ctx.save()
-    if invalid:
-        draft = _repair(ctx, draft, invalid)
-        assert draft.conclusion is not None
-        invalid = guard.invalid(draft.conclusion.references)
-        ctx.run.recheck_evidence(not invalid, invalid)
+    if not checked.valid:
+        draft, checked = _repair(ctx, guard, draft, checked)
+        verified = _unique(progress.passed + _facts_of(checked, draft))
+        ctx.run.recheck_evidence(checked.valid, checked.references, checked.rejected)
         ctx.save()
-        if invalid:
-            return _publish(ctx, FallbackType.EVIDENCE_VALIDATION_FAILED, facts, collection, ())
-    conclusion = draft.conclusion
-    assert conclusion is not None
-    verdict = _judge(ctx, draft, guard)
+    assert draft.conclusion is not None
+    conclusion = draft.conclusion.to_fact()
+    others = [f for f in verified if not restates(f.statement, conclusion.statement)]
+    if not checked.valid:
+        return _publish(ctx, FallbackType.EVIDENCE_VALIDATION_FAILED, others, ())
+    judged = judge(ctx, [conclusion, *verified], guard)
+    return _after_judge(ctx, conclusion, judged)
+
+
+def _after_judge(
+    ctx: RunContext, conclusion: Fact, judged: Sequence[JudgedStatement]
+) -> Publication:
+    """SUCCESS with what the judge supported, or a fallback without what it withheld."""
+    verdict = judged[0].verdict
+    facts = [_fact(j) for j in judged[1:] if j.verdict is not SemanticVerdict.UNSUPPORTED]
     if verdict is SemanticVerdict.SUPPORTED:
-        content = {
-            "kind": "diagnosis",
-            "conclusion": conclusion.statement,
-            "references": list(conclusion.references),
-            "facts": [_fact_json(f) for f in facts],
-        }
+        supported = [_fact(j) for j in judged[1:] if j.verdict is SemanticVerdict.SUPPORTED]
+        content = report(conclusion, supported)
         ctx.run.decide_release(ReleaseOutcome.SUCCESS, None, content)
         ctx.save()
         return Publication(ReleaseOutcome.SUCCESS, None, content)
-    kind = FallbackType.SEMANTIC_UNSUPPORTED if verdict else FallbackType.SEMANTIC_UNAVAILABLE
-    return _publish(ctx, kind, facts, collection, ())
+    kept = [f for f in facts if not restates(f.statement, conclusion.statement)]
+    if verdict is SemanticVerdict.UNSUPPORTED:
+        return _publish(ctx, FallbackType.SEMANTIC_UNSUPPORTED, kept, ())
+    return _publish(ctx, FallbackType.SEMANTIC_UNAVAILABLE, kept, ())
 
 
-def _repair(ctx: RunContext, draft: DiagnosisDraft, invalid: tuple[str, ...]) -> DiagnosisDraft:
-    """The one repair: ask for the draft again with valid references; keep the old on failure."""
+def _repair(
+    ctx: RunContext, guard: EvidenceGuard, draft: DiagnosisDraft, checked: Checked
+) -> tuple[DiagnosisDraft, Checked]:
+    """The one repair: ask for the draft again, told what failed; keep the old on failure."""
     ctx.check_active()
-    ctx.run.repair_evidence(f"invalid references: {', '.join(invalid)}")
+    ctx.run.repair_evidence(_failures(checked))
     ctx.save()
-    valid = [
-        str(i)
+    usable = {
+        str(i): inv.content
         for i, inv in ctx.invocations.items()
-        if inv.evidence_status is EvidenceStatus.EVIDENCE_FOUND
-    ]
+        if guard.content(str(i)) is not None
+    }
     request = ModelRequest(
         ModelStepPurpose.REPAIR,
         (
             Message(
-                "system", "Repair the draft: cite only these invocation ids: " + ", ".join(valid)
+                "system",
+                "Repair the draft: every citation must copy an excerpt of at least three words "
+                f"exactly from the result it cites. Cite only these results: {json.dumps(usable)}"
+                f"\nThese citations failed: {_failures(checked)}",
             ),
             Message("user", draft.model_dump_json()),
         ),
@@ -207,73 +191,39 @@ def _repair(ctx: RunContext, draft: DiagnosisDraft, invalid: tuple[str, ...]) ->
     try:
         repaired = validate_draft(ctx.call_model(request).text)
     except (ModelError, DraftError):
-        return draft
-    return repaired if repaired.conclusion is not None else draft
-
-
-def _judge(ctx: RunContext, draft: DiagnosisDraft, guard: EvidenceGuard) -> SemanticVerdict | None:
-    """SemanticGuard: the judge's verdict, or None when it is unavailable (error, invalid)."""
-    assert draft.conclusion is not None
-    ctx.check_active()
-    ctx.run.attempt_semantic_guard()
-    ctx.save()
-    evidence = [guard.resolve(r) for r in draft.conclusion.references]
-    request = ModelRequest(
-        ModelStepPurpose.JUDGE,
-        (
-            Message("system", "Does the evidence support the conclusion? Answer JSON {verdict}."),
-            Message(
-                "user",
-                json.dumps(
-                    {
-                        "conclusion": draft.conclusion.statement,
-                        "evidence": [e.content for e in evidence if e is not None],
-                    }
-                ),
-            ),
-        ),
-        json_schema=JUDGE_SCHEMA,
-    )
-    verdict: SemanticVerdict | None = None
-    unavailable = ""
-    try:
-        answer = loads_json(ctx.call_model(request).text)
-        verdict = SemanticVerdict(answer["verdict"])
-    except ModelError as error:
-        unavailable = f"judge failed: {error}"
-    except (ValueError, KeyError, TypeError) as error:
-        unavailable = f"judge answered without a valid verdict: {error}"[:300]
-    ctx.run.decide_semantic_guard(verdict, unavailable)
-    ctx.save()
-    return verdict
+        return draft, checked
+    if repaired.conclusion is None:
+        return draft, checked
+    return repaired, _check_draft(guard, repaired)
 
 
 def _publish(
-    ctx: RunContext,
-    kind: FallbackType,
-    facts: list[Fact],
-    collection: Collection,
-    missing: tuple[str, ...],
+    ctx: RunContext, kind: FallbackType, facts: Iterable[Fact], missing: Iterable[MissingOut]
 ) -> Publication:
-    """A fallback: verified facts, scoped NO_EVIDENCE observations and missing info only."""
-    content = {
-        "kind": "fallback",
-        "fallback_type": kind.value,
-        "message": FALLBACK_MESSAGES[kind],
-        "verified_facts": [_fact_json(f) for f in facts],
-        "no_evidence": [
-            f"No matching records in the checked scope: {inv.content}"
-            for inv in ctx.invocations.values()
-            if inv.evidence_status is EvidenceStatus.NO_EVIDENCE
-        ],
-        "missing_info": list(missing),
-    }
+    """A fallback: proven facts, scoped observations, what could not be checked, what is missing."""
+    content = fallback(ctx, kind, facts, missing)
     ctx.run.decide_release(ReleaseOutcome.FALLBACK, kind, content)
     ctx.save()
     return Publication(ReleaseOutcome.FALLBACK, kind, content)
 
 
-def _fact_json(fact: Fact) -> dict[str, Any]:
-    data = asdict(fact)
-    data["references"] = list(fact.references)
-    return data
+def _failures(checked: Checked) -> str:
+    return "; ".join(
+        f"{r.statement} cites {r.reference or '(nothing)'}: {r.problem.value}"
+        for r in checked.rejected
+    )[:2000]
+
+
+def _facts_of(checked: Checked, draft: DiagnosisDraft) -> tuple[Fact, ...]:
+    """The draft's facts that passed (the conclusion is judged on its own)."""
+    assert draft.conclusion is not None
+    conclusion = draft.conclusion.to_fact()
+    return tuple(f for f in checked.passed if f != conclusion)
+
+
+def _fact(judged: JudgedStatement) -> Fact:
+    return Fact(judged.statement, judged.citations)
+
+
+def _unique(facts: Iterable[Fact]) -> tuple[Fact, ...]:
+    return tuple(dict.fromkeys(facts))

@@ -9,13 +9,20 @@ from uuid import UUID
 
 from eventsourcing.persistence import JSONTranscoder, Mapper, Transcoding
 
+from domain.grounding import Citation, JudgedStatement, RejectedCitation
 from domain.states import ALL_ENUMS
 from domain.values import Budget, Fact, Termination
 
 E = TypeVar("E", bound=Enum)
 V = TypeVar("V")
 
-VALUE_OBJECTS: tuple[type[Any], ...] = (Budget, Termination, Fact)
+VALUE_OBJECTS: tuple[type[Any], ...] = (
+    Budget,
+    Termination,
+    Citation,
+    RejectedCitation,
+    JudgedStatement,
+)
 
 
 class EnumAsValue(Transcoding, Generic[E]):
@@ -54,12 +61,33 @@ class DataclassAsDict(Transcoding, Generic[V]):
         return self._class(**{k: _tuples(v) for k, v in data.items()})
 
 
+class FactAsDict(DataclassAsDict[Fact]):
+    """A fact; one stored before citations (``references`` + one ``excerpt``) reads as citations.
+
+    Such a fact cited each of its references with its one excerpt: under the grounding rules
+    each of those citations is checked on its own, so nothing old is taken as proven for free.
+    """
+
+    def __init__(self) -> None:
+        """The transcoding of :class:`Fact`."""
+        super().__init__(Fact)
+
+    def decode(self, data: dict[str, Any]) -> Fact:
+        """A fact of either form."""
+        if "citations" in data:
+            return Fact(data["statement"], tuple(data["citations"]))
+        excerpt = data.get("excerpt") or ""
+        cited = tuple(Citation(reference, excerpt) for reference in data.get("references", ()))
+        return Fact(data["statement"], cited)
+
+
 def register_all(transcoder: JSONTranscoder) -> None:
     """Register a transcoding for every enum and value object the domain stores."""
     for enum_class in ALL_ENUMS:
         transcoder.register(EnumAsValue(enum_class))
     for value_class in VALUE_OBJECTS:
         transcoder.register(DataclassAsDict(value_class))
+    transcoder.register(FactAsDict())
 
 
 class TupleRestoringMapper(Mapper[UUID]):

@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from enum import StrEnum
+
+from domain.states import CitationProblem, SemanticVerdict
 
 _WHITESPACE = re.compile(r"\s+")
 _WORD = re.compile(r"\w+")
@@ -33,31 +34,38 @@ STOP_WORDS = frozenset(
 """English words that carry no evidence on their own: an excerpt of only these proves nothing."""
 
 
-class CitationProblem(StrEnum):
-    """Why a citation does not prove its statement (recorded in the guard's event)."""
-
-    UNKNOWN_REFERENCE = "UNKNOWN_REFERENCE"
-    """Not the id of any source of this run (malformed, respelled or made up)."""
-    OTHER_RUN = "OTHER_RUN"
-    """A tool invocation of another run."""
-    NOT_EVIDENCE = "NOT_EVIDENCE"
-    """A source that holds no evidence: not READY + EVIDENCE_FOUND (NO_EVIDENCE, failed, open)."""
-    EXCERPT_ABSENT = "EXCERPT_ABSENT"
-    """The excerpt does not occur in the cited source's content (after normalisation)."""
-    EXCERPT_TOO_WEAK = "EXCERPT_TOO_WEAK"
-    """The excerpt is too short or holds only digits, punctuation or stop words."""
-    DUPLICATE = "DUPLICATE"
-    """The same reference and excerpt cited twice by one statement."""
-    NO_CITATION = "NO_CITATION"
-    """A statement without any citation."""
-
-
 @dataclass(frozen=True)
 class Citation:
     """A reference and the verbatim excerpt of its content that a statement rests on."""
 
     reference: str
     excerpt: str
+
+
+@dataclass(frozen=True)
+class RejectedCitation:
+    """A citation the EvidenceGuard refused, and why (the guard's event lists each)."""
+
+    statement: str
+    """Which statement cited it: ``conclusion``, ``fact N`` or ``progress N`` (from 1)."""
+    reference: str
+    excerpt: str
+    """The cited excerpt, cut to :data:`SHOWN_EXCERPT` characters."""
+    problem: CitationProblem
+
+
+@dataclass(frozen=True)
+class JudgedStatement:
+    """A statement exactly as the semantic judge saw it, with the judge's verdict on it."""
+
+    statement: str
+    citations: tuple[Citation, ...]
+    verdict: SemanticVerdict | None
+    """None when the judge gave no usable verdict (unavailable)."""
+
+
+SHOWN_EXCERPT = 200
+"""Characters of a rejected excerpt kept in the guard's event."""
 
 
 @dataclass(frozen=True)

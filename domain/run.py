@@ -9,6 +9,7 @@ from uuid import UUID, uuid4
 from eventsourcing.domain import Aggregate
 
 from domain.errors import IllegalTransitionError, InvalidCommandError, RunNotActiveError
+from domain.grounding import DEFAULT_RULES, GroundingRules, JudgedStatement, RejectedCitation
 from domain.redaction import failure_cause
 from domain.release import GuardProgress, release_refusal
 from domain.states import (
@@ -152,13 +153,23 @@ class Run(Aggregate):
             state["detail"] = ""
 
     class EvidenceGuardInitial(Aggregate.Event):
-        """The EvidenceGuard checked the draft's or progress's references."""
+        """The EvidenceGuard checked every citation of the draft and of the progress."""
 
-        class_version = 1
+        class_version = 2
         has_conclusion: bool
         valid: bool
         invalid_references: tuple[str, ...]
         verified_facts: int
+        rejected: tuple[RejectedCitation, ...]
+        """Each citation that failed, which statement made it and why (design §10.1)."""
+        min_words: int
+        min_chars: int
+        """The excerpt rules in force (0: recorded before the grounding rules existed)."""
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            """Version 1 checked references only: no rejected citations, no excerpt rules."""
+            state.update(rejected=(), min_words=0, min_chars=0)
 
         def apply(self, aggregate: Run) -> None:
             """Open the guard chain."""
@@ -180,11 +191,17 @@ class Run(Aggregate):
             aggregate._advance_guards(stage=GuardStage.REPAIRED)
 
     class EvidenceGuardRecheck(Aggregate.Event):
-        """The EvidenceGuard checked the repaired conclusion."""
+        """The EvidenceGuard checked every citation of the repaired draft."""
 
-        class_version = 1
+        class_version = 2
         valid: bool
         invalid_references: tuple[str, ...]
+        rejected: tuple[RejectedCitation, ...]
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            """Version 1 checked references only."""
+            state["rejected"] = ()
 
         def apply(self, aggregate: Run) -> None:
             """Advance to RECHECKED."""
@@ -200,11 +217,18 @@ class Run(Aggregate):
             aggregate._advance_guards(stage=GuardStage.SEMANTIC_ATTEMPTED)
 
     class SemanticGuardDecision(Aggregate.Event):
-        """The judge's verdict, or why it was unavailable."""
+        """The judge's verdict on the conclusion, on each statement it saw, or why none."""
 
-        class_version = 1
+        class_version = 2
         verdict: SemanticVerdict | None
         unavailable: str
+        judged: tuple[JudgedStatement, ...]
+        """Every statement exactly as the judge saw it, conclusion first, with its verdict."""
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            """Version 1 judged the conclusion alone and did not record its text."""
+            state["judged"] = ()
 
         def apply(self, aggregate: Run) -> None:
             """Remember the verdict."""
@@ -442,11 +466,13 @@ class Run(Aggregate):
         valid: bool,
         invalid_references: tuple[str, ...] = (),
         verified_facts: int = 0,
+        rejected: tuple[RejectedCitation, ...] = (),
+        rules: GroundingRules = DEFAULT_RULES,
     ) -> None:
         """Record the initial EvidenceGuard result (``EVIDENCE_GUARD_INITIAL``).
 
-        ``verified_facts`` counts the ProgressSnapshot facts whose references resolved to READY +
-        EVIDENCE_FOUND invocations of this run and whose excerpts occur in their content.
+        ``verified_facts`` counts the facts whose every citation proved its excerpt in a READY +
+        EVIDENCE_FOUND invocation of this run; ``rejected`` lists every citation that did not.
         """
         self._check_guard_step(GuardStage.NONE)
         self._invalid_if(verified_facts < 0, "verified_facts must be >= 0")
@@ -456,6 +482,9 @@ class Run(Aggregate):
             valid=valid,
             invalid_references=tuple(invalid_references),
             verified_facts=verified_facts,
+            rejected=tuple(rejected),
+            min_words=rules.min_words,
+            min_chars=rules.min_chars,
         )
 
     def repair_evidence(self, detail: str = "") -> None:
@@ -466,11 +495,19 @@ class Run(Aggregate):
         self._refuse_if(self.guards.evidence_valid, "the evidence is already valid")
         self.trigger_event(self.EvidenceRepair, detail=detail)
 
-    def recheck_evidence(self, valid: bool, invalid_references: tuple[str, ...] = ()) -> None:
+    def recheck_evidence(
+        self,
+        valid: bool,
+        invalid_references: tuple[str, ...] = (),
+        rejected: tuple[RejectedCitation, ...] = (),
+    ) -> None:
         """Record the EvidenceGuard recheck after the repair (``EVIDENCE_GUARD_RECHECK``)."""
         self._check_guard_step(GuardStage.REPAIRED)
         self.trigger_event(
-            self.EvidenceGuardRecheck, valid=valid, invalid_references=tuple(invalid_references)
+            self.EvidenceGuardRecheck,
+            valid=valid,
+            invalid_references=tuple(invalid_references),
+            rejected=tuple(rejected),
         )
 
     def attempt_semantic_guard(self) -> None:
@@ -483,11 +520,25 @@ class Run(Aggregate):
         )
         self.trigger_event(self.SemanticGuardAttempt)
 
-    def decide_semantic_guard(self, verdict: SemanticVerdict | None, unavailable: str = "") -> None:
-        """Record the judge's verdict, or why it was unavailable (``SEMANTIC_GUARD_DECISION``)."""
+    def decide_semantic_guard(
+        self,
+        verdict: SemanticVerdict | None,
+        unavailable: str = "",
+        judged: tuple[JudgedStatement, ...] = (),
+    ) -> None:
+        """Record the judge's verdicts, or why it was unavailable (``SEMANTIC_GUARD_DECISION``).
+
+        ``verdict`` is the conclusion's: the first of ``judged`` when statements were judged.
+        """
         self._check_guard_step(GuardStage.SEMANTIC_ATTEMPTED)
         self._invalid_if((verdict is None) == (not unavailable), "give a verdict or a reason")
-        self.trigger_event(self.SemanticGuardDecision, verdict=verdict, unavailable=unavailable)
+        self._invalid_if(
+            bool(judged) and judged[0].verdict is not verdict,
+            "the verdict is the conclusion's, the first statement judged",
+        )
+        self.trigger_event(
+            self.SemanticGuardDecision, verdict=verdict, unavailable=unavailable, judged=judged
+        )
 
     def decide_release(
         self,

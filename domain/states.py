@@ -223,6 +223,34 @@ class GuardStage(Enum):
     DECIDED = "DECIDED"
 
 
+class CitationProblem(Enum):
+    """Why a citation does not prove its statement (design §10.1; recorded by the guard)."""
+
+    UNKNOWN_REFERENCE = "UNKNOWN_REFERENCE"
+    """Not the id of any source of this run (malformed, respelled or made up)."""
+    OTHER_RUN = "OTHER_RUN"
+    """A tool invocation of another run."""
+    NOT_EVIDENCE = "NOT_EVIDENCE"
+    """A source that holds no evidence: not READY + EVIDENCE_FOUND (NO_EVIDENCE, failed, open)."""
+    EXCERPT_ABSENT = "EXCERPT_ABSENT"
+    """The excerpt does not occur in the cited source's content (after normalisation)."""
+    EXCERPT_TOO_WEAK = "EXCERPT_TOO_WEAK"
+    """The excerpt is too short or holds only digits, punctuation or stop words."""
+    DUPLICATE = "DUPLICATE"
+    """The same reference and excerpt cited twice by one statement."""
+    NO_CITATION = "NO_CITATION"
+    """A statement without any citation."""
+
+
+class MissingKind(Enum):
+    """What a draft may say is missing; the harness words it (never the model's prose)."""
+
+    SERVICE = "SERVICE"
+    TIME_WINDOW = "TIME_WINDOW"
+    SYMPTOM = "SYMPTOM"
+    ENVIRONMENT = "ENVIRONMENT"
+
+
 ALL_ENUMS: tuple[type[Enum], ...] = (
     RunState,
     ChatApplicationStatus,
@@ -247,6 +275,8 @@ ALL_ENUMS: tuple[type[Enum], ...] = (
     ModelStepPurpose,
     ModelStepOutcome,
     GuardStage,
+    CitationProblem,
+    MissingKind,
 )
 """Every enum that may appear in an event; the store registers a transcoding for each."""
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import assert_never
+from typing import TYPE_CHECKING, assert_never
 
 from domain.states import BudgetKind, RunState, TerminationReason, state_for_reason
+
+if TYPE_CHECKING:
+    from domain.grounding import Citation
 
 
 @dataclass(frozen=True)
@@ -90,11 +93,15 @@ class Termination:
 
 @dataclass(frozen=True)
 class Fact:
-    """A fact the agent claims, tied to evidence references and an optional quoted excerpt."""
+    """A fact the agent claims and the citations it rests on (design §10.1)."""
 
     statement: str
-    references: tuple[str, ...]
-    excerpt: str | None = None
+    citations: tuple[Citation, ...]
+
+    @property
+    def references(self) -> tuple[str, ...]:
+        """The sources it cites, each once, in citation order."""
+        return tuple(dict.fromkeys(c.reference for c in self.citations))
 
 
 SESSION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$"

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from application.chat import ChatConfig, ChatService
+from domain.grounding import GroundingRules
 from domain.values import Budget
 from infrastructure.database import create_sql_engine
 from infrastructure.knowledge import (
@@ -71,6 +72,7 @@ def build_runtime(settings: Settings, store: HarnessStore) -> Runtime:
             settings.budget_bytes,
         ),
         model_timeout_s=settings.model_timeout,
+        grounding=GroundingRules(settings.excerpt_min_words, settings.excerpt_min_chars),
     )
     provider, closers = _provider(settings)
     if isinstance(provider, ScriptedProvider):

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from application.ports import ModelRequest, ModelResponse, ToolCall, Usage
+from domain.grounding import occurs
 from domain.states import ModelStepPurpose
 
 if TYPE_CHECKING:
@@ -139,22 +140,38 @@ def answer(prompt: str) -> str:
 
 
 def judge(payload: str) -> str:
-    """SUPPORTED when every quoted phrase of the conclusion occurs in the evidence."""
+    """SUPPORTED for a statement when every excerpt it cites occurs in the result it cites."""
     data = json.loads(payload)
-    quotes = re.findall(r'"([^"]+)"', data.get("conclusion", ""))
-    evidence = "\n".join(data.get("evidence", []))
-    supported = bool(quotes) and all(q in evidence for q in quotes)
-    return json.dumps({"verdict": "SUPPORTED" if supported else "UNSUPPORTED"})
+    evidence = data.get("evidence", {})
+    verdicts = [
+        {
+            "statement": item["statement"],
+            "verdict": "SUPPORTED" if _all_quoted(item["citations"], evidence) else "UNSUPPORTED",
+        }
+        for item in data.get("statements", [])
+    ]
+    return json.dumps({"verdicts": verdicts})
+
+
+def _all_quoted(citations: list[dict[str, str]], evidence: dict[str, str]) -> bool:
+    return bool(citations) and all(
+        occurs(c["excerpt"], evidence.get(c["reference"], "")) for c in citations
+    )
 
 
 def repair(messages: tuple[Message, ...]) -> str:
-    """Keep only the references the harness listed as valid."""
-    valid = re.findall(r"[0-9a-f-]{36}", messages[0].content)
+    """Keep the citations whose excerpt occurs in a result the harness listed as usable."""
+    listed = messages[0].content.split("Cite only these results: ", 1)[-1]
+    usable = json.JSONDecoder().raw_decode(listed)[0] if listed.startswith("{") else {}
     draft = json.loads(messages[-1].content)
-    conclusion = draft.get("conclusion")
-    if conclusion:
-        kept = [r for r in conclusion.get("references", []) if r in valid]
-        conclusion["references"] = kept or valid[:1]
+    for statement in [draft.get("conclusion"), *draft.get("facts", [])]:
+        if statement:
+            statement["citations"] = [
+                c
+                for c in statement["citations"]
+                if occurs(c["excerpt"], usable.get(c["reference"], ""))
+            ]
+    draft["facts"] = [f for f in draft.get("facts", []) if f["citations"]]
     return json.dumps(draft)
 
 
@@ -214,10 +231,7 @@ class Agent:
             return {
                 "conclusion": None,
                 "facts": [],
-                "missing_info": [
-                    "Which service is affected (checkout, payments, inventory or search)?",
-                    "When did it start (a date and time in UTC)?",
-                ],
+                "missing_info": [{"kind": "SERVICE"}, {"kind": "TIME_WINDOW"}],
             }
         facts = [
             f
@@ -232,20 +246,15 @@ class Agent:
                 statement = (
                     cause.statement.format(service=self.service) + f": the evidence shows {quotes}."
                 )
-                refs = list(dict.fromkeys(inv for inv, _ in cited))
+                citations = [{"reference": inv, "excerpt": quote} for inv, quote in cited]
                 return {
-                    "conclusion": {"statement": statement, "references": refs},
+                    "conclusion": {"statement": statement, "citations": citations},
                     "facts": facts,
                     "missing_info": [],
                 }
-        missing = (
-            []
-            if facts
-            else [
-                f"No alerts, errors or deployments were found for {self.service} in that "
-                "window; which symptom or time should I check?"
-            ]
-        )
+        # Nothing pointed at a cause: ask for the symptom, scoped to what was checked (a tool
+        # that failed or found nothing is the harness's to report, never "nothing was found").
+        missing = [] if facts else [{"kind": "SYMPTOM", "service": self.service}]
         return {"conclusion": None, "facts": facts, "missing_info": missing}
 
     def _evidence_for(self, cause: Cause) -> list[tuple[str, str]]:
@@ -278,8 +287,7 @@ def _fact(invocation: str, line: str) -> dict[str, Any]:
     excerpt = line[21:141]  # after the timestamp: a substring of the projected content
     return {
         "statement": f"Observed at {line[:20]}: {excerpt}",
-        "references": [invocation],
-        "excerpt": excerpt,
+        "citations": [{"reference": invocation, "excerpt": excerpt}],
     }
 
 

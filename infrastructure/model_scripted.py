@@ -121,6 +121,8 @@ class ScriptedProvider:
             error = _ERRORS.get(str(spec["error"]), ModelUnavailableError)
             raise error(f"scripted {spec['error']} error")
         ids = _invocation_ids(request.messages)
+        if request.purpose is ModelStepPurpose.JUDGE and "verdicts" in spec:
+            spec = {"json": _verdicts(spec["verdicts"], request.messages[-1].content)}
         if request.purpose is ModelStepPurpose.REPAIR and "draft" in spec:
             spec = {**spec, "json": spec["draft"]}  # a repair answers with the draft itself
         text = _text(spec, ids)
@@ -161,8 +163,17 @@ class ScriptedProvider:
             raise ModelUnavailableError(f"the scripted scenario has no {key!r} answer")
         if isinstance(value, dict):
             return value
-        field_name = {"route": "intent", "judge": "verdict"}.get(key)
+        if key == "judge":  # a verdict for every statement, or one per statement in order
+            return {"verdicts": value}
+        field_name = {"route": "intent"}.get(key)
         return {"json": {field_name: value}} if field_name else {"text": str(value)}
+
+
+def _verdicts(verdicts: Any, payload: str) -> dict[str, Any]:
+    """The judge's answer: ``SUPPORTED`` for every statement, or a list in statement order."""
+    count = len(json.loads(payload).get("statements", []))
+    given = verdicts if isinstance(verdicts, list) else [verdicts] * count
+    return {"verdicts": [{"statement": i, "verdict": str(v)} for i, v in enumerate(given)]}
 
 
 def _invocation_ids(messages: tuple[Message, ...]) -> list[str]:

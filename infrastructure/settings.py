@@ -172,6 +172,18 @@ class Settings(BaseSettings):
         le=3600,
         description="Seconds between a service worker's recovery sweeps (one runs at start-up).",
     )
+    excerpt_min_words: int = Field(
+        default=3,
+        ge=1,
+        le=50,
+        description="Words a citation's excerpt needs to prove anything (design §10.1).",
+    )
+    excerpt_min_chars: int = Field(
+        default=12,
+        ge=1,
+        le=500,
+        description="Non-space characters a citation's excerpt needs (design §10.1).",
+    )
     max_query_chars: int = Field(
         default=4000, ge=1, description="Longest query a run accepts (characters)."
     )

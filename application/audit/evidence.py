@@ -14,12 +14,14 @@ from uuid import UUID
 from application.audit.integrity import Violation
 from application.audit.rules import cited, no_evidence_notes
 from domain.collection import Collection
+from domain.grounding import occurs
 from domain.run import Run
 from domain.states import EvidenceStatus
 from domain.tool_invocation import ToolInvocation
 
 if TYPE_CHECKING:
     from application.audit.replay import Entry, RunLog
+    from application.audit.rules import Cited
 
 Ready = tuple[int, EvidenceStatus | None, str]
 """Where an invocation became READY: its log position, evidence status and content."""
@@ -51,8 +53,8 @@ def check_references(log: RunLog) -> list[Violation]:
     ready = ready_results(log)
     found: list[Violation] = []
     for entry in log.of(Run.ReleaseDecision):
-        for references, excerpt in cited(entry.event.content):
-            found.extend(_citation(log, ready, references, excerpt, entry))
+        for pairs, legacy in cited(entry.event.content):
+            found.extend(_citation(log, ready, pairs, legacy, entry))
         found.extend(_unscoped_notes(ready, entry))
     for entry in log.of(Collection.ToolProgress):
         invocation = entry.event.invocation_id
@@ -78,33 +80,48 @@ def _unscoped_notes(ready: dict[str, Ready], entry: Entry) -> list[Violation]:
 
 
 def _citation(
-    log: RunLog, ready: dict[str, Ready], references: list[Any], excerpt: str | None, entry: Entry
+    log: RunLog, ready: dict[str, Ready], pairs: Cited, legacy: str | None, entry: Entry
 ) -> list[Violation]:
-    """What is wrong with one published conclusion or fact and its references."""
+    """What is wrong with one published conclusion or fact and its citations."""
     found: list[tuple[str, str]] = []
     contents: list[str] = []
-    for reference in references:
-        name = _stream_of(reference)
-        if name is None or name not in log.invocations:
-            found.append(("SPEC §16.3", f"cites {str(reference)!r:.80}, no invocation of the run"))
-        elif name not in ready or ready[name][0] > entry.record.position:
-            found.append(("SPEC §16.3", f"cites invocation {name}, which is not READY"))
-        elif ready[name][1] is not FOUND:
-            status = ready[name][1]
+    for reference, excerpt in pairs:
+        content = _evidence(log, ready, reference, entry, found)
+        if content is None:
+            continue
+        contents.append(content)
+        if excerpt is not None and not occurs(excerpt, content):
             found.append(
-                (
-                    "SPEC §16.5",
-                    f"cites invocation {name} ({status.value if status else 'no status'}) as"
-                    " evidence: an empty scope is no finding",
-                )
+                ("SPEC §10", f"publishes a citation of {reference} whose excerpt is not in it")
             )
-        else:
-            contents.append(ready[name][2])
-    if not references:
+    if not pairs:
         found.append(("SPEC §16.3", "publishes a conclusion or a fact that cites nothing"))
-    if excerpt is not None and not (excerpt and any(excerpt in c for c in contents)):
+    if legacy is not None and not (legacy and any(legacy in c for c in contents)):
         found.append(("SPEC §10", "publishes a fact that quotes none of its cited results"))
     return [Violation(rule, why, entry.record) for rule, why in found]
+
+
+def _evidence(
+    log: RunLog, ready: dict[str, Ready], reference: Any, entry: Entry, found: list[tuple[str, str]]
+) -> str | None:
+    """The content a reference cites as evidence, or None after noting why it cannot."""
+    name = _stream_of(reference)
+    if name is None or name not in log.invocations:
+        found.append(("SPEC §16.3", f"cites {str(reference)!r:.80}, no invocation of the run"))
+    elif name not in ready or ready[name][0] > entry.record.position:
+        found.append(("SPEC §16.3", f"cites invocation {name}, which is not READY"))
+    elif ready[name][1] is not FOUND:
+        status = ready[name][1]
+        found.append(
+            (
+                "SPEC §16.5",
+                f"cites invocation {name} ({status.value if status else 'no status'}) as"
+                " evidence: an empty scope is no finding",
+            )
+        )
+    else:
+        return ready[name][2]
+    return None
 
 
 def _stream_of(reference: object) -> str | None:

@@ -71,25 +71,43 @@ def expected_outcome(
     return ReleaseOutcome.FAILED
 
 
-def cited(content: Any) -> list[tuple[list[Any], str | None]]:
-    """What published content cites: per conclusion or fact, its references and its excerpt.
+Cited = list[tuple[Any, str | None]]
+"""One published statement's citations: (reference, excerpt), excerpt None when not quoted."""
 
-    The conclusion quotes nothing (None); a fact's excerpt is ``""`` when it has none (a
-    verified fact always quotes its evidence).
+
+def cited(content: Any) -> list[tuple[Cited, str | None]]:
+    """What published content cites, per conclusion or fact.
+
+    Each statement gives its citations and, for content recorded before citations existed, the
+    one excerpt its fact quoted from any of its references (``""`` when it had none; None for
+    a conclusion, which quoted nothing then).
     """
     if not isinstance(content, dict):
         return []
-    found: list[tuple[list[Any], str | None]] = []
-    if "references" in content:
-        found.append((_items(content["references"]), None))
+    found: list[tuple[Cited, str | None]] = []
+    if "citations" in content:
+        found.append((_pairs(content["citations"]), None))
+    elif "references" in content:
+        found.append(([(r, None) for r in _items(content["references"])], None))
     for key in ("facts", "verified_facts"):
         for fact in _items(content.get(key)):
             fact = fact if isinstance(fact, dict) else {}
+            if "citations" in fact:
+                found.append((_pairs(fact["citations"]), None))
+                continue
             excerpt = fact.get("excerpt")
-            found.append(
-                (_items(fact.get("references")), excerpt if isinstance(excerpt, str) else "")
-            )
+            legacy = excerpt if isinstance(excerpt, str) else ""
+            found.append(([(r, None) for r in _items(fact.get("references"))], legacy))
     return found
+
+
+def _pairs(citations: Any) -> Cited:
+    pairs: Cited = []
+    for citation in _items(citations):
+        citation = citation if isinstance(citation, dict) else {}
+        excerpt = citation.get("excerpt")
+        pairs.append((citation.get("reference"), excerpt if isinstance(excerpt, str) else ""))
+    return pairs
 
 
 def no_evidence_notes(content: Any) -> list[str]:

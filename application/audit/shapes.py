@@ -14,12 +14,14 @@ from datetime import datetime
 from typing import Any, ClassVar, Union, get_args, get_origin, get_type_hints
 from uuid import UUID
 
+import domain.grounding
 import domain.states
 import domain.values
 
 _NAMES: dict[str, Any] = {
     **vars(domain.states),
     **vars(domain.values),
+    **vars(domain.grounding),
     "datetime": datetime,
     "UUID": UUID,
     "Any": Any,

@@ -102,13 +102,19 @@ REFERENCES: st.SearchStrategy[Any] = usually(
 )
 """Ids of this run's results (whatever they were: found, empty or failed), of none, of an
 earlier run, forged spellings, garbage and things that are not strings."""
+CITATIONS: st.SearchStrategy[Any] = usually(
+    st.fixed_dictionaries(
+        {"reference": REFERENCES, "excerpt": usually(st.sampled_from(PRESENT), TEXT, 3)}
+    ),
+    JSON_VALUES,
+    8,
+)
 FACTS: st.SearchStrategy[Any] = usually(
     st.lists(
         st.fixed_dictionaries(
             {
                 "statement": usually(st.just("the pool ran hot"), TEXT, 2),
-                "references": usually(st.lists(REFERENCES, min_size=1, max_size=3), SCALARS, 8),
-                "excerpt": usually(st.sampled_from(PRESENT), TEXT, 3),
+                "citations": usually(st.lists(CITATIONS, min_size=1, max_size=3), SCALARS, 8),
             }
         ),
         max_size=3,
@@ -127,16 +133,24 @@ CONCLUSIONS: st.SearchStrategy[Any] = usually(
     st.fixed_dictionaries(
         {
             "statement": usually(st.just("the deploy broke checkout"), TEXT, 2),
-            "references": usually(st.lists(REFERENCES, min_size=1, max_size=3), SCALARS, 8),
+            "citations": usually(st.lists(CITATIONS, min_size=1, max_size=3), SCALARS, 8),
         }
     ),
     st.one_of(st.none(), JSON_VALUES),
     3,
 )
+MISSING: st.SearchStrategy[Any] = usually(
+    st.fixed_dictionaries(
+        {"kind": st.sampled_from(("SERVICE", "TIME_WINDOW", "SYMPTOM", "ENVIRONMENT"))},
+        optional={"service": usually(st.sampled_from(("checkout", "pay-ments")), TEXT, 3)},
+    ),
+    st.one_of(TEXT, JSON_VALUES),
+    6,
+)
 DRAFTS: st.SearchStrategy[Any] = usually(
     st.fixed_dictionaries(
         {"conclusion": CONCLUSIONS, "facts": FACTS},
-        optional={"missing_info": usually(st.lists(TEXT, max_size=2), JSON_VALUES, 6)},
+        optional={"missing_info": usually(st.lists(MISSING, max_size=2), JSON_VALUES, 6)},
     ),
     JSON_VALUES,
     6,
@@ -365,13 +379,17 @@ def protocol_steps(draw: st.DrawFn) -> list[dict[str, Any]]:
         if n > 1:
             step["progress"] = _progress(draw, n - 1)
         steps.append(step)
-    conclusion = {"statement": "the pool ran hot", "references": [f"${count}"]}
-    draft = {"conclusion": draw(st.sampled_from((None, conclusion))), "missing_info": ["which?"]}
+    cited = [{"reference": f"${count}", "excerpt": draw(st.sampled_from(PRESENT))}]
+    conclusion = {"statement": "the pool ran hot", "citations": cited}
+    draft = {
+        "conclusion": draw(st.sampled_from((None, conclusion))),
+        "missing_info": [{"kind": "SYMPTOM"}],
+    }
     steps.append({"progress": _progress(draw, count), "draft": draft})
     return steps
 
 
 def _progress(draw: st.DrawFn, latest: int) -> dict[str, Any]:
     excerpt = draw(st.sampled_from((*PRESENT, "checkout")))
-    fact = {"statement": "s", "references": [f"${latest}"], "excerpt": excerpt}
+    fact = {"statement": "s", "citations": [{"reference": f"${latest}", "excerpt": excerpt}]}
     return {"gain": draw(st.sampled_from(("GAINED", "NO_GAIN"))), "facts": [fact]}

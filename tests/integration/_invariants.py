@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from application.published import MISSING_QUESTIONS
 from domain.collection import Collection, collection_id
+from domain.grounding import Citation, citation_problem, restates
 from domain.run import Run
 from domain.states import (
     ChatApplicationStatus,
@@ -29,6 +31,7 @@ from domain.states import (
     Intent,
     ReleaseOutcome,
     RunState,
+    SemanticVerdict,
     state_for_reason,
 )
 from domain.tool_invocation import ToolInvocation
@@ -173,19 +176,55 @@ def check_references(log: Log) -> None:
         if content.get("kind") not in ("diagnosis", "fallback"):
             continue
         references = list(content.get("references", []))
-        for fact in _published_facts(content):
-            references += fact["references"]
-            sources = [
-                log.usable(r, index, EvidenceStatus.EVIDENCE_FOUND) for r in fact["references"]
-            ]
-            assert fact["references"] and all(sources), ("unverified fact published", fact)
-            assert fact["excerpt"], ("fact without excerpt published", fact)
-            assert any(fact["excerpt"] in s.content for s in sources if s), ("excerpt", fact)
+        statements = _published_facts(content)
+        if content.get("kind") == "diagnosis":
+            statements = [{"citations": content["citations"]}, *statements]
+        for fact in statements:
+            assert fact["citations"], ("a statement without citations published", fact)
+            for citation in fact["citations"]:
+                references.append(citation["reference"])
+                source = log.usable(citation["reference"], index, EvidenceStatus.EVIDENCE_FOUND)
+                assert source is not None, ("unverified citation published", fact)
+                proof = Citation(citation["reference"], citation["excerpt"])
+                assert citation_problem(proof, source.content) is None, ("unproven", fact)
         for reference in references:
             found = log.usable(reference, index, EvidenceStatus.EVIDENCE_FOUND)
             never = log.usable(reference, index, EvidenceStatus.NO_EVIDENCE)
             assert never is None, ("a NO_EVIDENCE invocation was cited", reference)
             assert found is not None, ("published reference does not resolve", reference)
+
+
+def check_published_is_judged(log: Log) -> None:
+    """Design §10.1: a report holds only what the judge supported, as judged; a fallback holds
+    nothing the judge rejected, nothing restating the conclusion, and no model prose."""
+    judged = [e.judged for _, e in log.where(Run.SemanticGuardDecision)]
+    for _, decision in log.where(Run.ReleaseDecision):
+        content = decision.content
+        if content.get("kind") == "diagnosis":
+            assert judged and judged[-1], ("a report without judged statements", content)
+            supported = {
+                (j.statement, tuple((c.reference, c.excerpt) for c in j.citations))
+                for j in judged[-1]
+                if j.verdict is SemanticVerdict.SUPPORTED
+            }
+            statements = [{"statement": content["conclusion"], "citations": content["citations"]}]
+            for fact in [*statements, *content["facts"]]:
+                key = (
+                    fact["statement"],
+                    tuple((c["reference"], c["excerpt"]) for c in fact["citations"]),
+                )
+                assert key in supported, ("published text the judge did not support", fact)
+        if content.get("kind") != "fallback":
+            continue
+        for fact in content["verified_facts"]:
+            for statement in judged[-1] if judged else ():
+                if statement.verdict is SemanticVerdict.UNSUPPORTED:
+                    assert fact["statement"] != statement.statement, ("rejected fact", fact)
+            if judged and judged[-1]:
+                conclusion = judged[-1][0].statement
+                assert not restates(fact["statement"], conclusion), ("restated", fact)
+        for question in content["missing_info"]:
+            assert any(question.startswith(q) for q in MISSING_QUESTIONS.values()), question
 
 
 def check_ready_evidence(log: Log) -> None:
@@ -290,6 +329,7 @@ def check_run(result: ChatResult, events: list[Any]) -> Log:
 
     check_one_termination(log, result)
     check_references(log)
+    check_published_is_judged(log)
     check_ready_evidence(log)
     check_no_evidence_scoped(log)
     check_no_tool_after_stop(log)

@@ -231,7 +231,13 @@ def test_an_invariant_broken_behind_valid_links_is_named(logged: Logged, tmp_pat
     decision = next(
         r for r in records if r["type"] == "RELEASE_DECISION" and r["stream"] == str(UUID(owner))
     )
-    facts = [{"statement": "no errors anywhere", "references": [empty[0]], "excerpt": "none"}]
+    facts = [
+        {
+            "statement": "no errors anywhere",
+            "citations": [{"reference": empty[0], "excerpt": "no matching records"}],
+            "references": [empty[0]],
+        }
+    ]
     decision["payload"]["content"]["verified_facts"] = facts
     relink(records, decision["stream"])
     code, lines = verify(logged, save(tmp_path / "promoted.jsonl", records))

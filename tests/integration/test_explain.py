@@ -39,7 +39,11 @@ STOP_REASONS = {
 EXHAUSTED_BUDGET = {"budget_safe_progress": "TOOL_CALLS", "budget_no_progress": "TOKENS"}
 
 FALLBACK_WORDS = {
-    "missing_context": ["MISSING_REQUIRED_CONTEXT", "Which service is affected?", "Since when?"],
+    "missing_context": [
+        "MISSING_REQUIRED_CONTEXT",
+        "Which service is affected?",
+        "When did it happen (a date and a time window in UTC)?",
+    ],
     "limited_checks": ["INSUFFICIENT_EVIDENCE", "1 verified fact"],
     "saturated": ["INSUFFICIENT_EVIDENCE", "INFORMATION_SATURATED"],
     "protocol_stop": ["INSUFFICIENT_EVIDENCE", "PROGRESS_PROTOCOL_VIOLATED"],

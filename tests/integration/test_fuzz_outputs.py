@@ -126,14 +126,20 @@ def test_any_tool_output_ends_the_run_on_a_legal_row_with_the_invariants(
 # -- what the fuzzing found (each ended the run INTERNAL_ERROR, some with an unreadable stream) ----
 
 DEEP = Giant("[" * 100_000)
+UPSTREAM = "upstream timeout after 30s"
 EVIDENCE_STEPS: list[dict[str, Any]] = [
     {"tool": "search_logs", "arguments": {"q": 1}},
     {
         "progress": {
             "gain": "GAINED",
-            "facts": [{"statement": "s", "references": ["$1"], "excerpt": "upstream timeout"}],
+            "facts": [{"statement": "s", "citations": [{"reference": "$1", "excerpt": UPSTREAM}]}],
         },
-        "draft": {"conclusion": {"statement": "the deploy broke it", "references": ["$1"]}},
+        "draft": {
+            "conclusion": {
+                "statement": "the deploy broke it",
+                "citations": [{"reference": "$1", "excerpt": UPSTREAM}],
+            }
+        },
     },
 ]
 TOOLS = {"search_logs": {"lines": list(LINES)}}

@@ -214,8 +214,8 @@ def test_an_exception_with_verified_progress_publishes_only_that_progress(
     assert result.content["verified_facts"] == [
         {
             "statement": POOL_FACT,
+            "citations": [{"reference": str(invocation.id), "excerpt": "connection pool 95% used"}],
             "references": [str(invocation.id)],
-            "excerpt": "connection pool 95% used",
         }
     ]
     assert "connection pool 95% used" in invocation.content
@@ -525,7 +525,14 @@ def test_a_tool_that_raises_fails_its_invocation_and_the_run_goes_on(
     assert result.content is not None
     facts = result.content["verified_facts"]
     assert [f["references"] for f in facts] == [[str(ready.originator_id)]]
-    assert result.content["missing_info"] == ["payments ERROR logs (the search failed)"]
+    assert result.content["missing_info"] == [
+        "What went wrong (errors, slowness, restarts or something else)? (service payments)"
+    ]
+    # the failed search is reported as not checked, never as having found nothing
+    (not_checked,) = result.content["not_checked"]
+    assert not_checked.startswith("search_logs could not be checked for ")
+    assert "EXECUTION" in not_checked and "nothing is known" in not_checked
+    assert result.content["missing"] == [{"kind": "SYMPTOM", "service": "payments"}]
 
 
 def test_only_blank_records_are_no_evidence(store: HarnessStore) -> None:

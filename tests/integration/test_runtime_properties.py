@@ -40,8 +40,16 @@ LINES = (
     "2026-11-30T08:00:00Z payments WARN connection pool 95% used",
     "2026-11-30T10:00:00Z search ERROR TLS handshake failed: certificate expired",
 )
-PRESENT = ("2026-11-", "upstream timeout", "v2.14.0 deployed", "pool 95% used", "xxxx")
-"""Excerpts found in some tool result: ``2026-11-`` in every line, ``xxxx`` in ``size`` ones."""
+PRESENT = (
+    "upstream timeout after 30s",
+    "checkout v2.14.0 deployed",
+    "connection pool 95% used",
+    "2026-11-",
+    "xxxx",
+    "upstream timeout",
+)
+"""Excerpts found in some tool result: the first three prove something; the rest occur but are
+too weak (``2026-11-`` is in every line, ``xxxx`` in ``size`` ones)."""
 ABSENT = ("disk full on db-1", "no errors exist anywhere")
 KNOWN_TOOLS = ("search_logs", "list_deployments", "get_metrics")
 UNKNOWN_TOOLS = ("restart_service", "")
@@ -58,10 +66,11 @@ SCOPES = ("payments ERROR logs 2026-11-30", "checkout deploys since 09:00", "")
 RAW_TEXTS = ("", "not json at all", "{}", '{"progress": 1}', '{"draft": "done"}', "[1, 2]")
 MODEL_ERRORS = ("timeout", "unavailable", "refused")
 MALFORMED_FACTS: tuple[Any, ...] = (
-    {"statement": "s", "references": [], "excerpt": "upstream timeout"},
-    {"statement": "s", "references": ["$1"]},
-    {"statement": "s", "references": ["$1"], "excerpt": ""},
-    {"statement": "s", "references": "$1", "excerpt": "upstream timeout"},
+    {"statement": "s", "citations": []},
+    {"statement": "s", "citations": [{"reference": "$1"}]},
+    {"statement": "s", "citations": [{"reference": "$1", "excerpt": ""}]},
+    {"statement": "s", "citations": "$1"},
+    {"statement": "s", "references": ["$1"], "excerpt": "upstream timeout after 30s"},
 )
 MALFORMED_PROGRESS: tuple[Any, ...] = (
     {"gain": "MAYBE", "facts": []},
@@ -100,7 +109,7 @@ EARLIER_RUN: dict[str, Any] = {
         {"tool": "search_logs", "arguments": {"q": 1}},
         {
             "progress": {"gain": "GAINED", "facts": []},
-            "draft": {"facts": [], "missing_info": ["which service?"]},
+            "draft": {"facts": [], "missing_info": [{"kind": "SERVICE"}]},
         },
     ],
 }
@@ -144,11 +153,13 @@ def facts(draw: st.DrawFn, latest: int) -> dict[str, Any]:
     """A fact the agent claims: valid (verifiable or not) or schema-invalid."""
     if _one_in(draw, 30):
         return draw(st.sampled_from(MALFORMED_FACTS))
-    return {
-        "statement": draw(st.sampled_from(STATEMENTS)),
-        "references": _refs(draw, 2, latest),
-        "excerpt": draw(st.sampled_from((PRESENT[0],) * 3 + PRESENT + ABSENT)),
-    }
+    return {"statement": draw(st.sampled_from(STATEMENTS)), "citations": _cite(draw, 2, latest)}
+
+
+def _cite(draw: st.DrawFn, max_size: int, latest: int) -> list[dict[str, str]]:
+    """Citations of references like :func:`_refs`, each quoting a present or absent excerpt."""
+    excerpts = st.sampled_from((PRESENT[0],) * 3 + PRESENT + ABSENT)
+    return [{"reference": r, "excerpt": draw(excerpts)} for r in _refs(draw, max_size, latest)]
 
 
 @st.composite
@@ -169,9 +180,9 @@ def drafts(draw: st.DrawFn, latest: int) -> Any:
     if draw(st.booleans()):
         conclusion = {
             "statement": draw(st.sampled_from(STATEMENTS)),
-            "references": _refs(draw, 3, latest),
+            "citations": _cite(draw, 3, latest),
         }
-    missing = st.sampled_from(("which service?", "which time window?"))
+    missing = st.sampled_from(({"kind": "SERVICE"}, {"kind": "TIME_WINDOW", "service": "x"}))
     return {
         "conclusion": conclusion,
         "facts": _some(draw, facts(latest), (0, 1, 1, 2)),
@@ -350,7 +361,7 @@ EMPTY_SCOPE: dict[str, Any] = {
     "tools": {"search_logs": {"results": [{"lines": [], "scope": ""}]}},
     "steps": [
         {"tool": "search_logs", "arguments": {"q": 1}},
-        {"draft": {"conclusion": None, "facts": [], "missing_info": ["which service?"]}},
+        {"draft": {"conclusion": None, "facts": [], "missing_info": [{"kind": "SERVICE"}]}},
     ],
 }
 """Found by this test: an empty result whose tool describes no scope must still be published as

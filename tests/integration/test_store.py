@@ -19,6 +19,7 @@ from domain.errors import (
     SessionNotYoursError,
     UnknownAggregateError,
 )
+from domain.grounding import Citation
 from domain.run import Run
 from domain.session import Session
 from domain.states import (
@@ -62,7 +63,7 @@ def _successful_diagnosis(store: HarnessStore) -> tuple[Run, Collection, ToolInv
     invocation.mark_ready(EvidenceStatus.EVIDENCE_FOUND, "p99 latency 2.4s after deploy 42")
     run.charge(BudgetKind.BYTES, 31, str(invocation.id))
     collection = store.get_collection(run_id)
-    fact = Fact("latency rose after deploy 42", (str(invocation.id),), "deploy 42")
+    fact = Fact("latency rose after deploy 42", (Citation(str(invocation.id), "deploy 42"),))
     collection.record_gain(InformationGain.GAINED, GainSource.AGENT, (fact,), invocation.id)
     store.save_all(run, invocation, collection)
     run.reject_tool_request("shell", ToolRejectionCode.NOT_READ_ONLY, "writes are not allowed")

@@ -14,13 +14,14 @@ from domain.errors import (
     IllegalTransitionError,
     InvalidCommandError,
 )
+from domain.grounding import Citation
 from domain.states import CollectionState, DiagnosisStopReason, GainSource, InformationGain
 from domain.values import Fact
 from tests.unit.gwt import Payloads, replay, then_events, then_refused
 
 RUN_ID = UUID("00000000-0000-4000-8000-000000000001")
 INVOCATION_ID = UUID("00000000-0000-4000-8000-0000000000a1")
-FACT = Fact("checkout p99 rose to 850ms at 10:02", (str(INVOCATION_ID),), "p99=850ms")
+FACT = Fact("checkout p99 rose to 850ms at 10:02", (Citation(str(INVOCATION_ID), "p99=850ms"),))
 
 Step = Callable[[Collection], object]
 

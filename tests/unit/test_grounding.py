@@ -9,13 +9,13 @@ from hypothesis import strategies as st
 from domain.grounding import (
     DEFAULT_RULES,
     Citation,
-    CitationProblem,
     GroundingRules,
     citation_problem,
     normalise,
     occurs,
     restates,
 )
+from domain.states import CitationProblem
 
 LINE = "2026-11-29T10:05:00Z checkout ERROR upstream timeout after 30s calling pricing-service"
 

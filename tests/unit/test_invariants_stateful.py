@@ -33,6 +33,7 @@ from domain.errors import (
     InvalidCommandError,
     InvocationClosedError,
 )
+from domain.grounding import Citation, citation_problem
 from domain.run import Run
 from domain.states import (
     BudgetKind,
@@ -501,20 +502,17 @@ class RunInvariantsMachine(RuleBasedStateMachine):
         return refs, tuple(ref for ref in refs if ref not in valid)
 
     def _verified_facts(self) -> int:
-        """Facts whose references are all READY + EVIDENCE_FOUND and contain the fact's excerpt."""
+        """Facts whose every citation proves an informative excerpt of a READY + FOUND result."""
         by_id = {str(i.id): i for i in self.invocations}
 
+        def proves(citation: Citation) -> bool:
+            source = by_id.get(citation.reference)
+            if source is None or source.evidence_status is not FOUND:
+                return False
+            return citation_problem(citation, source.content) is None
+
         def verified(fact: Fact) -> bool:
-            cited = [by_id.get(ref) for ref in fact.references]
-            excerpt = fact.excerpt
-            return (
-                bool(cited)
-                and excerpt is not None
-                and all(
-                    i is not None and i.evidence_status is FOUND and excerpt in i.content
-                    for i in cited
-                )
-            )
+            return bool(fact.citations) and all(proves(c) for c in fact.citations)
 
         return sum(1 for fact in self.collection.facts if verified(fact))
 
@@ -621,7 +619,7 @@ class RunInvariantsMachine(RuleBasedStateMachine):
         """The agent's progress report: facts cite only READY invocations it has seen."""
         ready = [invocation] * 2 + self._with_status(InvocationStatus.READY)
         facts = tuple(
-            Fact(f"seen in {cite.tool}", (str(cite.id),), cite.content[:8] or None)
+            Fact(f"seen in {cite.tool}", (Citation(str(cite.id), cite.content[:8]),))
             for cite in (_pick(ready, i) for i in cited)
         )
         record = self.collection.record_gain

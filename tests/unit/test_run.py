@@ -673,6 +673,9 @@ def test_check_evidence_opens_the_guard_chain(
                 "valid": valid,
                 "invalid_references": ("inv-9",),
                 "verified_facts": verified_facts,
+                "rejected": (),
+                "min_words": 3,
+                "min_chars": 12,
             },
         )
     ]
@@ -694,6 +697,9 @@ def test_check_evidence_counts_no_verified_facts_by_default() -> None:
                 "valid": True,
                 "invalid_references": (),
                 "verified_facts": 0,
+                "rejected": (),
+                "min_words": 3,
+                "min_chars": 12,
             },
         )
     ]
@@ -749,7 +755,7 @@ def test_recheck_evidence_follows_the_repair(valid: bool) -> None:
     assert then_events(run) == [
         (
             Run.EvidenceGuardRecheck,
-            {"valid": valid, "invalid_references": () if valid else ("inv-9",)},
+            {"valid": valid, "invalid_references": () if valid else ("inv-9",), "rejected": ()},
         )
     ]
     assert run.guards.stage is GuardStage.RECHECKED
@@ -791,7 +797,10 @@ def test_decide_semantic_guard_records_the_verdict(
     run.decide_semantic_guard(verdict_value, unavailable)
 
     assert then_events(run) == [
-        (Run.SemanticGuardDecision, {"verdict": verdict_value, "unavailable": unavailable})
+        (
+            Run.SemanticGuardDecision,
+            {"verdict": verdict_value, "unavailable": unavailable, "judged": ()},
+        )
     ]
     assert run.guards.stage is GuardStage.SEMANTIC_DECIDED
     assert run.guards.verdict is verdict_value

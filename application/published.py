@@ -1,0 +1,110 @@
+"""What a diagnosis publishes, composed from proven parts only (design §10.1).
+
+A report holds the conclusion and the facts the judge found supported, each with its
+citations. A fallback holds verified facts, scoped NO_EVIDENCE observations, the tools that
+could not be checked (a failure is never worded as absence), and missing information worded
+here from the draft's structured items — never the model's prose.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from domain.states import EvidenceStatus, FallbackType, InvocationStatus, MissingKind
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from application.drafts import MissingOut
+    from application.harness import RunContext
+    from domain.values import Fact
+
+FALLBACK_MESSAGES = {
+    FallbackType.MISSING_REQUIRED_CONTEXT: "I need more context before I can diagnose this.",
+    FallbackType.INSUFFICIENT_EVIDENCE: "The checks so far do not support a conclusion yet.",
+    FallbackType.EVIDENCE_VALIDATION_FAILED: "The draft conclusion did not match the evidence.",
+    FallbackType.SEMANTIC_UNSUPPORTED: "The evidence does not support the drafted conclusion.",
+    FallbackType.SEMANTIC_UNAVAILABLE: "The conclusion could not be checked, so it is withheld.",
+}
+MISSING_QUESTIONS = {
+    MissingKind.SERVICE: "Which service is affected?",
+    MissingKind.TIME_WINDOW: "When did it happen (a date and a time window in UTC)?",
+    MissingKind.SYMPTOM: "What went wrong (errors, slowness, restarts or something else)?",
+    MissingKind.ENVIRONMENT: "Which environment or region is affected?",
+}
+
+
+def fact_json(fact: Fact) -> dict[str, Any]:
+    """A statement and its citations as published."""
+    return {
+        "statement": fact.statement,
+        "citations": [{"reference": c.reference, "excerpt": c.excerpt} for c in fact.citations],
+        "references": list(fact.references),
+    }
+
+
+def report(conclusion: Fact, facts: Iterable[Fact]) -> dict[str, Any]:
+    """The diagnosis report: the supported conclusion and supported facts, with citations."""
+    return {
+        "kind": "diagnosis",
+        "conclusion": conclusion.statement,
+        "citations": fact_json(conclusion)["citations"],
+        "references": list(conclusion.references),
+        "facts": [fact_json(f) for f in facts],
+    }
+
+
+def fallback(
+    ctx: RunContext, kind: FallbackType, facts: Iterable[Fact], missing: Iterable[MissingOut]
+) -> dict[str, Any]:
+    """A fallback of ``kind``: proven facts, scoped observations, what could not be checked."""
+    items = list(dict.fromkeys(_scoped(ctx, m) for m in missing))
+    return {
+        "kind": "fallback",
+        "fallback_type": kind.value,
+        "message": FALLBACK_MESSAGES[kind],
+        "verified_facts": [fact_json(f) for f in facts],
+        "no_evidence": no_evidence(ctx),
+        "not_checked": not_checked(ctx),
+        "missing_info": [missing_question(m) for m in items],
+        "missing": [m.model_dump(mode="json", exclude_none=True) for m in items],
+    }
+
+
+def no_evidence(ctx: RunContext) -> list[str]:
+    """Each empty result, scoped to what was searched (never a global negative)."""
+    return [
+        f"No matching records in the checked scope: {inv.content}"
+        for inv in ctx.invocations.values()
+        if inv.evidence_status is EvidenceStatus.NO_EVIDENCE
+    ]
+
+
+def not_checked(ctx: RunContext) -> list[str]:
+    """Each tool call that failed: what could not be checked, never that nothing was found."""
+    return [
+        f"{inv.tool} could not be checked for {inv.normalized_scope or 'its scope'}"
+        f" ({inv.error_code}): nothing is known about it"
+        for inv in ctx.invocations.values()
+        if inv.status is InvocationStatus.ERROR
+    ]
+
+
+def missing_question(item: MissingOut) -> str:
+    """The question the harness asks for a missing item, scoped by its service and window."""
+    words = MISSING_QUESTIONS[item.kind]
+    if item.service:
+        words += f" (service {item.service})"
+    if item.start and item.end:
+        words += f" (between {item.start.isoformat()} and {item.end.isoformat()})"
+    return words
+
+
+def _scoped(ctx: RunContext, item: MissingOut) -> MissingOut:
+    """A service is named only if the question or a tool call named it: no claim rides in it."""
+    if item.service is None:
+        return item
+    scopes = " ".join(inv.normalized_scope for inv in ctx.invocations.values())
+    if item.service in ctx.run.query.lower() or item.service in scopes:
+        return item
+    return item.model_copy(update={"service": None})
