@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+import os
+import sys
 import threading
 from contextlib import asynccontextmanager
 from functools import partial
@@ -26,12 +29,14 @@ from infrastructure.recovery import recovery_sweep
 from projections.runner import Projector
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable
+    from collections.abc import AsyncIterator, Callable, Mapping
 
     from sqlalchemy import Engine
 
     from application.store import HarnessStore
     from infrastructure.settings import Settings
+
+log = logging.getLogger(__name__)
 
 FEED_LISTEN_APPLICATION_NAME = "harness-feed-listen"
 
@@ -85,10 +90,37 @@ def create_app(settings: Settings, store: HarnessStore | None = None) -> FastAPI
 
 
 def create_app_from_environment() -> FastAPI:
-    """The app with settings from HARNESS_* variables (for ``uvicorn --factory`` workers)."""
-    from infrastructure.settings import Settings
+    """The app with settings from HARNESS_* variables (for ``uvicorn --factory`` workers).
 
-    return create_app(Settings())
+    Without API keys, a bind address that is not loopback (``--host`` or ``UVICORN_HOST``) is
+    warned about at once: the app answers only this machine's requests (``LoopbackOnly``).
+    """
+    from api.cli_serve import is_loopback
+    from infrastructure.settings import ConfigurationError, Settings
+
+    try:
+        settings = Settings.from_environment()
+    except ConfigurationError as error:
+        log.error("invalid configuration: %s", error)  # one line, as the CLI says it
+        raise SystemExit(2) from None
+    host = bind_host(sys.argv, os.environ)
+    if not settings.api_keys and host is not None and not is_loopback(host):
+        log.warning(
+            "bound to %s without API keys: only requests from this machine are answered (403 for"
+            " others); set HARNESS_API_KEYS to serve other machines",
+            host,
+        )
+    return create_app(settings)
+
+
+def bind_host(argv: list[str], environ: Mapping[str, str]) -> str | None:
+    """The host uvicorn was told to bind to on its command line or in its environment."""
+    for index, arg in enumerate(argv):
+        if arg == "--host" and index + 1 < len(argv):
+            return argv[index + 1]
+        if arg.startswith("--host="):
+            return arg.split("=", 1)[1]
+    return environ.get("UVICORN_HOST")
 
 
 def _start(

@@ -228,3 +228,42 @@ def test_a_key_in_a_query_string_is_refused_and_kept_out_of_the_access_log(
 )  # fmt: skip
 def test_credential_looking_query_values_are_redacted(line: str, expected: str) -> None:
     assert redact_query(line) == expected
+
+
+def test_a_factory_bound_wide_without_keys_warns_at_once_and_serves_this_machine(
+    tmp_path: Path,
+) -> None:
+    """``uvicorn --factory … --host 0.0.0.0``: the warning comes before any request does."""
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'harness.db'}")
+    db_init_sample(settings)
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
+    env = clean | {"PYTHONPATH": str(ROOT), "HARNESS_DATABASE_URL": settings.database_url}
+    port = _free_port()
+    command = [
+        *(sys.executable, "-m", "uvicorn", "--factory", "api.main:create_app_from_environment"),
+        *("--host", "0.0.0.0", "--port", str(port)),
+    ]
+    process = subprocess.Popen(
+        command, env=env, cwd=tmp_path, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    base = f"http://127.0.0.1:{port}"  # the only address this test ever sends to
+    try:
+        _up(base, process)
+        assert httpx.get(f"{base}/v1/runs").status_code == 200
+    finally:
+        process.terminate()
+        _, stderr = process.communicate(timeout=30)
+    assert stderr.count("bound to 0.0.0.0 without API keys") == 1, stderr
+
+
+def test_the_factory_names_a_bad_configuration_in_one_line(tmp_path: Path) -> None:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
+    env = clean | {"PYTHONPATH": str(ROOT), "HARNESS_API_KEYS": "notjson"}
+    command = [sys.executable, "-m", "uvicorn", "--factory", "api.main:create_app_from_environment"]
+    result = subprocess.run(
+        [*command, "--port", str(_free_port())],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert "invalid configuration: HARNESS_API_KEYS: not valid JSON" in result.stderr
+    assert "Traceback" not in result.stderr
