@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from application.answers import answer_chat, answer_knowledge
 from application.diagnosis import AgentFailure, run_agent
 from application.drafts import loads_json
 from application.guards import NoSafeContent, Publication, release
@@ -212,38 +213,13 @@ class ChatService:
     def _by_intent(self, ctx: RunContext, intent: Intent, context: str) -> Publication:
         match intent:
             case Intent.SYSTEM_CHAT:
-                return self._answer(ctx, ChatApplicationStatus.SYSTEM_RESPONDING, ctx.run.query, [])
+                return answer_chat(ctx, self.config.model_timeout_s)
             case Intent.KNOWLEDGE_QUERY:
-                return self._knowledge(ctx)
+                return answer_knowledge(
+                    ctx, self.retriever, self.config.grounding, self.config.model_timeout_s
+                )
             case Intent.DIAGNOSIS:
                 return self._diagnose(ctx, context)
-
-    def _knowledge(self, ctx: RunContext) -> Publication:
-        ctx.run.change_status(ChatApplicationStatus.KNOWLEDGE_SEARCHING)
-        ctx.save()
-        passages = list(self.retriever.search(ctx.run.query)) if self.retriever else []
-        sources = "\n\n".join(f"[{p.id}] {p.title}\n{p.text}" for p in passages)
-        prompt = f"Passages:\n{sources or '(none found)'}\n\nQuestion: {ctx.run.query}"
-        ids = [p.id for p in passages]
-        return self._answer(ctx, ChatApplicationStatus.KNOWLEDGE_ANSWERING, prompt, ids)
-
-    def _answer(
-        self, ctx: RunContext, status: ChatApplicationStatus, prompt: str, citations: list[str]
-    ) -> Publication:
-        ctx.check_active()
-        ctx.run.change_status(status)
-        ctx.save()
-        system = "Answer briefly. Cite passage ids in brackets when you use them."
-        request = ModelRequest(
-            ModelStepPurpose.ANSWER,
-            (Message("system", system), Message("user", prompt)),
-            timeout_s=self.config.model_timeout_s,
-        )
-        text = ctx.call_model(request).text
-        content: dict[str, Any] = {"kind": "answer", "text": text, "citations": citations}
-        ctx.run.decide_release(ReleaseOutcome.SUCCESS, None, content)
-        ctx.save()
-        return Publication(ReleaseOutcome.SUCCESS, None, content)
 
     def _diagnose(self, ctx: RunContext, context: str) -> Publication:
         ctx.check_active()

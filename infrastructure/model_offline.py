@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from application.ports import ModelRequest, ModelResponse, ToolCall, Usage
+from domain.answers import ChatReply, quotable_sentences
 from domain.grounding import occurs
 from domain.states import ModelStepPurpose
 
@@ -126,17 +127,42 @@ def route(query: str) -> str:
 
 
 def answer(prompt: str) -> str:
-    """Quote the best passage with its id, or introduce the service."""
-    found = re.search(r"^\[([^\]]+)\] (.+)\n(.+)", prompt, re.M)
-    if prompt.startswith("Passages:") and found:
-        first = re.split(r"(?<=[.!?])\s", found.group(3).strip())[0]
-        return f"From the runbook section [{found.group(1)}] ({found.group(2)}): {first}"
-    if prompt.startswith("Passages:"):
-        return "I found no runbook passage about that; try other words."
-    return (
-        "I am the Diagnosis Harness (offline model). Ask me why a service misbehaved, e.g. "
-        "'Why was checkout slow on 2026-11-29?', or how to handle an incident."
-    )
+    """Answer from the passages quoting one verbatim, or pick a system-chat reply.
+
+    A knowledge question comes as JSON ``{"question", "passages"}``: the answer cites the first
+    passage with an informative sentence, quoting that sentence. Anything else is a chat
+    message: the answer is the one reply that fits it (the harness writes the words).
+    """
+    try:
+        asked = json.loads(prompt)
+    except ValueError:
+        asked = None
+    if isinstance(asked, dict) and isinstance(asked.get("passages"), list):
+        return json.dumps(_from_passages(asked["passages"]))
+    return json.dumps({"reply": _reply(prompt).value})
+
+
+def _from_passages(passages: list[dict[str, Any]]) -> dict[str, Any]:
+    for passage in passages:
+        quotes = quotable_sentences(str(passage.get("text", "")))
+        if quotes:
+            text = f"From the runbook section [{passage['id']}] ({passage['title']}): {quotes[0]}"
+            return {"text": text, "citations": [{"reference": passage["id"], "excerpt": quotes[0]}]}
+    return {"text": "No passage answers that.", "citations": []}
+
+
+def _reply(message: str) -> ChatReply:
+    text = " ".join(re.findall(r"[a-z0-9']+", message.lower()))
+    words = set(text.split())
+    if words & {"thanks", "thank", "thx", "cheers"}:
+        return ChatReply.THANKS
+    if words & {"hello", "hi", "hey", "greetings"}:
+        return ChatReply.GREETING
+    if "help" in words or any(p in text for p in ("what can you", "who are you", "what do you")):
+        return ChatReply.CAPABILITIES
+    if any(w in text for w in DIAGNOSIS_WORDS) or words & set(SERVICES):
+        return ChatReply.HOW_TO_ASK
+    return ChatReply.OUT_OF_SCOPE
 
 
 def judge(payload: str) -> str:

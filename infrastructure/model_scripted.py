@@ -29,6 +29,7 @@ from application.ports import (
     ToolOutput,
     Usage,
 )
+from domain.answers import ChatReply
 from domain.states import ModelStepPurpose
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 
 _INVOCATION = re.compile(r"^invocation ([0-9a-f-]{36})")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_REPLIES = frozenset(reply.value for reply in ChatReply)
 _ERRORS = {
     "timeout": ModelTimeoutError,
     "unavailable": ModelUnavailableError,
@@ -161,6 +163,8 @@ class ScriptedProvider:
         value = self.scenario.get(key)
         if value is None:
             raise ModelUnavailableError(f"the scripted scenario has no {key!r} answer")
+        if key == "answer":
+            return _answer_spec(value)
         if isinstance(value, dict):
             return value
         if key == "judge":  # a verdict for every statement, or one per statement in order
@@ -174,6 +178,20 @@ def _verdicts(verdicts: Any, payload: str) -> dict[str, Any]:
     count = len(json.loads(payload).get("statements", []))
     given = verdicts if isinstance(verdicts, list) else [verdicts] * count
     return {"verdicts": [{"statement": i, "verdict": str(v)} for i, v in enumerate(given)]}
+
+
+def _answer_spec(value: Any) -> dict[str, Any]:
+    """A SYSTEM_CHAT reply name, a KNOWLEDGE_QUERY ``{text, citations}``, a spec or raw text.
+
+    A string naming a :class:`ChatReply` answers ``{"reply": name}``; a mapping with
+    ``citations`` (or ``reply``) is answered as JSON; any other mapping is a spec like a step's
+    (``text``, ``json``, ``error``, ``delay``, ``hang``); any other string is the raw answer.
+    """
+    if isinstance(value, dict):
+        return {"json": value} if "citations" in value or "reply" in value else value
+    if isinstance(value, str) and value in _REPLIES:
+        return {"json": {"reply": value}}
+    return {"text": str(value)}
 
 
 def _invocation_ids(messages: tuple[Message, ...]) -> list[str]:

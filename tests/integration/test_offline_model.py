@@ -14,9 +14,13 @@ import pytest
 
 from application.chat import ChatService
 from application.ports import JSON, ModelProvider, ModelRequest, ModelResponse, Tool, ToolOutput
+from application.replies import reply_text
+from domain.answers import ChatReply
+from domain.grounding import DEFAULT_RULES, occurs
 from domain.states import FallbackType, ReleaseOutcome, RunState
 from infrastructure.composition import Runtime, build_runtime, load_sample_data
 from infrastructure.eventstore import init_store
+from infrastructure.knowledge import load_runbooks
 from infrastructure.ops_data import SampleIncident, sample_incidents
 from infrastructure.settings import Settings
 
@@ -133,19 +137,39 @@ def test_sample_tools_run_inline_only_on_sqlite(runtime: Runtime, settings: Sett
     assert (threads == {threading.get_ident()}) is inline
 
 
-def test_a_how_to_question_is_answered_from_the_runbooks(runtime: Runtime) -> None:
-    result = runtime.service.ask("s", "How do I renew an expired TLS certificate?")
+@pytest.mark.parametrize(
+    "question",
+    ["How do I restart the checkout service?", "How do I renew an expired TLS certificate?"],
+)
+def test_a_how_to_question_is_answered_with_a_grounded_citation(
+    runtime: Runtime, question: str
+) -> None:
+    result = runtime.service.ask("s", question)
 
-    assert result.content is not None and result.content["kind"] == "answer"
-    assert result.content["citations"], result.content
-    assert result.content["citations"][0] in result.content["text"]
+    content = result.content
+    assert result.release_outcome is ReleaseOutcome.SUCCESS
+    assert content is not None and content["kind"] == "answer"
+    assert content["grounded"] is True and content["refusal"] is None, content
+    passages = {p.id: p for p in load_runbooks()}
+    [citation] = content["citations"]
+    assert occurs(citation["excerpt"], passages[citation["reference"]].text)
+    assert DEFAULT_RULES.weakness(citation["excerpt"]) is None
+    assert citation["excerpt"] in content["text"] and citation["reference"] in content["text"]
+    cited = passages[citation["reference"]]
+    assert content["passages"] == [{"id": cited.id, "title": cited.title, "text": cited.text}]
 
 
-def test_small_talk_gets_a_system_answer(runtime: Runtime) -> None:
-    result = runtime.service.ask("s", "hello")
+@pytest.mark.parametrize(
+    ("message", "reply"),
+    [("hello", "GREETING"), ("thanks!", "THANKS"), ("what can you do?", "CAPABILITIES")],
+)
+def test_small_talk_gets_a_system_reply(runtime: Runtime, message: str, reply: str) -> None:
+    result = runtime.service.ask("s", message)
 
     assert result.release_outcome is ReleaseOutcome.SUCCESS
-    assert result.content is not None and "offline model" in result.content["text"]
+    content = result.content
+    assert content is not None and (content["reply"], content["refused"]) == (reply, False)
+    assert content["text"] == reply_text(ChatReply(reply))
 
 
 def test_harness_ask_prints_the_phases_and_the_answer(tmp_path: Path) -> None:

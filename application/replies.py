@@ -1,0 +1,120 @@
+"""What the harness itself writes for the answer routes (design §10.1).
+
+The system-chat replies' fixed texts, and the knowledge fallback that lists the retrieved
+passages.
+
+No text here comes from the model: a system-chat answer only picks a :class:`ChatReply`, and an
+ungrounded knowledge answer is replaced by passages' ids, titles and first sentences as stored.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, assert_never
+
+from domain.answers import AnswerRefusal, ChatReply, first_sentence
+from domain.grounding import SHOWN_EXCERPT
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from application.ports import Passage
+    from domain.grounding import Citation
+    from domain.states import CitationProblem
+
+EXAMPLE_DIAGNOSIS = "Why was checkout slow on 2026-11-29?"
+EXAMPLE_HOW_TO = "How do I restart the checkout service?"
+_ASK = (
+    f"I answer diagnostic questions when asked as one, naming the service and the time, e.g."
+    f" '{EXAMPLE_DIAGNOSIS}', and how-to questions from the runbooks, e.g. '{EXAMPLE_HOW_TO}'."
+)
+
+
+def reply_text(reply: ChatReply) -> str:
+    """The harness's fixed text for a system-chat reply."""
+    match reply:
+        case ChatReply.GREETING:
+            return f"Hello, I am the Diagnosis Harness. {_ASK}"
+        case ChatReply.CAPABILITIES:
+            return (
+                "I investigate incidents with read-only tools (alerts, logs, deployments,"
+                " metrics) and publish only what the evidence proves; I also answer how-to"
+                f" questions from the runbooks, citing the passages. {_ASK}"
+            )
+        case ChatReply.HOW_TO_ASK:
+            return f"I did not answer that as a chat message. {_ASK}"
+        case ChatReply.THANKS:
+            return f"You are welcome. {_ASK}"
+        case ChatReply.OUT_OF_SCOPE:
+            return f"That is outside what I answer. {_ASK}"
+        case _ as unreachable:
+            assert_never(unreachable)
+
+
+def reply_content(reply: ChatReply, refusal: AnswerRefusal | None) -> dict[str, Any]:
+    """A system-chat answer's published content: the reply, its fixed text, and any refusal."""
+    return {
+        "kind": "answer",
+        "reply": reply.value,
+        "text": reply_text(reply),
+        "refused": refusal is not None,
+        "refusal": refusal.value if refusal else None,
+    }
+
+
+def grounded_content(
+    text: str, citations: Sequence[Citation], passages: Sequence[Passage]
+) -> dict[str, Any]:
+    """A knowledge answer every citation of which proved: the model's text and its citations.
+
+    The cited passages are recorded as retrieved, so an auditor can prove every excerpt from
+    the log alone.
+    """
+    return {
+        "kind": "answer",
+        "grounded": True,
+        "text": text,
+        "citations": [{"reference": c.reference, "excerpt": c.excerpt} for c in citations],
+        "passages": [{"id": p.id, "title": p.title, "text": p.text} for p in passages],
+        "refusal": None,
+        "rejected_citations": [],
+    }
+
+
+def ungrounded_content(
+    passages: Sequence[Passage],
+    refusal: AnswerRefusal,
+    rejected: Sequence[tuple[Citation, CitationProblem]] = (),
+) -> dict[str, Any]:
+    """The harness's answer instead of an ungrounded one: the retrieved passages, as stored."""
+    listed = [{"id": p.id, "title": p.title, "sentence": first_sentence(p.text)} for p in passages]
+    return {
+        "kind": "answer",
+        "grounded": False,
+        "text": ungrounded_text(listed),
+        "citations": [],
+        "passages": listed,
+        "refusal": refusal.value,
+        "rejected_citations": [
+            {
+                "reference": citation.reference[:SHOWN_EXCERPT],
+                "excerpt": citation.excerpt[:SHOWN_EXCERPT],
+                "problem": problem.value,
+            }
+            for citation, problem in rejected
+        ],
+    }
+
+
+def ungrounded_text(passages: Sequence[dict[str, str]]) -> str:
+    """The passages' ids, titles and first sentences, under a line saying what happened."""
+    if not passages:
+        return (
+            "No runbook passage matched the question, so there is nothing to answer it from."
+            f" Try other words, e.g. '{EXAMPLE_HOW_TO}'."
+        )
+    lines = [
+        "The answer could not be grounded in the runbooks, so it is not shown."
+        " These runbook passages matched the question:"
+    ]
+    lines += [f"- [{p['id']}] {p['title']}: {p['sentence']}" for p in passages]
+    return "\n".join(lines)
