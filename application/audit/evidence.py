@@ -11,6 +11,7 @@ import hashlib
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from application.audit.answers import is_answer_run
 from application.audit.integrity import Violation
 from application.audit.rules import cited, no_evidence_notes
 from domain.collection import Collection
@@ -52,8 +53,9 @@ def check_references(log: RunLog) -> list[Violation]:
     """§16.3 and §16.5: what is cited is READY + EVIDENCE_FOUND; NO_EVIDENCE stays scoped."""
     ready = ready_results(log)
     found: list[Violation] = []
+    answer = is_answer_run(log)  # cites passages, not invocations: see audit.answers
     for entry in log.of(Run.ReleaseDecision):
-        for pairs, legacy in cited(entry.event.content):
+        for pairs, legacy in [] if answer else cited(entry.event.content):
             found.extend(_citation(log, ready, pairs, legacy, entry))
         found.extend(_unscoped_notes(ready, entry))
     for entry in log.of(Collection.ToolProgress):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from application.audit.answers import check_answers
 from application.audit.evidence import check_evidence
 from application.audit.integrity import Violation
 from application.audit.replay import Entry, RunLog, mutate
@@ -36,6 +37,7 @@ def check_run(log: RunLog, feed: FeedOf | None = None) -> list[Violation]:
         *check_termination(log),
         *check_cause(log),
         *check_evidence(log),
+        *check_answers(log),
         *check_release_path(log),
         *check_guard_chain(log),
         *check_outcome(log),

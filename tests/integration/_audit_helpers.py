@@ -9,12 +9,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import Engine
 from typer.testing import CliRunner, Result
 
 from api.cli import app
 from application.audit.chain import link
+from application.chat import ChatService
 from application.store import HarnessStore
+from infrastructure.composition import SystemClock
 from infrastructure.database import create_sql_engine
+from infrastructure.knowledge import SqlKnowledgeRetriever, index_runbooks
+from infrastructure.model_scripted import ScriptedProvider
 from infrastructure.settings import Settings
 from projections.runner import Projector
 from tests.integration._projection_helpers import QUERY, harness, run_fleet
@@ -30,9 +35,60 @@ def build_log(store: HarnessStore, settings: Settings) -> None:
         made.service.ask("owned-session", QUERY, owner=OWNER)
     engine = create_sql_engine(settings)
     try:
+        run_answers(store, engine)
         Projector(store, engine).catch_up()
     finally:
         engine.dispose()
+
+
+TLS_QUESTION = "How do I renew an expired TLS certificate?"
+TLS_PASSAGE = "tls-certificate-expiry#overview"
+TLS_SENTENCE = "Expired certificates break HTTPS for clients immediately and completely."
+ANSWERS: list[tuple[dict[str, Any], str]] = [
+    ({"route": "SYSTEM_CHAT", "answer": "GREETING"}, "hello"),
+    ({"route": "SYSTEM_CHAT", "answer": "checkout broke after a deploy"}, "Why was it slow?"),
+    (
+        {
+            "route": "KNOWLEDGE_QUERY",
+            "answer": {
+                "text": f"Renew it early: {TLS_SENTENCE}",
+                "citations": [
+                    {"reference": "tls-certificate-expiry#overview", "excerpt": TLS_SENTENCE}
+                ],
+            },
+        },
+        TLS_QUESTION,
+    ),
+    (
+        {
+            "route": "KNOWLEDGE_QUERY",
+            "answer": {
+                "text": "Restart everything.",
+                "citations": [{"reference": TLS_PASSAGE, "excerpt": "the"}],
+            },
+        },
+        TLS_QUESTION,
+    ),
+    ({"route": "KNOWLEDGE_QUERY", "answer": "nothing matches"}, "zzzz qqqq"),
+]
+"""System-chat and knowledge answers: picked, refused, grounded, ungrounded, nothing retrieved."""
+
+
+def run_answers(store: HarnessStore, engine: Engine) -> None:
+    """Play :data:`ANSWERS` with the runbooks indexed in the store's database."""
+    index_runbooks(engine)
+    for scenario, question in ANSWERS:
+        service = ChatService(
+            store,
+            ScriptedProvider(scenario),
+            {},
+            SystemClock(),
+            SqlKnowledgeRetriever(engine),
+        )
+        try:
+            service.ask("answers-session", question)
+        finally:
+            service.pool.shutdown(wait=True)
 
 
 def env_of(settings: Settings, key: str = "") -> dict[str, str]:
