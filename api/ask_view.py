@@ -69,7 +69,8 @@ def summary(result: ChatResult) -> str:
     match result.release_outcome:
         case ReleaseOutcome.SUCCESS:
             kind = content.get("kind", "answer") if content else "answer"
-            said = f"Result: SUCCESS, a {kind} was published; the run ended {state}."
+            article = "an" if kind[:1] in "aeiou" else "a"
+            said = f"Result: SUCCESS, {article} {kind} was published; the run ended {state}."
         case ReleaseOutcome.FALLBACK:
             fallback = content.get("fallback_type") if content else None
             said = (
