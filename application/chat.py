@@ -72,6 +72,7 @@ class ChatConfig:
     deadline_s: float = 120.0
     limits: Budget = DEFAULT_LIMITS
     model_timeout_s: float = 30.0
+    """The longest any one model call is waited for; the run's deadline may cut it shorter."""
     grounding: GroundingRules = DEFAULT_RULES
     """How informative a citation's excerpt must be (design §10.1)."""
 
@@ -156,7 +157,9 @@ class ChatService:
 
     def _execute(self, run: Run, context: str) -> ChatResult:
         """Execute ``run``, which was just read or started here (so it is current)."""
-        ctx = RunContext(self.store, self.clock, self.provider, run, self.pool)
+        ctx = RunContext(
+            self.store, self.clock, self.provider, run, self.pool, self.config.model_timeout_s
+        )
         ctx.mark_current()
         content: dict[str, Any] | None = None
         failure: FailureCode | None = None  # None: the release decided, complete the run
@@ -198,7 +201,6 @@ class ChatService:
             ModelStepPurpose.ROUTE,
             (Message("system", ROUTER_PROMPT), Message("user", ctx.run.query)),
             json_schema=ROUTE_SCHEMA,
-            timeout_s=self.config.model_timeout_s,
         )
         try:
             intent = Intent(loads_json(ctx.call_model(request).text)["intent"])

@@ -5,8 +5,9 @@ run's latest state (a cancel may have been appended by another process), times i
 deadline has passed, and raises :class:`RunAborted` once the run has a termination. Seeing the
 latest state costs a read only when nothing cheaper proves it: an append to the run succeeds only
 against its latest version, so right after this worker's own append, or right before one, the
-event store's optimistic concurrency does the check (a conflicting save rereads). Model calls of
-a blocking provider run in a worker thread bounded by the model timeout and the deadline (an
+event store's optimistic concurrency does the check (a conflicting save rereads). Every model
+call, whatever its purpose or request, is bounded here by the model timeout and the run's
+remaining deadline: a blocking provider runs in a worker thread waited for that long at most (an
 in-process provider that cannot hang is called inline); a result that arrives after the run ended
 is discarded (SPEC §14).
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, TypeVar
 
 from application.ports import ModelError, ModelTimeoutError
@@ -60,6 +61,8 @@ class RunContext:
     provider: ModelProvider
     run: Run
     pool: ThreadPoolExecutor
+    model_timeout_s: float
+    """The longest any one model call is waited for (HARNESS_MODEL_TIMEOUT), within the deadline."""
     collection: Collection | None = None
     invocations: dict[UUID, ToolInvocation] = field(default_factory=dict)
     last_position: int = 0
@@ -188,17 +191,31 @@ class RunContext:
         return response
 
     def _bounded_call(self, request: ModelRequest) -> ModelResponse:
+        """The provider's answer within the model timeout and the run's remaining deadline.
+
+        The bound holds whatever the request says (its ``timeout_s`` may only tighten it), and
+        the provider is handed the bound in ``timeout_s`` so one that can stop itself (an HTTP
+        client) stops when the wait does. A provider that is not blocking only computes in
+        process (the offline model: no I/O, no sleep), so it is called inline, with nothing
+        there that could wait past the bound.
+        """
+        limits = {
+            "the model timeout": self.model_timeout_s,
+            "the call's own timeout": request.timeout_s,
+            "the run's deadline": (self.run.deadline - self.clock.now()).total_seconds(),
+        }
+        why = min(limits, key=limits.__getitem__)
+        bound = max(0.0, limits[why])
+        bounded = replace(request, timeout_s=bound)
         if not self.provider.blocking:
-            return self.provider.complete(request)  # cannot hang: no watchdog thread needed
-        remaining = (self.run.deadline - self.clock.now()).total_seconds()
-        wait = max(0.0, min(request.timeout_s, remaining))
-        future = self.pool.submit(self.provider.complete, request)
+            return self.provider.complete(bounded)  # cannot hang: no watchdog thread needed
+        future = self.pool.submit(self.provider.complete, bounded)
         try:
-            return self.wait_for(future, wait)
+            return self.wait_for(future, bound)
         except FutureTimeout:
             future.cancel()  # not promised to stop physically; its result is discarded (SPEC §5)
             self.check_active()  # the deadline may have passed: TIMED_OUT
-            raise ModelTimeoutError(f"no answer within {wait:.1f}s") from None
+            raise ModelTimeoutError(f"no answer within {bound:.1f}s ({why})") from None
 
     def wait_for(self, future: Future[T], timeout: float) -> T:
         """The result of a port call running in another thread, waited for at most ``timeout``.

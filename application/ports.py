@@ -6,6 +6,7 @@ and offline model providers, scripted tools) are product features, not test doub
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
@@ -72,7 +73,10 @@ class ModelRequest:
     messages: tuple[Message, ...]
     tools: tuple[ToolSpec, ...] = ()
     json_schema: JSON | None = None
-    timeout_s: float = 30.0
+    timeout_s: float = math.inf
+    """Seconds this call may take. Callers leave it: :class:`~application.harness.RunContext`
+    bounds every call by the model timeout and the run's remaining deadline, and sets this to
+    that bound for the provider (which may stop itself then). A caller may only tighten it."""
 
 
 @dataclass(frozen=True)
