@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from uuid import UUID, uuid4
@@ -18,6 +19,7 @@ from domain.states import (
     ChatApplicationStatus,
     CompletionReason,
     DiagnosisStopReason,
+    DraftOutcome,
     FailureCode,
     FallbackType,
     GuardStage,
@@ -650,6 +652,58 @@ class Run(Aggregate):
             self.finish(now)
         assert self.termination is not None
         return self.termination
+
+    # -- drafts the model proposed ------------------------------------------------------------
+
+    MAX_DRAFT_CHARS = 8000
+    """How much of a proposed draft's text its event keeps (length and hash cover all of it)."""
+    MAX_DRAFT_DETAIL = 300
+    """How much of a failed draft's parse failure its event keeps."""
+    DRAFT_PURPOSES = (ModelStepPurpose.AGENT, ModelStepPurpose.REPAIR)
+    """The model steps that propose a draft: the agent's final answer and the repair."""
+
+    class DraftProposed(Aggregate.Event):
+        """The model proposed a draft: its text (bounded), length, hash and how it parsed."""
+
+        class_version = 1
+        purpose: ModelStepPurpose
+        text: str
+        """The draft's text, its first ``MAX_DRAFT_CHARS`` characters."""
+        length: int
+        """The full text's length in characters."""
+        sha256: str
+        """The hex SHA-256 of the full text, UTF-8 encoded."""
+        outcome: DraftOutcome
+        detail: str
+        """Why it failed to parse, bounded ('' when VALID)."""
+
+    def propose_draft(
+        self, purpose: ModelStepPurpose, text: str, outcome: DraftOutcome, detail: str = ""
+    ) -> None:
+        """Record a draft the model proposed and how it parsed (``DRAFT_PROPOSED``).
+
+        The text is kept bounded, with the full text's length and SHA-256, so an auditor sees
+        what was proposed, and what was withheld, without the log holding unbounded text.
+        """
+        self.check_active()
+        self._refuse_if(self.release is not None, "the release was already decided")
+        self._invalid_if(
+            purpose not in self.DRAFT_PURPOSES,
+            f"only {' or '.join(p.value for p in self.DRAFT_PURPOSES)} propose a draft, "
+            f"not {purpose.value}",
+        )
+        failed = outcome is not DraftOutcome.VALID
+        self._invalid_if(failed != bool(detail), "a failed draft says why, a valid one nothing")
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        self.trigger_event(
+            self.DraftProposed,
+            purpose=purpose,
+            text=text[: self.MAX_DRAFT_CHARS],
+            length=len(text),
+            sha256=digest,
+            outcome=outcome,
+            detail=detail[: self.MAX_DRAFT_DETAIL],
+        )
 
     # -- helpers -------------------------------------------------------------------------------
 

@@ -203,6 +203,15 @@ class ModelStepPurpose(Enum):
     JUDGE = "JUDGE"
 
 
+class DraftOutcome(Enum):
+    """How a draft the model proposed parsed (SPEC §7, §10.1); only a VALID one goes on."""
+
+    VALID = "VALID"
+    EMPTY_DRAFT = "EMPTY_DRAFT"
+    INVALID_JSON = "INVALID_JSON"
+    SCHEMA_INVALID = "SCHEMA_INVALID"
+
+
 class ModelStepOutcome(Enum):
     """How a model call ended."""
 
@@ -274,6 +283,7 @@ ALL_ENUMS: tuple[type[Enum], ...] = (
     BudgetKind,
     ModelStepPurpose,
     ModelStepOutcome,
+    DraftOutcome,
     GuardStage,
     CitationProblem,
     MissingKind,

@@ -9,6 +9,7 @@ from domain.catalogue import EVENT_CLASSES, event_type_name
 from domain.collection import Collection
 from domain.run import Run
 from domain.states import (
+    DraftOutcome,
     InformationGain,
     ModelStepOutcome,
     ModelStepPurpose,
@@ -156,6 +157,10 @@ RULES: dict[type, Rule] = {
     Run.AgentModelStep: lambda e: (
         PURPOSE_PHASE[e.purpose],
         ERROR if e.outcome is not ModelStepOutcome.OK else OK,
+    ),
+    Run.DraftProposed: lambda e: (
+        TracePhase.AGENT,
+        OK if e.outcome is DraftOutcome.VALID else ERROR,
     ),
     Run.BudgetExhausted: _Fixed(TracePhase.RUN, ERROR),
     Run.ToolRequestRejected: _Fixed(TracePhase.TOOL, REJECTED),

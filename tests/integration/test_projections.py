@@ -100,6 +100,7 @@ PHASE_EVENTS = {
     "RUN": "RUN_STARTED APPLICATION_STATUS_CHANGED BUDGET_CHARGED BUDGET_EXHAUSTED"
     " CANCELLATION_REQUESTED RUN_TERMINATED RUN_FINISHED",
     "ROUTING": "ROUTING_ATTEMPT ROUTING_DECISION",
+    "AGENT": "DRAFT_PROPOSED",
     "TOOL": "TOOL_REQUEST_REJECTED TOOL_INVOCATION_STARTED TOOL_INVOCATION_READY"
     " TOOL_INVOCATION_FAILED",
     "COLLECTION": "COLLECTION_STARTED TOOL_PROGRESS PROGRESS_PROTOCOL_VIOLATION COLLECTION_STOP"
@@ -370,6 +371,8 @@ def _expected_status(row: dict[str, Any], otherwise: str) -> str:
             return "ERROR"
         case "RELEASE_DECISION":
             return "OK" if attributes["outcome"] == "SUCCESS" else "INFO"
+        case "DRAFT_PROPOSED":
+            return "OK" if attributes["outcome"] == "VALID" else "ERROR"
         case "RUN_TERMINATED":
             return "OK" if attributes["state"] == "SUCCESS" else "ERROR"
         case "RUN_FINISHED":

@@ -1,0 +1,146 @@
+"""Given/when/then: a draft the model proposed is recorded, bounded, with how it parsed."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from domain.errors import IllegalTransitionError, InvalidCommandError, RunNotActiveError
+from domain.run import Run
+from domain.states import (
+    CancellationReason,
+    DraftOutcome,
+    FallbackType,
+    ModelStepPurpose,
+    ReleaseOutcome,
+)
+from tests.unit.gwt import then_events, then_refused
+from tests.unit.test_run import PROGRESS_ONLY, ROUTE_DIAGNOSIS, Step, exhaust, given, released
+
+DRAFT = '{"draft": {"conclusion": null, "facts": [], "missing_info": [{"kind": "SERVICE"}]}}'
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@pytest.mark.parametrize("purpose", [ModelStepPurpose.AGENT, ModelStepPurpose.REPAIR])
+def test_a_valid_draft_is_recorded_whole_with_its_length_and_hash(
+    purpose: ModelStepPurpose,
+) -> None:
+    run = given(ROUTE_DIAGNOSIS)
+
+    run.propose_draft(purpose, DRAFT, DraftOutcome.VALID)
+
+    assert then_events(run) == [
+        (
+            Run.DraftProposed,
+            {
+                "purpose": purpose,
+                "text": DRAFT,
+                "length": len(DRAFT),
+                "sha256": sha256(DRAFT),
+                "outcome": DraftOutcome.VALID,
+                "detail": "",
+            },
+        )
+    ]
+    assert run.is_active and run.usage.model_calls == 0  # the model step charged the call
+
+
+@pytest.mark.parametrize(
+    "outcome",
+    [DraftOutcome.EMPTY_DRAFT, DraftOutcome.INVALID_JSON, DraftOutcome.SCHEMA_INVALID],
+    ids=lambda o: o.value,
+)
+def test_a_failed_draft_is_recorded_with_its_failure(outcome: DraftOutcome) -> None:
+    run = given(ROUTE_DIAGNOSIS)
+
+    run.propose_draft(ModelStepPurpose.AGENT, "{", outcome, "Expecting value at column 2")
+
+    ((event, payload),) = then_events(run)
+    assert event is Run.DraftProposed
+    assert (payload["outcome"], payload["detail"]) == (outcome, "Expecting value at column 2")
+
+
+def test_a_long_draft_and_detail_are_kept_bounded_with_the_full_length_and_hash() -> None:
+    run = given(ROUTE_DIAGNOSIS)
+    text = "é" * 20_000  # two UTF-8 bytes each: the length counts characters
+
+    run.propose_draft(ModelStepPurpose.AGENT, text, DraftOutcome.SCHEMA_INVALID, "x" * 1_000)
+
+    ((_, payload),) = then_events(run)
+    assert payload["text"] == "é" * Run.MAX_DRAFT_CHARS == text[:8000]
+    assert payload["length"] == 20_000
+    assert payload["sha256"] == sha256(text)
+    assert payload["detail"] == "x" * Run.MAX_DRAFT_DETAIL == "x" * 300
+
+
+def test_an_empty_draft_is_recorded_as_proposed() -> None:
+    run = given(ROUTE_DIAGNOSIS)
+
+    run.propose_draft(ModelStepPurpose.AGENT, "", DraftOutcome.EMPTY_DRAFT, "nothing drafted")
+
+    ((_, payload),) = then_events(run)
+    assert (payload["text"], payload["length"], payload["sha256"]) == ("", 0, sha256(""))
+
+
+@pytest.mark.parametrize(
+    "purpose",
+    [ModelStepPurpose.ROUTE, ModelStepPurpose.ANSWER, ModelStepPurpose.JUDGE],
+    ids=lambda p: p.value,
+)
+def test_only_the_agent_and_the_repair_propose_a_draft(purpose: ModelStepPurpose) -> None:
+    run = given(ROUTE_DIAGNOSIS)
+
+    error = then_refused(
+        run, InvalidCommandError, lambda r: r.propose_draft(purpose, DRAFT, DraftOutcome.VALID)
+    )
+    assert f"not {purpose.value}" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("outcome", "detail"),
+    [(DraftOutcome.VALID, "but it said why"), (DraftOutcome.INVALID_JSON, "")],
+    ids=["valid-with-detail", "failed-without-detail"],
+)
+def test_a_failure_needs_its_detail_and_a_valid_draft_has_none(
+    outcome: DraftOutcome, detail: str
+) -> None:
+    run = given(ROUTE_DIAGNOSIS)
+
+    then_refused(
+        run,
+        InvalidCommandError,
+        lambda r: r.propose_draft(ModelStepPurpose.AGENT, DRAFT, outcome, detail),
+    )
+
+
+@pytest.mark.parametrize(
+    "termination",
+    [exhaust, lambda r: r.time_out(), lambda r: r.cancel(CancellationReason.USER_REQUESTED)],
+    ids=["budget-exhausted", "timed-out", "cancelled"],
+)
+def test_a_draft_after_termination_is_refused(termination: Step) -> None:
+    run = given(ROUTE_DIAGNOSIS, termination)
+
+    then_refused(
+        run,
+        RunNotActiveError,
+        lambda r: r.propose_draft(ModelStepPurpose.AGENT, DRAFT, DraftOutcome.VALID),
+    )
+
+
+def test_a_draft_after_the_release_decision_is_refused() -> None:
+    run = given(
+        ROUTE_DIAGNOSIS,
+        PROGRESS_ONLY,
+        released(ReleaseOutcome.FALLBACK, FallbackType.INSUFFICIENT_EVIDENCE),
+    )
+
+    then_refused(
+        run,
+        IllegalTransitionError,
+        lambda r: r.propose_draft(ModelStepPurpose.REPAIR, DRAFT, DraftOutcome.VALID),
+    )
