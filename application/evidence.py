@@ -20,7 +20,7 @@ from domain.grounding import (
     Citation,
     GroundingRules,
     RejectedCitation,
-    citation_problem,
+    statement_problems,
 )
 from domain.states import CitationProblem, EvidenceStatus, InvocationStatus
 
@@ -85,25 +85,12 @@ class EvidenceGuard:
         return invocation.content if invocation is not None else None
 
     def problems(self, citations: Sequence[Citation]) -> list[tuple[Citation, CitationProblem]]:
-        """Every failing citation of one statement, with why."""
-        if not citations:
-            return [(Citation("", ""), CitationProblem.NO_CITATION)]
-        found: list[tuple[Citation, CitationProblem]] = []
-        seen: set[Citation] = set()
-        for citation in citations:
-            problem = self._problem(citation, seen)
-            seen.add(citation)
-            if problem is not None:
-                found.append((citation, problem))
-        return found
+        """Every failing citation of one statement, with why (``domain.grounding``'s rule)."""
+        return statement_problems(citations, self._content_or_why, self.rules)
 
-    def _problem(self, citation: Citation, seen: set[Citation]) -> CitationProblem | None:
-        if citation in seen:
-            return CitationProblem.DUPLICATE
-        invocation, problem = self.source(citation.reference)
-        if invocation is None:
-            return problem
-        return citation_problem(citation, invocation.content, self.rules)
+    def _content_or_why(self, reference: str) -> tuple[str | None, CitationProblem | None]:
+        invocation, problem = self.source(reference)
+        return (invocation.content if invocation is not None else None), problem
 
     def check(self, statements: Iterable[tuple[str, Fact]]) -> Checked:
         """Check ``(label, statement)`` pairs; a statement passes when all its citations do."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from domain.states import CitationProblem, SemanticVerdict
@@ -122,6 +123,34 @@ def citation_problem(
     if not occurs(citation.excerpt, content):
         return CitationProblem.EXCERPT_ABSENT
     return None
+
+
+Source = Callable[[str], "tuple[str | None, CitationProblem | None]"]
+"""Resolves a reference to its evidence content, or None and why it proves nothing."""
+
+
+def statement_problems(
+    citations: Sequence[Citation], source: Source, rules: GroundingRules = DEFAULT_RULES
+) -> list[tuple[Citation, CitationProblem]]:
+    """Every failing citation of one statement, with why: the EvidenceGuard's one rule.
+
+    The runtime resolves references through the store; the offline verifier through the log.
+    """
+    if not citations:
+        return [(Citation("", ""), CitationProblem.NO_CITATION)]
+    found: list[tuple[Citation, CitationProblem]] = []
+    seen: set[Citation] = set()
+    for citation in citations:
+        if citation in seen:
+            problem: CitationProblem | None = CitationProblem.DUPLICATE
+        else:
+            content, problem = source(citation.reference)
+            if content is not None:
+                problem = citation_problem(citation, content, rules)
+        seen.add(citation)
+        if problem is not None:
+            found.append((citation, problem))
+    return found
 
 
 def restates(statement: str, other: str) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 
 from application.audit.answers import check_answers
 from application.audit.evidence import check_evidence
+from application.audit.grounding import check_grounding
 from application.audit.integrity import Violation
 from application.audit.replay import Entry, RunLog, mutate
 from application.audit.rules import GUARD_CHAIN, PUBLISHED, expected_outcome, is_legal_row
@@ -38,6 +39,7 @@ def check_run(log: RunLog, feed: FeedOf | None = None) -> list[Violation]:
         *check_cause(log),
         *check_evidence(log),
         *check_answers(log),
+        *check_grounding(log),
         *check_release_path(log),
         *check_guard_chain(log),
         *check_outcome(log),

@@ -1,0 +1,202 @@
+"""Design §10.1 on a diagnosis, from the log alone: every published statement is proven.
+
+For each release decision of a DIAGNOSIS run:
+
+- every published citation quotes an informative excerpt (by the excerpt rules the run's
+  EvidenceGuard recorded, or the defaults for a log recorded before them) and no statement
+  cites nothing or the same citation twice;
+- a report publishes only statements the judge found SUPPORTED, exactly as judged;
+- a fallback publishes no fact the judge rejected and none restating the conclusion it judged;
+  its missing information is the harness's wording of its structured items, its failed tool
+  calls are all reported as not checked, in the harness's words;
+- the EvidenceGuard's verdict on the progress facts is the one the log re-derives.
+
+The reference and excerpt of each citation are checked against the run's evidence by
+:mod:`application.audit.evidence`; this module checks what that does not.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from application.audit.answers import is_answer_run
+from application.audit.evidence import ready_results
+from application.audit.integrity import Violation
+from application.audit.rules import cited
+from application.published import missing_question
+from domain.collection import Collection
+from domain.grounding import DEFAULT_RULES, GroundingRules, restates
+from domain.run import Run
+from domain.states import EvidenceStatus, SemanticVerdict
+from domain.tool_invocation import ToolInvocation
+
+if TYPE_CHECKING:
+    from application.audit.replay import Entry, RunLog
+    from domain.grounding import JudgedStatement
+
+RULE = "design §10.1"
+
+
+def check_grounding(log: RunLog) -> list[Violation]:
+    """What a diagnosis run published that the log does not prove."""
+    if is_answer_run(log):
+        return []
+    rules = recorded_rules(log)
+    found: list[Violation] = []
+    for entry in log.of(Run.ReleaseDecision):
+        content = entry.event.content if isinstance(entry.event.content, dict) else {}
+        problems = [*_weak_citations(content, rules), *_unjudged(log, entry, content)]
+        if content.get("kind") == "fallback":
+            problems += [*_fallback_parts(log, entry, content)]
+        found += [Violation(RULE, why, entry.record) for why in problems]
+    found += _guard_verdict(log, rules)
+    return found
+
+
+def recorded_rules(log: RunLog) -> GroundingRules:
+    """The excerpt rules the run's EvidenceGuard recorded; the defaults before they were."""
+    for entry in log.of(Run.EvidenceGuardInitial):
+        if entry.event.min_words > 0:
+            return GroundingRules(entry.event.min_words, entry.event.min_chars)
+    return DEFAULT_RULES
+
+
+def _weak_citations(content: dict[str, Any], rules: GroundingRules) -> list[str]:
+    found: list[str] = []
+    for pairs, _legacy in cited(content):
+        excerpts = [excerpt for _, excerpt in pairs]
+        if len(set(pairs)) != len(pairs):
+            found.append("publishes a statement that cites the same excerpt twice")
+        for excerpt in excerpts:
+            weakness = rules.weakness(excerpt) if excerpt is not None else "no excerpt at all"
+            if weakness:
+                found.append(f"publishes a citation whose excerpt proves nothing ({weakness})")
+    return found
+
+
+def _last_judged(log: RunLog, before: Entry) -> tuple[JudgedStatement, ...] | None:
+    decisions = [
+        e for e in log.of(Run.SemanticGuardDecision) if e.record.position < before.record.position
+    ]
+    return decisions[-1].event.judged if decisions else None
+
+
+def _as_judged(statement: dict[str, Any]) -> tuple[Any, ...]:
+    citations = statement.get("citations") or []
+    return (
+        statement.get("statement"),
+        tuple((c.get("reference"), c.get("excerpt")) for c in citations if isinstance(c, dict)),
+    )
+
+
+def _unjudged(log: RunLog, entry: Entry, content: dict[str, Any]) -> list[str]:
+    """A report's statements must be exactly ones the judge found SUPPORTED."""
+    if content.get("kind") != "diagnosis":
+        return []
+    judged = _last_judged(log, entry)
+    if not judged:
+        return ["publishes a report whose statements were not judged one by one"]
+    supported = {
+        (j.statement, tuple((c.reference, c.excerpt) for c in j.citations))
+        for j in judged
+        if j.verdict is SemanticVerdict.SUPPORTED
+    }
+    conclusion = {"statement": content.get("conclusion"), "citations": content.get("citations")}
+    facts = [f for f in content.get("facts") or [] if isinstance(f, dict)]
+    return [
+        f"publishes {what!r:.80}, which the judge did not find SUPPORTED as published"
+        for what, statement in [("the conclusion", conclusion)] + [(f, f) for f in facts]
+        if _as_judged(statement) not in supported
+    ]
+
+
+def _fallback_parts(log: RunLog, entry: Entry, content: dict[str, Any]) -> list[str]:
+    found: list[str] = []
+    judged = _last_judged(log, entry) or ()
+    rejected = {j.statement for j in judged if j.verdict is SemanticVerdict.UNSUPPORTED}
+    conclusion = judged[0].statement if judged else None
+    for fact in content.get("verified_facts") or []:
+        statement = str(fact.get("statement")) if isinstance(fact, dict) else ""
+        if statement in rejected:
+            found.append(f"publishes a fact the judge rejected: {statement!r:.80}")
+        elif conclusion is not None and restates(statement, conclusion):
+            found.append(f"publishes a fact restating the withheld conclusion: {statement!r:.80}")
+    return found + _missing_problems(content) + _not_checked_problems(log, entry, content)
+
+
+def _missing_problems(content: dict[str, Any]) -> list[str]:
+    """Missing information is the harness's wording of structured items, nothing else."""
+    from application.drafts import MissingOut
+
+    questions = content.get("missing_info") or []
+    try:
+        items = [MissingOut.model_validate(item) for item in content.get("missing") or []]
+    except ValueError:
+        return ["publishes missing information whose structured items are malformed"]
+    if [missing_question(item) for item in items] != list(questions):
+        return ["publishes missing information that is not the harness's wording of its items"]
+    return []
+
+
+def _not_checked_problems(log: RunLog, entry: Entry, content: dict[str, Any]) -> list[str]:
+    """Every tool call that failed is reported as not checked, never left out as absence."""
+    at = entry.record.position
+    failed = [
+        stream.aggregate
+        for stream in log.invocations.values()
+        if stream.aggregate is not None
+        and any(
+            isinstance(e.event, ToolInvocation.ToolInvocationFailed) and e.record.position < at
+            for e in stream.entries
+        )
+    ]
+    reported = list(content.get("not_checked") or [])
+    expected = [
+        f"{inv.tool} could not be checked for {inv.normalized_scope or 'its scope'}"
+        f" ({inv.error_code}): nothing is known about it"
+        for inv in failed
+    ]
+    if sorted(reported) != sorted(expected):
+        return [
+            f"reports {len(reported)} tool call(s) as not checked, but {len(expected)} failed"
+            " (a failure must never read as absence)"
+        ]
+    return []
+
+
+def _guard_verdict(log: RunLog, rules: GroundingRules) -> list[Violation]:
+    """The EvidenceGuard's verdict on the progress facts is the one the log re-derives."""
+    from application.audit.rederive import comparable, rejections
+
+    ready = ready_results(log)
+    evidence = {
+        name: content
+        for name, (_, status, content) in ready.items()
+        if status is EvidenceStatus.EVIDENCE_FOUND
+    }
+    found: list[Violation] = []
+    for entry in log.of(Run.EvidenceGuardInitial):
+        if entry.event.min_words == 0:
+            continue  # recorded before claim-level grounding: it named no citation
+        at = entry.record.position
+        facts = [
+            f
+            for e in log.of(Collection.ToolProgress)
+            if e.record.position < at
+            for f in e.event.facts
+        ]
+        labelled = [(f"progress {n}", fact) for n, fact in enumerate(facts, start=1)]
+        usable = {name: c for name, c in evidence.items() if ready[name][0] < at}
+        derived = comparable(rejections(labelled, usable, log.invocations, rules))
+        recorded = comparable(
+            (r.statement, r.reference, r.problem)
+            for r in entry.event.rejected
+            if r.statement.startswith("progress ")
+        )
+        if derived != recorded:
+            why = (
+                "records an EvidenceGuard verdict on the progress facts that the log does not"
+                f" give: it names {len(recorded)} failing citation(s), the log {len(derived)}"
+            )
+            found.append(Violation(RULE, why, entry.record))
+    return found

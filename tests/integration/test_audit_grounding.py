@@ -1,0 +1,182 @@
+"""``harness audit verify`` proves every release from the log: the grounding weaknesses, replayed.
+
+A log is recorded with the scripted model (a report with a judged fact, fallbacks after an
+unsupported conclusion, after failed tools, with missing information, a weak progress fact),
+exported, verified clean, and then rewritten the way each weakness of the old release pipeline
+showed in a log — content published that the recorded drafts, evidence and verdicts do not
+justify — with every chain link recomputed (plain SHA-256), so only the grounding checks can
+find it. Each case must be named on the exact RELEASE_DECISION or guard event.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from application.chat import ChatService
+from infrastructure.eventstore import init_store
+from infrastructure.model_scripted import (
+    ScriptedProvider,
+    chat_config,
+    load_scenario,
+    scripted_tools,
+)
+from infrastructure.settings import Settings
+from tests.integration._audit_helpers import env_of, harness_cli, load, named, relink, save
+from tests.integration.test_runtime_paths import SystemClock
+
+ADVERSARIAL = Path(__file__).parents[1] / "adversarial"
+SCENARIOS = (
+    "control_supported",
+    "restated_conclusion_in_unsupported_fallback",
+    "every_tool_failed",
+    "weak_progress_fact_never_published",
+    "missing_info_scoped_service_kept",
+)
+RULE = "design §10.1"
+
+
+@dataclass(frozen=True)
+class Logged:
+    env: dict[str, str]
+    export: Path
+    runs: dict[str, str]
+    """Each scenario's run id."""
+
+
+@pytest.fixture(scope="module")
+def logged(tmp_path_factory: pytest.TempPathFactory) -> Logged:
+    directory = tmp_path_factory.mktemp("grounding")
+    settings = Settings(database_url=f"sqlite:///{directory / 'harness.db'}")
+    store = init_store(settings)
+    runs: dict[str, str] = {}
+    try:
+        for name in SCENARIOS:
+            scenario = load_scenario(ADVERSARIAL / f"{name}.yaml")
+            scenario.pop("expect")
+            service = ChatService(
+                store,
+                ScriptedProvider(scenario),
+                scripted_tools(scenario),
+                SystemClock(),
+                config=chat_config(scenario),
+            )
+            try:
+                result = service.ask(name, "Why was checkout slow on 2026-11-29?")
+            finally:
+                service.pool.shutdown(wait=True)
+            runs[name] = str(result.run_id)
+    finally:
+        store.close()
+    env = env_of(settings)
+    export = directory / "audit.jsonl"
+    done = harness_cli(env, "audit", "export", "--all", "--out", str(export))
+    assert done.exit_code == 0, done.stderr
+    return Logged(env, export, runs)
+
+
+def _decision(records: list[dict[str, Any]], run: str) -> dict[str, Any]:
+    return next(r for r in records if r["type"] == "RELEASE_DECISION" and r["stream"] == run)
+
+
+def _verify_rewritten(
+    logged: Logged, tmp_path: Path, records: list[dict[str, Any]], record: dict[str, Any]
+) -> list[str]:
+    relink(records, record["stream"])
+    path = save(tmp_path / "rewritten.jsonl", records)
+    result = harness_cli(logged.env, "audit", "verify", str(path))
+    assert result.exit_code == 1, result.stdout
+    return [found.text for found in named(result, record, RULE)]
+
+
+def test_the_recorded_log_verifies_clean(logged: Logged) -> None:
+    result = harness_cli(logged.env, "audit", "verify", str(logged.export))
+    assert result.exit_code == 0, result.stdout
+
+
+def test_a_published_excerpt_of_one_letter_is_named(logged: Logged, tmp_path: Path) -> None:
+    """Weakness 2: a one-character excerpt "verified" any statement."""
+    records = load(logged.export)
+    decision = _decision(records, logged.runs["control_supported"])
+    fact = decision["payload"]["content"]["facts"][0]
+    fact["citations"][0]["excerpt"] = "e"
+    found = _verify_rewritten(logged, tmp_path, records, decision)
+    assert any("excerpt proves nothing (1 words" in text for text in found), found
+
+
+def test_a_published_fact_the_judge_never_saw_is_named(logged: Logged, tmp_path: Path) -> None:
+    """Weakness 3: facts of a SUCCESS report rode along unjudged."""
+    records = load(logged.export)
+    decision = _decision(records, logged.runs["control_supported"])
+    content = decision["payload"]["content"]
+    extra = copy.deepcopy(content["facts"][0])
+    extra["statement"] = "the payments database is on fire"
+    content["facts"].append(extra)
+    found = _verify_rewritten(logged, tmp_path, records, decision)
+    assert any("on fire" in text and "did not find SUPPORTED" in text for text in found), found
+
+
+def test_a_rewritten_conclusion_is_named(logged: Logged, tmp_path: Path) -> None:
+    """Published text must be the judged text: a conclusion edited after the judge ruled."""
+    records = load(logged.export)
+    decision = _decision(records, logged.runs["control_supported"])
+    decision["payload"]["content"]["conclusion"] = "The database is down."
+    found = _verify_rewritten(logged, tmp_path, records, decision)
+    assert any("the conclusion" in text for text in found), found
+
+
+def test_a_restated_conclusion_in_a_fallback_is_named(logged: Logged, tmp_path: Path) -> None:
+    """Weakness 2b: the rejected conclusion, word for word, published as a 'verified fact'."""
+    records = load(logged.export)
+    run = logged.runs["restated_conclusion_in_unsupported_fallback"]
+    decision = _decision(records, run)
+    judged = next(
+        r for r in records if r["type"] == "SEMANTIC_GUARD_DECISION" and r["stream"] == run
+    )
+    conclusion = judged["payload"]["judged"][0]["_data_"]["statement"]
+    content = decision["payload"]["content"]
+    content["verified_facts"].append(
+        {
+            "statement": "Indeed, " + conclusion.lower(),  # not the judged text: reworded
+            "citations": [{"reference": "x", "excerpt": "upstream timeout after 30s"}],
+            "references": ["x"],
+        }
+    )
+    found = _verify_rewritten(logged, tmp_path, records, decision)
+    assert any("restating the withheld conclusion" in text for text in found), found
+
+
+def test_free_prose_in_missing_info_is_named(logged: Logged, tmp_path: Path) -> None:
+    """Weakness 4: a root-cause claim placed in missing_info was published verbatim."""
+    records = load(logged.export)
+    decision = _decision(records, logged.runs["missing_info_scoped_service_kept"])
+    decision["payload"]["content"]["missing_info"] = ["root cause: deploy v2.14.0 broke pricing"]
+    found = _verify_rewritten(logged, tmp_path, records, decision)
+    assert any("not the harness's wording" in text for text in found), found
+
+
+def test_a_failed_tool_worded_as_absence_is_named(logged: Logged, tmp_path: Path) -> None:
+    """Weakness 6: every tool FAILED and the fallback said nothing was found."""
+    records = load(logged.export)
+    decision = _decision(records, logged.runs["every_tool_failed"])
+    content = decision["payload"]["content"]
+    assert len(content["not_checked"]) == 2
+    content["not_checked"] = []
+    content["message"] = "No alerts, errors or deployments were found."
+    found = _verify_rewritten(logged, tmp_path, records, decision)
+    assert any("but 2 failed" in text for text in found), found
+
+
+def test_a_guard_verdict_the_log_does_not_give_is_named(logged: Logged, tmp_path: Path) -> None:
+    """Weakness 1: a failing citation filtered silently while the guard reported all well."""
+    records = load(logged.export)
+    run = logged.runs["weak_progress_fact_never_published"]
+    guard = next(r for r in records if r["type"] == "EVIDENCE_GUARD_INITIAL" and r["stream"] == run)
+    assert guard["payload"]["rejected"], "the weak progress fact was named"
+    guard["payload"]["rejected"] = []
+    found = _verify_rewritten(logged, tmp_path, records, guard)
+    assert any("EvidenceGuard verdict on the progress facts" in text for text in found), found
