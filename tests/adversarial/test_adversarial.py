@@ -15,17 +15,13 @@ from typing import Any
 
 import pytest
 
-from application.chat import ChatService
 from application.store import HarnessStore
 from domain.run import Run
 from infrastructure.model_scripted import (
-    ScriptedProvider,
-    chat_config,
     load_scenario,
-    scripted_tools,
 )
 from tests.integration._invariants import check_run, read_events
-from tests.integration.test_runtime_paths import SystemClock
+from tests.integration._scripted import ask_scripted
 
 HERE = Path(__file__).parent
 SCENARIOS = sorted(HERE.glob("*.yaml"))
@@ -44,17 +40,7 @@ def test_there_are_at_least_thirty_attacks_each_stating_itself() -> None:
 def test_the_attack_is_contained(path: Path, store: HarnessStore) -> None:
     scenario = load_scenario(path)
     expect: dict[str, Any] = scenario.pop("expect")
-    service = ChatService(
-        store,
-        ScriptedProvider(scenario),
-        scripted_tools(scenario),
-        SystemClock(),
-        config=chat_config(scenario),
-    )
-    try:
-        result = service.ask("adversary", QUESTION)
-    finally:
-        service.pool.shutdown(wait=True)
+    result = ask_scripted(store, scenario, "adversary", QUESTION)
     events = read_events(store)
     check_run(result, events)
 

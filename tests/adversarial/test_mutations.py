@@ -17,18 +17,14 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from application.chat import ChatService
 from infrastructure.eventstore import init_store
 from infrastructure.model_scripted import (
-    ScriptedProvider,
-    chat_config,
     load_scenario,
-    scripted_tools,
 )
 from infrastructure.settings import Settings
 from tests._fuzz import fuzz_settings
 from tests.integration._invariants import check_run, read_events
-from tests.integration.test_runtime_paths import SystemClock
+from tests.integration._scripted import ask_scripted
 
 BASE = load_scenario(Path(__file__).parent / "control_supported.yaml")
 BASE.pop("expect")
@@ -103,16 +99,8 @@ def test_only_proven_statements_are_published(scenario: dict[str, Any]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(database_url=f"sqlite:///{Path(tmp) / 'harness.db'}")
         store = init_store(settings)
-        service = ChatService(
-            store,
-            ScriptedProvider(scenario),
-            scripted_tools(scenario),
-            SystemClock(),
-            config=chat_config(scenario),
-        )
         try:
-            result = service.ask("mutant", QUESTION)
+            result = ask_scripted(store, scenario, "mutant", QUESTION)
             check_run(result, read_events(store))  # includes: published == proven and judged
         finally:
-            service.pool.shutdown(wait=True)
             store.close()

@@ -17,17 +17,13 @@ from typing import Any
 
 import pytest
 
-from application.chat import ChatService
 from infrastructure.eventstore import init_store
 from infrastructure.model_scripted import (
-    ScriptedProvider,
-    chat_config,
     load_scenario,
-    scripted_tools,
 )
 from infrastructure.settings import Settings
 from tests.integration._audit_helpers import env_of, harness_cli, load, named, relink, save
-from tests.integration.test_runtime_paths import SystemClock
+from tests.integration._scripted import ask_scripted
 
 ADVERSARIAL = Path(__file__).parents[1] / "adversarial"
 SCENARIOS = (
@@ -58,17 +54,7 @@ def logged(tmp_path_factory: pytest.TempPathFactory) -> Logged:
         for name in SCENARIOS:
             scenario = load_scenario(ADVERSARIAL / f"{name}.yaml")
             scenario.pop("expect")
-            service = ChatService(
-                store,
-                ScriptedProvider(scenario),
-                scripted_tools(scenario),
-                SystemClock(),
-                config=chat_config(scenario),
-            )
-            try:
-                result = service.ask(name, "Why was checkout slow on 2026-11-29?")
-            finally:
-                service.pool.shutdown(wait=True)
+            result = ask_scripted(store, scenario, name, "Why was checkout slow on 2026-11-29?")
             runs[name] = str(result.run_id)
     finally:
         store.close()

@@ -47,11 +47,11 @@ from tests.integration._fuzz_outputs import (
     protocol_steps,
 )
 from tests.integration._invariants import Log, check_run, read_events
+from tests.integration._scripted import SystemClock
 from tests.integration.test_runtime_properties import (
     EARLIER_RUN,
     LINES,
     OTHER_RUN,
-    SystemClock,
     _replace,
 )
 

@@ -15,7 +15,6 @@ tool-invocation and collection streams, the aggregate-level checks, the SPEC §1
 from __future__ import annotations
 
 import tempfile
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +22,14 @@ import hypothesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from application.chat import ChatResult, ChatService
+from application.chat import ChatResult
 from application.store import HarnessStore
 from domain.states import ReleaseOutcome
 from domain.tool_invocation import ToolInvocation
 from infrastructure.eventstore import init_store
-from infrastructure.model_scripted import ScriptedProvider, chat_config, scripted_tools
 from infrastructure.settings import Settings
 from tests.integration._invariants import check_run, read_events
+from tests.integration._scripted import ask_scripted
 
 # -- the vocabulary scenarios are drawn from -------------------------------------------------------
 
@@ -302,23 +301,8 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
 # -- running one scenario ------------------------------------------------------------------------
 
 
-class SystemClock:
-    def now(self) -> datetime:
-        return datetime.now(UTC)
-
-
 def _ask(store: HarnessStore, scenario: dict[str, Any]) -> ChatResult:
-    service = ChatService(
-        store,
-        ScriptedProvider(scenario),
-        scripted_tools(scenario),
-        SystemClock(),
-        config=chat_config(scenario),
-    )
-    try:
-        return service.ask("session-1", "why is checkout slow?")
-    finally:
-        service.pool.shutdown(wait=True)
+    return ask_scripted(store, scenario)
 
 
 def _replace(value: Any, old: str, new: str) -> Any:
