@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 
 CANCEL_POLL = 0.5
 """Seconds between looks at the run while a port call is waited for (a cancel ends the wait)."""
+MAX_BOUND_S = 86_400.0
+"""A bound recorded in a model step is at most a day (an unbounded one would not fit an int)."""
 
 T = TypeVar("T")
 
@@ -177,20 +179,32 @@ class RunContext:
         if self.run.would_exceed(BudgetKind.MODEL_CALLS, 1):
             self.run.exhaust_budget(BudgetKind.MODEL_CALLS)
             self.save()
+        bound, why = self._bound(request)
+        bounded = replace(request, timeout_s=bound)
         started = time.monotonic()
         try:
-            response = storable_response(self._bounded_call(request))
+            response = storable_response(self._bounded_call(bounded, why))
         except ModelError as error:
             # A model failure after the run ended changes nothing: the deadline is checked here,
             # and a cancel that came meanwhile makes the step's save conflict and abort.
             self.check_active(reread=False)
-            self._record(request, started, ModelStepOutcome.FAILED, detail=describe_error(error))
+            self._record(bounded, started, ModelStepOutcome.FAILED, detail=describe_error(error))
             raise
         self.check_active(reread=False)  # a late answer is discarded the same way
-        self._record(request, started, ModelStepOutcome.OK, response=response)
+        self._record(bounded, started, ModelStepOutcome.OK, response=response)
         return response
 
-    def _bounded_call(self, request: ModelRequest) -> ModelResponse:
+    def _bound(self, request: ModelRequest) -> tuple[float, str]:
+        """The longest to wait for this call, and which limit sets it."""
+        limits = {
+            "the model timeout": self.model_timeout_s,
+            "the call's own timeout": request.timeout_s,
+            "the run's deadline": (self.run.deadline - self.clock.now()).total_seconds(),
+        }
+        why = min(limits, key=limits.__getitem__)
+        return max(0.0, limits[why]), why
+
+    def _bounded_call(self, bounded: ModelRequest, why: str) -> ModelResponse:
         """The provider's answer within the model timeout and the run's remaining deadline.
 
         The bound holds whatever the request says (its ``timeout_s`` may only tighten it), and
@@ -199,14 +213,7 @@ class RunContext:
         process (the offline model: no I/O, no sleep), so it is called inline, with nothing
         there that could wait past the bound.
         """
-        limits = {
-            "the model timeout": self.model_timeout_s,
-            "the call's own timeout": request.timeout_s,
-            "the run's deadline": (self.run.deadline - self.clock.now()).total_seconds(),
-        }
-        why = min(limits, key=limits.__getitem__)
-        bound = max(0.0, limits[why])
-        bounded = replace(request, timeout_s=bound)
+        bound = bounded.timeout_s
         if not self.provider.blocking:
             return self.provider.complete(bounded)  # cannot hang: no watchdog thread needed
         future = self.pool.submit(self.provider.complete, bounded)
@@ -252,5 +259,6 @@ class RunContext:
             latency_ms=int((time.monotonic() - started) * 1000),
             outcome=outcome,
             detail=detail,
+            bound_ms=int(min(request.timeout_s, MAX_BOUND_S) * 1000),
         )
         self.save()

@@ -107,13 +107,20 @@ class Run(Aggregate):
     class AgentModelStep(Aggregate.Event):
         """One model call with its purpose, usage, latency and outcome; charges the budget."""
 
-        class_version = 1
+        class_version = 2
         purpose: ModelStepPurpose
         tokens_in: int
         tokens_out: int
         latency_ms: int
         outcome: ModelStepOutcome
         detail: str
+        bound_ms: int
+        """The longest the harness would wait for this answer (0: not recorded, before v2)."""
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            """Version 1 did not record the bound of the wait."""
+            state["bound_ms"] = 0
 
         def apply(self, aggregate: Run) -> None:
             """Charge one model call and its tokens."""
@@ -431,11 +438,16 @@ class Run(Aggregate):
         latency_ms: int,
         outcome: ModelStepOutcome = ModelStepOutcome.OK,
         detail: str = "",
+        bound_ms: int = 0,
     ) -> None:
-        """Record one model call and charge it (``AGENT_MODEL_STEP``); exhaust if over budget."""
+        """Record one model call and charge it (``AGENT_MODEL_STEP``); exhaust if over budget.
+
+        ``bound_ms`` is the longest the harness waited for it (the model timeout or the
+        deadline, whichever came first), so an auditor can see no late answer was used.
+        """
         self.check_active()
         self._refuse_if(self.release is not None, "the release was already decided")
-        self._invalid_if(min(tokens_in, tokens_out, latency_ms) < 0, "usage must be >= 0")
+        self._invalid_if(min(tokens_in, tokens_out, latency_ms, bound_ms) < 0, "must be >= 0")
         self.trigger_event(
             self.AgentModelStep,
             purpose=purpose,
@@ -444,6 +456,7 @@ class Run(Aggregate):
             latency_ms=latency_ms,
             outcome=outcome,
             detail=detail,
+            bound_ms=bound_ms,
         )
         self._exhaust_if_over()
 

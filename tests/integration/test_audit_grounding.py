@@ -166,3 +166,24 @@ def test_a_guard_verdict_the_log_does_not_give_is_named(logged: Logged, tmp_path
     guard["payload"]["rejected"] = []
     found = _verify_rewritten(logged, tmp_path, records, guard)
     assert any("EvidenceGuard verdict on the progress facts" in text for text in found), found
+
+
+def test_a_model_answer_used_after_its_bound_is_named(logged: Logged, tmp_path: Path) -> None:
+    """Weakness 5: a judge answering after the model timeout still decided the release."""
+    records = load(logged.export)
+    run = logged.runs["control_supported"]
+    step = next(
+        r
+        for r in records
+        if r["type"] == "AGENT_MODEL_STEP"
+        and r["stream"] == run
+        and r["payload"]["purpose"]["_data_"] == "JUDGE"
+    )
+    bound = step["payload"]["bound_ms"]
+    assert bound > 0, "the bound of the wait is recorded"
+    step["payload"]["latency_ms"] = bound + 2500
+    relink(records, step["stream"])
+    result = harness_cli(logged.env, "audit", "verify", str(save(tmp_path / "late.jsonl", records)))
+    assert result.exit_code == 1, result.stdout
+    (found,) = named(result, step, "design §14")
+    assert "JUDGE answer that took" in found.text and "past its bound" in found.text

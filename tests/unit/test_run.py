@@ -435,6 +435,7 @@ def test_a_model_step_charges_one_model_call_and_its_tokens() -> None:
                 "latency_ms": 250,
                 "outcome": ModelStepOutcome.OK,
                 "detail": "tool call",
+                "bound_ms": 0,
             },
         )
     ]
