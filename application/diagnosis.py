@@ -8,11 +8,12 @@ It ends in exactly one of two legal shapes — :class:`Completed` (a strictly va
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NoReturn
 
 from application.drafts import DRAFT_SCHEMA, DraftError, parse_agent_text, validate_draft
 from application.harness import RunAborted
 from application.ports import Message, ModelError, ModelRequest, ToolSpec
+from application.proposals import propose
 from domain.errors import ControlledStopError
 from domain.states import (
     DiagnosisStopReason,
@@ -92,7 +93,7 @@ def run_agent(
             _record_progress(ctx, boundary, step, problem)
             awaiting_progress = False
         if step is not None and step.draft is not None:
-            return Completed(_draft(step.draft))
+            return Completed(_draft(ctx, response.text, step.draft))
         if _deliver_stop_if_saturated(ctx, boundary, messages, response):
             continue  # the tool calls of this answer are not run; the next answer may draft
         if response.tool_calls:
@@ -102,15 +103,7 @@ def run_agent(
             awaiting_progress = outcome
             _deliver_stop_if_saturated(ctx, boundary, messages)  # the agent's one draft chance
             continue
-        if problem is not None:
-            kind: FailureKind = (
-                "INVALID_JSON" if problem.startswith("INVALID_JSON") else "SCHEMA_INVALID"
-            )
-            raise AgentFailure(kind, problem)
-        if not response.text.strip():
-            raise AgentFailure(
-                "EMPTY_DRAFT", "the agent answered with neither a tool call nor a draft"
-            )
+        _fail_unless_drafting(ctx, response.text, problem)
 
 
 def _step(
@@ -192,11 +185,39 @@ def _call_tools(
     return awaits
 
 
-def _draft(data: dict[str, object]) -> DiagnosisDraft:
+def _fail_unless_drafting(ctx: RunContext, text: str, problem: str | None) -> None:
+    """A final answer (no tool call) that is malformed or empty is a broken draft (SPEC §7)."""
+    if problem is not None:
+        invalid: Literal["INVALID_JSON", "SCHEMA_INVALID"] = "SCHEMA_INVALID"
+        if problem.startswith("INVALID_JSON"):
+            invalid = "INVALID_JSON"
+        _failed_draft(ctx, text, DraftError(invalid, problem.split(": ", 1)[-1]))
+    if not text.strip():
+        detail = "the agent answered with neither a tool call nor a draft"
+        _failed_draft(ctx, text, DraftError("EMPTY_DRAFT", detail))
+
+
+def _draft(ctx: RunContext, text: str, data: dict[str, object]) -> DiagnosisDraft:
+    """The agent's final draft, recorded as proposed (SPEC §7: a broken one is an exception)."""
     try:
-        return validate_draft(dict(data))
+        draft = validate_draft(dict(data))
     except DraftError as error:
-        raise AgentFailure(error.kind, str(error)) from error
+        _failed_draft(ctx, text, error)
+    _propose(ctx, text, draft)
+    return draft
+
+
+def _failed_draft(ctx: RunContext, text: str, error: DraftError) -> NoReturn:
+    """Record the broken draft as proposed, then fail with its kind (the draft is discarded)."""
+    _propose(ctx, text, error)
+    raise AgentFailure(error.kind, str(error)) from error
+
+
+def _propose(ctx: RunContext, text: str, result: DiagnosisDraft | DraftError) -> None:
+    try:
+        propose(ctx, ModelStepPurpose.AGENT, text, result)
+    except RunAborted as aborted:
+        raise AgentFailure("RUN_ABORTED", str(aborted)) from aborted
 
 
 def _save(ctx: RunContext, boundary: ToolBoundary) -> None:

@@ -17,6 +17,7 @@ from application.explain.causes import (
     _stop_cause,
     _why_empty,
 )
+from application.explain.drafts import _draft_fields
 from application.explain.words import _answer, _ended, _line, _rejection, _spent, _v
 from domain.collection import Collection
 from domain.run import Run
@@ -36,6 +37,7 @@ SHOWN = 3
 """How many tool problems an answer names in words; its fields list all of them."""
 
 _RELEASE_EVENTS = (
+    Run.DraftProposed,
     Run.EvidenceGuardInitial,
     Run.EvidenceRepair,
     Run.EvidenceGuardRecheck,
@@ -77,6 +79,7 @@ def _why_stopped_calling_tools(log: _Log) -> Answer:
         "stop_required_delivered": bool(collection and collection.stop_required_delivered),
         "tool_calls": log.run.usage.tool_calls,
         "rejected_tool_requests": [_rejection(e) for e in rejected],
+        **_draft_fields(log),
     }
     if collection is None:
         events = log.of(Run.RoutingDecision, Run.RunTerminated)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, assert_never
 
+from application.explain.drafts import _draft_fields, _failed, _last_draft, _proposed
 from application.explain.words import _ended, _fallback_type, _published_list, _spent, _trailing, _v
 from domain.collection import Collection
 from domain.run import Run
@@ -36,7 +37,7 @@ def _cause(log: _Log, kind: FallbackType) -> str:
             )
         case FallbackType.INSUFFICIENT_EVIDENCE:
             facts = initial.verified_facts if initial else 0
-            return f"{_why_no_conclusion(log)}, so only {facts} verified fact(s) were published"
+            return f"{_why_no_conclusion(log)}; only {facts} verified fact(s) were published"
         case FallbackType.EVIDENCE_VALIDATION_FAILED:
             first = ", ".join(initial.invalid_references) if initial else ""
             again = ", ".join(recheck.invalid_references) if recheck else ""
@@ -62,7 +63,8 @@ def _why_no_conclusion(log: _Log) -> str:
         return f"evidence collection stopped ({log.stop_reason.value}) before any conclusion"
     if step is not None and step.outcome is ModelStepOutcome.FAILED:
         return f"the agent's last model call failed ({step.detail})"
-    return "the agent's final answer held no usable conclusion"
+    draft = _last_draft(log)
+    return _proposed(draft) if draft else "the agent's final answer held no usable conclusion"
 
 
 def _stop_cause(
@@ -115,19 +117,22 @@ def _loop_end(log: _Log) -> tuple[bool, str, list[Any]]:
         return True, text, log.of(Run.CancellationRequested, Run.RunTerminated)
     if step is not None and step.outcome is ModelStepOutcome.FAILED:
         return True, f"{none}: the agent's model call failed ({step.detail}) {after}.", [step]
-    if run.termination and run.termination.reason is FailureCode.INVALID_DRAFT:
-        text = f"{none}: {after}, the agent's final answer was not a valid draft."
-        return True, text, [step, guard, log.last(Run.RunTerminated)]
+    draft = _last_draft(log)
+    if _failed(draft) or (run.termination and run.termination.reason is FailureCode.INVALID_DRAFT):
+        said = _proposed(draft) if draft else "the agent's final answer was not a valid draft"
+        text = f"{none}: the agent stopped by itself {after}, but {said}."
+        return True, text, [step, draft, guard, log.last(Run.RunTerminated)]
     exhausted = log.last(Run.BudgetExhausted)
     later = (
         f" Its {exhausted.kind.value} budget ran out only later, in Release." if exhausted else ""
     )
-    draft = "with a conclusion" if guard.has_conclusion else "without a conclusion"
+    held = "with a conclusion" if guard.has_conclusion else "without a conclusion"
+    said = f": {_proposed(draft)}" if draft else f" ({held})"
     text = (
-        f"{none}: the agent stopped by itself {after}, answering with its final draft "
-        f"({draft}) instead of another tool request.{later}"
+        f"{none}: the agent stopped by itself {after}, answering with its final draft instead of "
+        f"another tool request{said}.{later}"
     )
-    return True, text, [step, guard]
+    return True, text, [step, draft, guard]
 
 
 def _no_loop(log: _Log) -> str:
@@ -192,6 +197,7 @@ def _guard_fields(log: _Log) -> dict[str, FieldValue]:
         "semantic_unavailable": (decision.unavailable or None) if decision else None,
         "missing_info": _published_list(log.run, "missing_info"),
         "stop_reason": _v(log.stop_reason),
+        **_draft_fields(log),
     }
 
 

@@ -61,7 +61,10 @@ FALLBACK_WORDS = {
 STOPPED_WORDS = {
     "conclusion_supported": ("stopped by itself after 2 tool call(s)", "with a conclusion"),
     "missing_context": ("stopped by itself without calling any tool",),
-    "limited_checks": ("stopped by itself after 1 tool call(s)", "without a conclusion"),
+    "limited_checks": (
+        "stopped by itself after 1 tool call(s)",
+        "a draft (64 characters) that was empty",
+    ),
     "saturated": ("SATURATED", "3 tool results in a row", "told to draft now"),
     "protocol_stop": ("PROGRESS_PROTOCOL_VIOLATED", "2 agent steps in a row"),
     "evidence_guard_fails": ("stopped by itself after 1 tool call(s)", "with a conclusion"),
