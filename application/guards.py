@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from application.diagnosis import AgentFailure, Completed, ControlledStop
-from application.drafts import DRAFT_SCHEMA, DraftError, validate_draft
+from application.drafts import DRAFT_SCHEMA, DraftError
 from application.evidence import Checked, EvidenceGuard, labelled
 from application.harness import RunAborted
 from application.judge import judge
 from application.ports import Message, ModelError, ModelRequest
+from application.proposals import record_draft
 from application.published import fallback, report
 from domain.grounding import DEFAULT_RULES, GroundingRules, restates
 from domain.states import (
@@ -189,10 +190,11 @@ def _repair(
         json_schema=DRAFT_SCHEMA,
     )
     try:
-        repaired = validate_draft(ctx.call_model(request).text)
-    except (ModelError, DraftError):
+        text = ctx.call_model(request).text
+    except ModelError:
         return draft, checked
-    if repaired.conclusion is None:
+    repaired = record_draft(ctx, ModelStepPurpose.REPAIR, text)  # DRAFT_PROPOSED, parsed
+    if isinstance(repaired, DraftError) or repaired.conclusion is None:
         return draft, checked
     return repaired, _check_draft(guard, repaired)
 
