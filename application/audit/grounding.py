@@ -165,9 +165,7 @@ def _not_checked_problems(log: RunLog, entry: Entry, content: dict[str, Any]) ->
 
 
 def _guard_verdict(log: RunLog, rules: GroundingRules) -> list[Violation]:
-    """The EvidenceGuard's verdict on the progress facts is the one the log re-derives."""
-    from application.audit.rederive import comparable, rejections
-
+    """Each EvidenceGuard verdict is the one the log re-derives from the facts and drafts."""
     ready = ready_results(log)
     evidence = {
         name: content
@@ -175,28 +173,93 @@ def _guard_verdict(log: RunLog, rules: GroundingRules) -> list[Violation]:
         if status is EvidenceStatus.EVIDENCE_FOUND
     }
     found: list[Violation] = []
-    for entry in log.of(Run.EvidenceGuardInitial):
-        if entry.event.min_words == 0:
-            continue  # recorded before claim-level grounding: it named no citation
+    for entry in log.of(Run.EvidenceGuardInitial, Run.EvidenceGuardRecheck):
         at = entry.record.position
-        facts = [
-            f
-            for e in log.of(Collection.ToolProgress)
-            if e.record.position < at
-            for f in e.event.facts
-        ]
-        labelled = [(f"progress {n}", fact) for n, fact in enumerate(facts, start=1)]
+        if isinstance(entry.event, Run.EvidenceGuardInitial) and entry.event.min_words == 0:
+            continue  # recorded before claim-level grounding: it named no citation
         usable = {name: c for name, c in evidence.items() if ready[name][0] < at}
-        derived = comparable(rejections(labelled, usable, log.invocations, rules))
-        recorded = comparable(
-            (r.statement, r.reference, r.problem)
-            for r in entry.event.rejected
-            if r.statement.startswith("progress ")
-        )
-        if derived != recorded:
-            why = (
-                "records an EvidenceGuard verdict on the progress facts that the log does not"
-                f" give: it names {len(recorded)} failing citation(s), the log {len(derived)}"
-            )
+        why = _verdict_problem(log, entry, usable, rules)
+        if why:
             found.append(Violation(RULE, why, entry.record))
     return found
+
+
+def _verdict_problem(
+    log: RunLog, entry: Entry, evidence: dict[str, str], rules: GroundingRules
+) -> str | None:
+    from application.audit.rederive import comparable, rejections
+
+    at = entry.record.position
+    recorded = comparable((r.statement, r.reference, r.problem) for r in entry.event.rejected)
+    statements = _draft_statements(log, entry)
+    if statements is None:
+        return (
+            "records an EvidenceGuard verdict on a draft the log does not hold"
+            " (no DRAFT_PROPOSED the verdict could be derived from)"
+        )
+    if isinstance(entry.event, Run.EvidenceGuardInitial):
+        progress = [e for e in log.of(Collection.ToolProgress) if e.record.position < at]
+        facts = [fact for e in progress for fact in e.event.facts]
+        statements += [(f"progress {n}", fact) for n, fact in enumerate(facts, start=1)]
+    derived = comparable(rejections(statements, evidence, log.invocations, rules))
+    drafted = {r for r in derived if not r[0].startswith("progress ")}
+    if derived != recorded or entry.event.valid != (not drafted):
+        return (
+            f"records an EvidenceGuard verdict (valid={entry.event.valid}, {len(recorded)} failing"
+            f" citation(s)) that the log does not give ({len(derived)} failing citation(s))"
+        )
+    return None
+
+
+_UNREADABLE = object()
+"""A valid draft the log holds but cannot read back (recorded cut short)."""
+
+
+def _draft_statements(log: RunLog, entry: Entry) -> list[tuple[str, Any]] | None:
+    """The labelled statements of the draft a guard event checked; None when unknowable.
+
+    The initial check reads the agent's valid draft (none: a controlled stop or a failed
+    draft, so no draft statement); a recheck the repair's draft, or the agent's again when the
+    repair gave none with a conclusion. A draft recorded cut short cannot be read back: None.
+    """
+    at = entry.record.position
+    drafts = [e for e in log.of(Run.DraftProposed) if e.record.position < at]
+    agent = _parsed(drafts, "AGENT")
+    if isinstance(entry.event, Run.EvidenceGuardRecheck):
+        repaired = _parsed(drafts, "REPAIR")
+        if repaired is _UNREADABLE:
+            return None
+        if repaired is not None and repaired.conclusion is not None:
+            agent = repaired
+    elif agent is None:
+        return None if entry.event.has_conclusion else []
+    if agent is None or agent is _UNREADABLE:
+        return None
+    draft: Any = agent
+    labelled: list[tuple[str, Any]] = []
+    if draft.conclusion is not None:
+        labelled.append(("conclusion", draft.conclusion.to_fact()))
+    labelled += [(f"fact {n}", f.to_fact()) for n, f in enumerate(draft.facts, start=1)]
+    return labelled
+
+
+def _parsed(drafts: list[Entry], purpose: str) -> Any:
+    """The last VALID draft of ``purpose`` parsed; None if there is none; or :data:`_UNREADABLE`."""
+    from application.drafts import DraftError, validate_draft
+    from application.proposals import recorded_draft
+
+    valid = [
+        e.event
+        for e in drafts
+        if e.event.purpose.value == purpose and e.event.outcome.value == "VALID"
+    ]
+    if not valid:
+        return None
+    event = valid[-1]
+    data = recorded_draft(event.text) if event.length == len(event.text) else None
+    if data is None:
+        return _UNREADABLE
+    try:
+        return validate_draft(data)
+    except DraftError:
+        return _UNREADABLE

@@ -15,11 +15,14 @@ from typing import Any
 
 import pytest
 
+from application.audit.records import store_records
+from application.audit.verify import verify_records
 from application.store import HarnessStore
 from domain.run import Run
 from infrastructure.model_scripted import (
     load_scenario,
 )
+from projections.sse_feed import run_feed
 from tests.integration._invariants import check_run, read_events
 from tests.integration._scripted import ask_scripted
 
@@ -43,6 +46,8 @@ def test_the_attack_is_contained(path: Path, store: HarnessStore) -> None:
     result = ask_scripted(store, scenario, "adversary", QUESTION)
     events = read_events(store)
     check_run(result, events)
+    report = verify_records(store_records(store), None, run_feed)  # the offline verifier agrees
+    assert report.clean, [v.describe() for v in report.violations]
 
     assert result.release_outcome.value == expect["release"], result
     if "state" in expect:

@@ -28,6 +28,7 @@ from tests.integration._scripted import ask_scripted
 ADVERSARIAL = Path(__file__).parents[1] / "adversarial"
 SCENARIOS = (
     "control_supported",
+    "fact_excerpt_absent_repaired",
     "restated_conclusion_in_unsupported_fallback",
     "every_tool_failed",
     "weak_progress_fact_never_published",
@@ -165,7 +166,7 @@ def test_a_guard_verdict_the_log_does_not_give_is_named(logged: Logged, tmp_path
     assert guard["payload"]["rejected"], "the weak progress fact was named"
     guard["payload"]["rejected"] = []
     found = _verify_rewritten(logged, tmp_path, records, guard)
-    assert any("EvidenceGuard verdict on the progress facts" in text for text in found), found
+    assert any("EvidenceGuard verdict (valid=True, 0 failing" in text for text in found), found
 
 
 def test_a_model_answer_used_after_its_bound_is_named(logged: Logged, tmp_path: Path) -> None:
@@ -187,3 +188,29 @@ def test_a_model_answer_used_after_its_bound_is_named(logged: Logged, tmp_path: 
     assert result.exit_code == 1, result.stdout
     (found,) = named(result, step, "design §14")
     assert "JUDGE answer that took" in found.text and "past its bound" in found.text
+
+
+def test_a_draft_failure_reported_valid_is_named(logged: Logged, tmp_path: Path) -> None:
+    """Weakness 1: a fact quoting what its result does not hold, filtered while 'valid'."""
+    records = load(logged.export)
+    run = logged.runs["fact_excerpt_absent_repaired"]
+    guard = next(r for r in records if r["type"] == "EVIDENCE_GUARD_INITIAL" and r["stream"] == run)
+    (rejected,) = guard["payload"]["rejected"]
+    assert rejected["_data_"]["problem"]["_data_"] == "EXCERPT_ABSENT"
+    guard["payload"]["rejected"], guard["payload"]["valid"] = [], True
+    found = _verify_rewritten(logged, tmp_path, records, guard)
+    assert any("the log does not give (1 failing citation(s))" in text for text in found), found
+
+
+def test_a_log_without_its_draft_is_named(logged: Logged, tmp_path: Path) -> None:
+    """Weakness 7: drafts were not events, so a guard's verdict rested on nothing recorded."""
+    records = load(logged.export)
+    run = logged.runs["control_supported"]
+    draft = next(r for r in records if r["type"] == "DRAFT_PROPOSED" and r["stream"] == run)
+    records.remove(draft)  # as the old harness recorded it: no DRAFT_PROPOSED at all
+    for record in records:
+        if record["stream"] == run and record["version"] > draft["version"]:
+            record["version"] -= 1
+    guard = next(r for r in records if r["type"] == "EVIDENCE_GUARD_INITIAL" and r["stream"] == run)
+    found = _verify_rewritten(logged, tmp_path, records, guard)
+    assert any("a draft the log does not hold" in text for text in found), found
