@@ -45,8 +45,11 @@ class AskView:
             return
         if content.get("kind") == "diagnosis":
             self.console.print(escape(content["conclusion"]))
-            for ref in content.get("references", []):
-                self.console.print(f"  [dim]evidence: invocation {ref}[/]")
+            for cite in content.get("citations", []):
+                quoted = escape(f'"{cite["excerpt"]}"')
+                self.console.print(f"  [dim]evidence: invocation {cite['reference']}: {quoted}[/]")
+            for fact in content.get("facts", []):
+                self.console.print(f"  • {escape(fact['statement'])}")
         elif content.get("kind") == "answer":
             self.console.print(escape(content["text"]))
         else:
