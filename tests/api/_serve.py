@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -117,3 +119,27 @@ def db_init_sample(settings: Settings) -> None:
     engine = create_sql_engine(settings)
     create_read_tables(engine)
     engine.dispose()
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on (for a server process a test starts)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def wait_until_up(
+    base: str, process: subprocess.Popen[str], path: str = "/readyz", timeout: float = 60
+) -> None:
+    """Wait until a server process answers ``path`` with 200; fail if it exits or never does."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:  # start-up of another process: nothing to wait on but it
+        if process.poll() is not None:
+            raise AssertionError(f"{base} exited {process.returncode}: {process.communicate()}")
+        try:
+            if httpx.get(f"{base}{path}", timeout=5).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError(f"{base} did not come up within {timeout:g}s")

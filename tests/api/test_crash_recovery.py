@@ -23,9 +23,9 @@ from infrastructure.database import create_sql_engine
 from infrastructure.eventstore import open_store
 from infrastructure.settings import Settings
 from projections.runner import Projector
-from tests.api._serve import db_init_sample, read_all
+from tests.api._serve import db_init_sample, free_port, read_all, wait_until_up
 from tests.api.test_streams import QUESTION
-from tests.api.test_workers import HARNESS, ROOT, _free_port, _up
+from tests.api.test_workers import HARNESS, ROOT
 from tests.integration._projection_helpers import dump
 
 RUNS = 20
@@ -71,9 +71,9 @@ class Processes:
         return process
 
     def serve(self) -> tuple[str, subprocess.Popen[str]]:
-        base = f"http://127.0.0.1:{_free_port()}"
+        base = f"http://127.0.0.1:{free_port()}"
         process = self.start("serve", "--port", base.rsplit(":", 1)[1])
-        _up(base, process)
+        wait_until_up(base, process)
         return base, process
 
     def kill(self, process: subprocess.Popen[str]) -> None:

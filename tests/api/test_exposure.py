@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -33,7 +32,7 @@ from pydantic import SecretStr
 from api.access_log import redact_query
 from api.main import create_app
 from infrastructure.settings import ApiKey, Settings
-from tests.api._serve import STARTUP_TIMEOUT, db_init_sample, serving
+from tests.api._serve import STARTUP_TIMEOUT, db_init_sample, free_port, serving, wait_until_up
 
 ROOT = Path(__file__).resolve().parents[2]
 ELSEWHERE = "203.0.113.9"
@@ -70,12 +69,6 @@ class Process:
     stderr: str = ""
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @contextmanager
 def launched(launcher: str, folder: Path, keys: list[dict[str, str]]) -> Iterator[Process]:
     """Start the service as ``launcher`` does on an SQLite file; stop it on exit."""
@@ -87,33 +80,19 @@ def launched(launcher: str, folder: Path, keys: list[dict[str, str]]) -> Iterato
         "HARNESS_DATABASE_URL": settings.database_url,
         "HARNESS_API_KEYS": json.dumps(keys),
     }
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         LAUNCHERS[launcher](port), env=env, cwd=folder, text=True,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
     found = Process(f"http://127.0.0.1:{port}")
     try:
-        _up(found.base, process)
+        wait_until_up(found.base, process, "/healthz")
         yield found
     finally:
         process.terminate()
         found.stdout, found.stderr = process.communicate(timeout=30)
     assert "Traceback" not in found.stderr, found.stderr
-
-
-def _up(base: str, process: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # start-up of another process: nothing to wait on but it
-        if process.poll() is not None:
-            pytest.fail(f"{base} exited: {process.communicate()}")
-        try:
-            if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)
-    pytest.fail(f"{base} did not come up")
 
 
 def _refusal(response: httpx.Response, context: str) -> str:
@@ -238,7 +217,7 @@ def test_a_factory_bound_wide_without_keys_warns_at_once_and_serves_this_machine
     db_init_sample(settings)
     clean = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
     env = clean | {"PYTHONPATH": str(ROOT), "HARNESS_DATABASE_URL": settings.database_url}
-    port = _free_port()
+    port = free_port()
     command = [
         *(sys.executable, "-m", "uvicorn", "--factory", "api.main:create_app_from_environment"),
         *("--host", "0.0.0.0", "--port", str(port)),
@@ -248,7 +227,7 @@ def test_a_factory_bound_wide_without_keys_warns_at_once_and_serves_this_machine
     )
     base = f"http://127.0.0.1:{port}"  # the only address this test ever sends to
     try:
-        _up(base, process)
+        wait_until_up(base, process, "/healthz")
         assert httpx.get(f"{base}/v1/runs").status_code == 200
     finally:
         process.terminate()
@@ -261,7 +240,7 @@ def test_the_factory_names_a_bad_configuration_in_one_line(tmp_path: Path) -> No
     env = clean | {"PYTHONPATH": str(ROOT), "HARNESS_API_KEYS": "notjson"}
     command = [sys.executable, "-m", "uvicorn", "--factory", "api.main:create_app_from_environment"]
     result = subprocess.run(
-        [*command, "--port", str(_free_port())],
+        [*command, "--port", str(free_port())],
         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert result.returncode == 2, result.stderr

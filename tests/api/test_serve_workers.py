@@ -11,17 +11,15 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
-import pytest
 
 from infrastructure.settings import Settings
-from tests.api._serve import db_init_sample
-from tests.api.test_workers import ROOT, _free_port
+from tests.api._serve import db_init_sample, free_port, wait_until_up
+from tests.api.test_workers import ROOT
 
 HARNESS = str(Path(sys.executable).with_name("harness"))
 """The installed console script, as an operator runs it: uvicorn's spawned workers import it."""
@@ -40,20 +38,6 @@ def _cpu_load(processes: int) -> Iterator[None]:
             burner.wait(timeout=30)
 
 
-def _wait_ready(base: str, process: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:  # start-up of other processes: nothing else to wait on
-        if process.poll() is not None:
-            pytest.fail(f"serve exited {process.returncode}: {process.communicate()[1]}")
-        try:
-            if httpx.get(f"{base}/readyz", timeout=5).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    pytest.fail("the workers did not come up")
-
-
 def test_two_workers_start_on_a_loaded_machine_without_being_replaced(
     pg_settings: Settings, tmp_path: Path
 ) -> None:
@@ -63,7 +47,7 @@ def test_two_workers_start_on_a_loaded_machine_without_being_replaced(
         "HARNESS_DATABASE_URL": pg_settings.database_url,
         "HARNESS_DATABASE_SCHEMA": pg_settings.database_schema,
     }
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     with _cpu_load(6):
         serve = subprocess.Popen(
@@ -75,7 +59,7 @@ def test_two_workers_start_on_a_loaded_machine_without_being_replaced(
             text=True,
         )
         try:
-            _wait_ready(base, serve)
+            wait_until_up(base, serve, timeout=120)
             answered = {httpx.get(f"{base}/healthz", timeout=10).status_code for _ in range(20)}
         finally:
             serve.send_signal(signal.SIGINT)

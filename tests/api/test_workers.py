@@ -8,11 +8,9 @@ process applies the end and NOTIFYs, and B's stream receives it.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +18,7 @@ import httpx
 import pytest
 
 from infrastructure.settings import Settings
-from tests.api._serve import Event, db_init_sample, events
+from tests.api._serve import Event, db_init_sample, events, free_port, wait_until_up
 from tests.api.test_streams import HANGS, QUESTION, TIMEOUT
 
 HARNESS = [sys.executable, "-c", "from api.cli import app; app()"]
@@ -38,26 +36,6 @@ def _env(settings: Settings) -> dict[str, str]:
         "HARNESS_PROJECTION_POLL": "0.2",
         "HARNESS_FEED_POLL": "0.2",
     }
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _up(base: str, process: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # start-up of another process: nothing to wait on but it
-        if process.poll() is not None:
-            pytest.fail(f"{base} exited: {process.communicate()[1]}")
-        try:
-            if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)
-    pytest.fail(f"{base} did not come up")
 
 
 @pytest.fixture
@@ -78,9 +56,9 @@ def workers(pg_settings: Settings, tmp_path: Path) -> Iterator[tuple[str, str]]:
         start("projections", "run")
         bases = []
         for _ in range(2):
-            port = _free_port()
+            port = free_port()
             base = f"http://127.0.0.1:{port}"
-            _up(base, start("serve", "--port", str(port)))
+            wait_until_up(base, start("serve", "--port", str(port)))
             bases.append(base)
         yield bases[0], bases[1]
     finally:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from infrastructure.settings import Settings
+from tests.api._serve import free_port
 from tests.conftest import PG_URL
 
 HARNESS = [sys.executable, "-c", "from api.cli import app; app()"]
@@ -137,12 +138,6 @@ def _pg_env(url: str) -> dict[str, str]:
     return {"HARNESS_DATABASE_URL": url, "HARNESS_DB_CONNECT_TIMEOUT": "30"}
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.mark.usefixtures("pg_available")
 @pytest.mark.parametrize(
     ("url", "reason"),
@@ -152,7 +147,7 @@ def _free_port() -> int:
             PG_URL.replace("postgres@", "no_such_role:pw@", 1),
             'role "no_such_role" does not exist',
         ),
-        (f"postgresql://postgres:pw@127.0.0.1:{_free_port()}/harness", "Connection refused"),
+        (f"postgresql://postgres:pw@127.0.0.1:{free_port()}/harness", "Connection refused"),
     ],
 )
 def test_postgres_refusals_give_the_servers_reason(deep: Path, url: str, reason: str) -> None:

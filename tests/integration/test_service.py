@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -20,6 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.api._serve import free_port
 
 HARNESS = [sys.executable, "-c", "from api.cli import app; app()"]
 QUESTION = "Why was checkout slow on 2026-11-29 between 10:00 and 12:00 UTC?"
@@ -33,12 +34,6 @@ def _env(tmp_path: Path) -> dict[str, str]:
         "HARNESS_DATABASE_URL": f"sqlite:///{tmp_path / 'harness.db'}",
         "HARNESS_PROJECTION_POLL": "0.1",
     }
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _get(url: str) -> tuple[int, dict[str, object]]:
@@ -64,7 +59,7 @@ def _until(condition: object, what: str, timeout: float = 60.0) -> None:
 
 @pytest.fixture
 def service(tmp_path: Path) -> Iterator[str]:
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [*HARNESS, "serve", "--port", str(port)],
         env=_env(tmp_path),
