@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import assert_never
 
+from domain.guard_stages import guard_step_refusal
 from domain.states import FallbackType, GuardStage, Intent, ReleaseOutcome, SemanticVerdict
 
 
@@ -26,8 +27,6 @@ class GuardProgress:
 
 
 _BUDGET_ONLY = "after budget exhaustion only an INSUFFICIENT_EVIDENCE fallback may be released"
-
-_AFTER_EVIDENCE_CHECK = frozenset(GuardStage) - {GuardStage.NONE, GuardStage.DECIDED}
 
 
 def release_refusal(
@@ -53,7 +52,7 @@ def release_refusal(
         if outcome is ReleaseOutcome.SUCCESS and intent is not None:
             return _BUDGET_ONLY if budget_exhausted else None
         return "only a routed SYSTEM_CHAT or KNOWLEDGE_QUERY answer is released without guards"
-    if guards.stage not in _AFTER_EVIDENCE_CHECK:
+    if guard_step_refusal(guards.stage, GuardStage.DECIDED) is not None:
         return "a diagnosis is released only after the evidence guard has run"
     if budget_exhausted and fallback_type is not FallbackType.INSUFFICIENT_EVIDENCE:
         return _BUDGET_ONLY

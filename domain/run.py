@@ -11,6 +11,7 @@ from eventsourcing.domain import Aggregate
 
 from domain.errors import IllegalTransitionError, InvalidCommandError, RunNotActiveError
 from domain.grounding import DEFAULT_RULES, GroundingRules, JudgedStatement, RejectedCitation
+from domain.guard_stages import guard_step_refusal
 from domain.redaction import failure_cause
 from domain.release import GuardProgress, release_refusal
 from domain.states import (
@@ -489,7 +490,7 @@ class Run(Aggregate):
         ``verified_facts`` counts the facts whose every citation proved its excerpt in a READY +
         EVIDENCE_FOUND invocation of this run; ``rejected`` lists every citation that did not.
         """
-        self._check_guard_step(GuardStage.NONE)
+        self._check_guard_step(GuardStage.EVIDENCE_CHECKED)
         self._invalid_if(verified_facts < 0, "verified_facts must be >= 0")
         self.trigger_event(
             self.EvidenceGuardInitial,
@@ -505,7 +506,7 @@ class Run(Aggregate):
     def repair_evidence(self, detail: str = "") -> None:
         """Record the one EvidenceRepair of an invalid conclusion (``EVIDENCE_REPAIR``)."""
         self.check_active()
-        self._check_guard_step(GuardStage.EVIDENCE_CHECKED)
+        self._check_guard_step(GuardStage.REPAIRED)
         self._refuse_if(not self.guards.has_conclusion, "only a conclusion is repaired")
         self._refuse_if(self.guards.evidence_valid, "the evidence is already valid")
         self.trigger_event(self.EvidenceRepair, detail=detail)
@@ -517,7 +518,7 @@ class Run(Aggregate):
         rejected: tuple[RejectedCitation, ...] = (),
     ) -> None:
         """Record the EvidenceGuard recheck after the repair (``EVIDENCE_GUARD_RECHECK``)."""
-        self._check_guard_step(GuardStage.REPAIRED)
+        self._check_guard_step(GuardStage.RECHECKED)
         self.trigger_event(
             self.EvidenceGuardRecheck,
             valid=valid,
@@ -528,7 +529,7 @@ class Run(Aggregate):
     def attempt_semantic_guard(self) -> None:
         """Record the start of the semantic check (``SEMANTIC_GUARD_ATTEMPT``)."""
         self.check_active()
-        self._check_guard_step(GuardStage.EVIDENCE_CHECKED, GuardStage.RECHECKED)
+        self._check_guard_step(GuardStage.SEMANTIC_ATTEMPTED)
         self._refuse_if(
             not (self.guards.has_conclusion and self.guards.evidence_valid),
             "the semantic guard runs only on a conclusion whose evidence is valid",
@@ -545,7 +546,7 @@ class Run(Aggregate):
 
         ``verdict`` is the conclusion's: the first of ``judged`` when statements were judged.
         """
-        self._check_guard_step(GuardStage.SEMANTIC_ATTEMPTED)
+        self._check_guard_step(GuardStage.SEMANTIC_DECIDED)
         self._invalid_if((verdict is None) == (not unavailable), "give a verdict or a reason")
         self._invalid_if(
             bool(judged) and judged[0].verdict is not verdict,
@@ -753,14 +754,12 @@ class Run(Aggregate):
             self.check_active()
             self._refuse_if(True, "the run is finished")
 
-    def _check_guard_step(self, *allowed: GuardStage) -> None:
+    def _check_guard_step(self, step: GuardStage) -> None:
+        """Refuse the guard event that records ``step`` unless the guard table allows it now."""
         self._check_release_window()
         self._refuse_if(self.intent is not Intent.DIAGNOSIS, "guards run only for a DIAGNOSIS")
-        stage = self.guards.stage
-        self._refuse_if(
-            stage not in allowed,
-            f"guard stage is {stage.value}, expected {' or '.join(s.value for s in allowed)}",
-        )
+        refusal = guard_step_refusal(self.guards.stage, step)
+        self._refuse_if(refusal is not None, refusal or "")
 
     def _refuse_if(self, condition: bool, why: str) -> None:
         if condition:

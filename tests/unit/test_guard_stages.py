@@ -1,0 +1,56 @@
+"""The guard chain table of SPEC §10: each guard event's allowed prior stages, and its one check.
+
+The Run's own refusals of out-of-order guard events are in ``test_run.py`` (GUARD_REFUSALS); these
+tests hold the table itself to the shape of a chain.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from domain.guard_stages import GUARD_STEPS, guard_step_refusal
+from domain.states import GuardStage
+
+ORDER = list(GuardStage)
+"""The stages in the order the chain reaches them (their declaration order)."""
+
+
+def test_every_stage_but_none_is_recorded_by_a_guard_event() -> None:
+    assert set(GUARD_STEPS) == set(GuardStage) - {GuardStage.NONE}
+
+
+def test_every_stage_is_reachable_from_none() -> None:
+    reached = {GuardStage.NONE}
+    while True:
+        more = {step for step, after in GUARD_STEPS.items() if reached & set(after)} - reached
+        if not more:
+            break
+        reached |= more
+
+    assert reached == set(GuardStage)
+
+
+@pytest.mark.parametrize("step", list(GUARD_STEPS), ids=lambda s: s.value)
+def test_the_chain_only_goes_forward(step: GuardStage) -> None:
+    # so no guard event can be recorded twice, nor after a later one
+    assert all(ORDER.index(before) < ORDER.index(step) for before in GUARD_STEPS[step])
+
+
+@pytest.mark.parametrize("current", list(GuardStage), ids=lambda s: s.value)
+@pytest.mark.parametrize("step", list(GUARD_STEPS), ids=lambda s: s.value)
+def test_the_check_allows_exactly_the_table(step: GuardStage, current: GuardStage) -> None:
+    refusal = guard_step_refusal(current, step)
+
+    assert (refusal is None) == (current in GUARD_STEPS[step])
+
+
+def test_a_refusal_names_the_stage_and_what_was_expected() -> None:
+    refusal = guard_step_refusal(GuardStage.REPAIRED, GuardStage.SEMANTIC_ATTEMPTED)
+
+    assert refusal == "guard stage is REPAIRED, expected EVIDENCE_CHECKED or RECHECKED"
+
+
+def test_a_stage_no_event_records_is_always_refused() -> None:
+    assert guard_step_refusal(GuardStage.NONE, GuardStage.NONE) == (
+        "guard stage is NONE, expected nothing (no event records it)"
+    )
