@@ -1,14 +1,17 @@
-"""The install step the README's two commands share: pip runs only when pyproject.toml changed."""
+"""The install step the README's two commands share: pip runs only when what it installs changed."""
 
 from __future__ import annotations
 
+import re
 import subprocess
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE_PYTHON = """#!/usr/bin/env bash
 echo "$*" >> "$(dirname "$0")/calls.log"
 """
+INSTALL = "install --quiet --disable-pip-version-check -c requirements/constraints.txt -e "
 
 
 def _ensure(project: Path, spec: str) -> list[str]:
@@ -21,17 +24,45 @@ def _ensure(project: Path, spec: str) -> list[str]:
     return (project / ".venv" / "bin" / "calls.log").read_text().splitlines()
 
 
-def test_the_project_is_installed_again_only_when_its_definition_changed(tmp_path: Path) -> None:
+def _project(tmp_path: Path) -> Path:
     python = tmp_path / ".venv" / "bin" / "python"
     python.parent.mkdir(parents=True)
     python.write_text(FAKE_PYTHON)  # a venv that only records what pip was asked to do
     python.chmod(0o755)
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
-    assert len(_ensure(tmp_path, ".")) == 1
-    assert len(_ensure(tmp_path, ".")) == 1  # nothing changed: no pip at all
-    assert _ensure(tmp_path, ".[dev]")[-1].endswith(
-        "install --quiet --disable-pip-version-check -e .[dev]"
-    )
-    assert len(_ensure(tmp_path, ".[dev]")) == 2
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\nversion = '2'\n")
-    assert len(_ensure(tmp_path, ".")) == 3
+    (tmp_path / "requirements").mkdir()
+    (tmp_path / "requirements" / "constraints.txt").write_text("fastapi==0.165.0\n")
+    return tmp_path
+
+
+def test_the_project_is_installed_again_only_when_its_definition_changed(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    assert _ensure(project, ".") == [f"-m pip {INSTALL}."]
+    assert len(_ensure(project, ".")) == 1  # nothing changed: no pip at all
+    assert _ensure(project, ".[dev]")[-1] == f"-m pip {INSTALL}.[dev]"
+    assert len(_ensure(project, ".[dev]")) == 2
+    (project / "pyproject.toml").write_text("[project]\nname = 'x'\nversion = '2'\n")
+    assert len(_ensure(project, ".")) == 3
+
+
+def test_a_changed_lock_file_installs_again_with_its_pins(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    assert len(_ensure(project, ".[dev]")) == 1
+    (project / "requirements" / "constraints.txt").write_text("fastapi==0.166.0\n")
+    calls = _ensure(project, ".[dev]")
+    assert calls == [f"-m pip {INSTALL}.[dev]"] * 2
+    assert len(_ensure(project, ".[dev]")) == 2  # the new lock is remembered
+
+
+def test_the_lock_file_pins_every_dependency_of_the_project_exactly() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = project["dependencies"] + project["optional-dependencies"]["dev"]
+    lines = (ROOT / "requirements" / "constraints.txt").read_text().splitlines()
+    pins = [line for line in lines if line and not line.startswith((" ", "#"))]
+    assert [pin for pin in pins if not re.fullmatch(r"[\w.-]+==[\w.+!-]+", pin)] == []
+    pinned = {_normal(pin.split("==")[0]) for pin in pins}
+    assert {_normal(re.split(r"[\[<>=~! ;]", need)[0]) for need in wanted} - pinned == set()
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
