@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec
 from uuid import UUID, uuid4
 
 from eventsourcing.domain import Aggregate
@@ -35,7 +36,28 @@ from domain.states import (
 from domain.values import DEFAULT_LIMITS, Budget, Termination
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from datetime import datetime
+
+_P = ParamSpec("_P")
+
+
+def _first_terminal_wins(
+    command: Callable[Concatenate[Run, _P], Termination],
+) -> Callable[Concatenate[Run, _P], Termination]:
+    """Make ``command`` a terminal command under SPEC §4 "first terminal wins".
+
+    On a run that already has its one termination the command returns that termination and
+    appends nothing; its own checks are not even run. This is the one place the rule is kept.
+    """
+
+    @functools.wraps(command)
+    def decided_once(run: Run, /, *args: _P.args, **kwargs: _P.kwargs) -> Termination:
+        if run.termination is not None:
+            return run.termination
+        return command(run, *args, **kwargs)
+
+    return decided_once
 
 
 class Run(Aggregate):
@@ -576,16 +598,15 @@ class Run(Aggregate):
             self.ReleaseDecision, outcome=outcome, fallback_type=fallback_type, content=content
         )
 
-    # -- termination (first terminal wins) -----------------------------------------------------
+    # -- termination (first terminal wins: see _first_terminal_wins) ---------------------------
 
+    @_first_terminal_wins
     def cancel(self, reason: CancellationReason) -> Termination:
         """Cancel: record the reason and terminate by it; a no-op once terminated (SPEC §5).
 
         DEADLINE_EXCEEDED takes the deadline path (:meth:`time_out`); BUDGET_EXHAUSTED must name
         the budget, so it is only recorded through :meth:`exhaust_budget`.
         """
-        if self.termination is not None:
-            return self.termination
         if reason is CancellationReason.DEADLINE_EXCEEDED:
             return self.time_out()
         self._invalid_if(
@@ -595,35 +616,31 @@ class Run(Aggregate):
         self.trigger_event(self.CancellationRequested, reason=reason)
         return self._terminate(reason)
 
+    @_first_terminal_wins
     def complete(self) -> Termination:
         """Terminate SUCCESS after a release decision; a no-op once terminated."""
-        if self.termination is not None:
-            return self.termination
         self._refuse_if(self.release is None, "a run completes only after its release decision")
         return self._terminate(CompletionReason.COMPLETED)
 
+    @_first_terminal_wins
     def fail(self, code: FailureCode, cause: str = "") -> Termination:
         """Terminate FAILED with a failure code; a no-op once terminated.
 
         ``cause`` says what failed (e.g. an exception's type and message); it is recorded
         redacted and bounded (:func:`domain.redaction.failure_cause`).
         """
-        if self.termination is not None:
-            return self.termination
         return self._terminate(code, failure_cause(cause) if cause else "")
 
+    @_first_terminal_wins
     def time_out(self) -> Termination:
         """Terminate TIMED_OUT, then cancel to stop further work; a no-op once terminated."""
-        if self.termination is not None:
-            return self.termination
         termination = self._terminate(CancellationReason.DEADLINE_EXCEEDED)
         self.trigger_event(self.CancellationRequested, reason=CancellationReason.DEADLINE_EXCEEDED)
         return termination
 
+    @_first_terminal_wins
     def exhaust_budget(self, kind: BudgetKind) -> Termination:
         """Terminate BUDGET_EXHAUSTED naming the budget, then cancel; a no-op once terminated."""
-        if self.termination is not None:
-            return self.termination
         self.trigger_event(
             self.BudgetExhausted,
             kind=kind,
