@@ -1,11 +1,15 @@
-"""The install step the README's two commands share: pip runs only when what it installs changed."""
+"""The install step the README's two commands share, its lock file, and the pre-commit hooks."""
 
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 import tomllib
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE_PYTHON = """#!/usr/bin/env bash
@@ -66,3 +70,20 @@ def test_the_lock_file_pins_every_dependency_of_the_project_exactly() -> None:
 
 def _normal(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _hooks() -> dict[str, dict[str, Any]]:
+    config = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text())
+    return {hook["id"]: hook for repo in config["repos"] for hook in repo["hooks"]}
+
+
+def test_the_pre_commit_hooks_reject_what_scripts_test_rejects(tmp_path: Path) -> None:
+    hooks = _hooks()
+    assert {hook["language"] for hook in hooks.values()} == {"system"}  # no network needed
+    unformatted, unused_import = tmp_path / "a.py", tmp_path / "b.py"
+    unformatted.write_text("x=1\n")
+    unused_import.write_text("import os\n")
+    for hook_id, bad in (("ruff-format", unformatted), ("ruff-check", unused_import)):
+        run = [*shlex.split(hooks[hook_id]["entry"]), str(bad)]
+        assert subprocess.run(run, cwd=ROOT, capture_output=True, timeout=60).returncode == 1
+    assert hooks["mypy"]["entry"] in (ROOT / "scripts" / "test").read_text().splitlines()
