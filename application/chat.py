@@ -27,6 +27,7 @@ from application.tool_boundary import ToolBoundary
 from domain.errors import ConcurrentWriteError
 from domain.grounding import DEFAULT_RULES, GroundingRules
 from domain.redaction import describe_error
+from domain.release import PUBLISHED
 from domain.states import (
     ChatApplicationStatus,
     FailureCode,
@@ -276,9 +277,7 @@ class ChatService:
             except ConcurrentWriteError:  # e.g. a cancel landed first: decide again on it
                 run = self.store.get_run(run.id)
                 continue
-            published = (
-                content if outcome in (ReleaseOutcome.SUCCESS, ReleaseOutcome.FALLBACK) else None
-            )
+            published = content if outcome in PUBLISHED else None
             return ChatResult(run.id, run.session_id, termination, outcome, published, position)
         raise StoreUnavailableError(
             f"run {run.id!r}: could not record its end after {MAX_CONFLICT_RETRIES} conflicts"

@@ -1,8 +1,10 @@
-"""The release rules of SPEC §10 as data: which release decision each guard stage allows.
+"""The release rules and the outcome table of SPEC §10 as data.
 
 The Run aggregate consults :func:`release_refusal` before it records a ``RELEASE_DECISION``, so a
 decision that skips a guard, or a fallback type that the guard results do not support, can never be
-recorded (SPEC §16 invariants 7, 8 and 9).
+recorded (SPEC §16 invariants 7, 8 and 9). :data:`OUTCOME_TABLE` and :func:`final_outcome` say
+where a finished run lands: ``Run.finish`` records :func:`final_outcome`, and the audit
+(``application/audit/invariants.py``) holds every finished run to both.
 """
 
 from __future__ import annotations
@@ -11,7 +13,14 @@ from dataclasses import dataclass
 from typing import assert_never
 
 from domain.guard_stages import guard_step_refusal
-from domain.states import FallbackType, GuardStage, Intent, ReleaseOutcome, SemanticVerdict
+from domain.states import (
+    FallbackType,
+    GuardStage,
+    Intent,
+    ReleaseOutcome,
+    RunState,
+    SemanticVerdict,
+)
 
 
 @dataclass(frozen=True)
@@ -42,7 +51,7 @@ def release_refusal(
     ``budget_exhausted`` is the one terminal state that may still publish: only an
     INSUFFICIENT_EVIDENCE fallback over verified progress, wherever the guard chain stopped.
     """
-    if outcome not in (ReleaseOutcome.SUCCESS, ReleaseOutcome.FALLBACK):
+    if outcome not in PUBLISHED:
         return f"a release decides SUCCESS or FALLBACK, not {outcome.value}"
     if (outcome is ReleaseOutcome.FALLBACK) != (fallback_type is not None):
         return "a FALLBACK needs a fallback type and a SUCCESS must not have one"
@@ -87,6 +96,60 @@ def _diagnosis_refusal(
             assert_never(fallback_type)
     name = fallback_type.value if fallback_type else "SUCCESS"
     return None if ok else f"{name} requires {need}"
+
+
+PUBLISHED: frozenset[ReleaseOutcome] = frozenset({ReleaseOutcome.SUCCESS, ReleaseOutcome.FALLBACK})
+"""The outcomes that publish content: the only ones a release decision may record."""
+
+_FB = FallbackType
+OUTCOME_TABLE: frozenset[tuple[RunState, ReleaseOutcome, FallbackType | None]] = frozenset(
+    {
+        (RunState.SUCCESS, ReleaseOutcome.SUCCESS, None),
+        *(
+            (RunState.SUCCESS, ReleaseOutcome.FALLBACK, fallback)
+            for fallback in (
+                _FB.MISSING_REQUIRED_CONTEXT,
+                _FB.INSUFFICIENT_EVIDENCE,
+                _FB.EVIDENCE_VALIDATION_FAILED,
+                _FB.SEMANTIC_UNSUPPORTED,
+                _FB.SEMANTIC_UNAVAILABLE,
+            )
+        ),
+        (RunState.BUDGET_EXHAUSTED, ReleaseOutcome.FALLBACK, _FB.INSUFFICIENT_EVIDENCE),
+        (RunState.TIMED_OUT, ReleaseOutcome.FAILED, None),
+        (RunState.BUDGET_EXHAUSTED, ReleaseOutcome.FAILED, None),
+        (RunState.FAILED, ReleaseOutcome.FAILED, None),
+        (RunState.CANCELLED, ReleaseOutcome.CANCELLED, None),
+    }
+)
+"""SPEC §10: every legal (RunState, ReleaseOutcome, FallbackType) of a finished run.
+
+The fallback type is None unless the outcome is FALLBACK."""
+
+_BUDGET_FALLBACK = (ReleaseOutcome.FALLBACK, FallbackType.INSUFFICIENT_EVIDENCE)
+
+
+def is_legal_row(state: RunState, outcome: ReleaseOutcome, fallback: FallbackType | None) -> bool:
+    """Whether a finished run's state, outcome and published fallback type are a row of §10."""
+    return (state, outcome, fallback) in OUTCOME_TABLE
+
+
+def final_outcome(
+    state: RunState, release: tuple[ReleaseOutcome, FallbackType | None] | None
+) -> ReleaseOutcome:
+    """The ReleaseOutcome SPEC §3 and §10 give a run that ended ``state`` after ``release``.
+
+    SUCCESS publishes what Release decided; only the budget fallback keeps BUDGET_EXHAUSTED;
+    CANCELLED is its own outcome; every other ending is FAILED, whatever was decided before it.
+    ``RUN_FINISHED`` records this (``Run.finish``) and the audit holds every finished run to it.
+    """
+    if state is RunState.CANCELLED:
+        return ReleaseOutcome.CANCELLED
+    if state is RunState.SUCCESS and release is not None:
+        return release[0]
+    if state is RunState.BUDGET_EXHAUSTED and release == _BUDGET_FALLBACK:
+        return ReleaseOutcome.FALLBACK
+    return ReleaseOutcome.FAILED
 
 
 DB_STATUS: dict[ReleaseOutcome, str] = {

@@ -14,7 +14,7 @@ from domain.errors import IllegalTransitionError, InvalidCommandError, RunNotAct
 from domain.grounding import DEFAULT_RULES, GroundingRules, JudgedStatement, RejectedCitation
 from domain.guard_stages import guard_step_refusal
 from domain.redaction import failure_cause
-from domain.release import GuardProgress, release_refusal
+from domain.release import GuardProgress, final_outcome, release_refusal
 from domain.states import (
     BudgetKind,
     CancellationReason,
@@ -656,7 +656,7 @@ class Run(Aggregate):
         """Record ``RUN_FINISHED`` with the release outcome, usage against budget and duration."""
         self._refuse_if(self.termination is None, "a run finishes only after its termination")
         self._refuse_if(self.is_finished, "the run is already finished")
-        outcome = self._final_outcome()
+        outcome = final_outcome(self.state, self.release)
         duration_ms = max(0, int((now - self.created_on).total_seconds() * 1000))
         self.trigger_event(
             self.RunFinished,
@@ -749,18 +749,6 @@ class Run(Aggregate):
         kind = self.usage.first_exceeded(self.limits)
         if kind is not None:
             self.exhaust_budget(kind)
-
-    def _final_outcome(self) -> ReleaseOutcome:
-        state = self.state
-        released = self.release[0] if self.release else None
-        if state is RunState.CANCELLED:
-            return ReleaseOutcome.CANCELLED
-        if state is RunState.SUCCESS and released is not None:
-            return released
-        budget_fallback = (ReleaseOutcome.FALLBACK, FallbackType.INSUFFICIENT_EVIDENCE)
-        if state is RunState.BUDGET_EXHAUSTED and self.release == budget_fallback:
-            return ReleaseOutcome.FALLBACK
-        return ReleaseOutcome.FAILED
 
     def _in_release_window(self) -> bool:
         """Active, or exhausted by budget (the one terminal state that may still publish)."""

@@ -17,16 +17,18 @@ from application.audit.evidence import check_evidence
 from application.audit.grounding import check_grounding
 from application.audit.integrity import Violation
 from application.audit.replay import Entry, RunLog, mutate
-from application.audit.rules import GUARD_CHAIN, PUBLISHED, expected_outcome, is_legal_row
+from application.audit.rules import GUARD_CHAIN
 from domain.redaction import failure_cause
-from domain.release import release_refusal
+from domain.release import OUTCOME_TABLE, PUBLISHED, final_outcome, is_legal_row, release_refusal
 from domain.run import Run
 from domain.states import FailureCode, Intent, ReleaseOutcome, RunState, state_for_reason
 
 FeedOf = Callable[[str, Iterable[Any]], Sequence[tuple[Any, str, dict[str, Any]]]]
 """One run's public feed from its events: (event that wrote it, kind, data) per entry."""
 
-KEEPS_FALLBACK = (RunState.SUCCESS, RunState.BUDGET_EXHAUSTED)
+KEEPS_FALLBACK = frozenset(
+    s for s, outcome, _ in OUTCOME_TABLE if outcome is ReleaseOutcome.FALLBACK
+)
 """The only states a run that published a FALLBACK can be in (SPEC §10, §16.9)."""
 
 
@@ -154,7 +156,9 @@ def check_outcome(log: RunLog) -> list[Violation]:
     state, outcome = ended.event.state, finished.event.release_outcome
     decision = _first(entries, Run.ReleaseDecision)
     release = (decision.event.outcome, decision.event.fallback_type) if decision else None
-    expected = expected_outcome(state, release)
+    # The rule is the domain's (Run.finish records it); the audit re-derives it from the log's
+    # own termination and release decision, so a RUN_FINISHED written or edited otherwise shows.
+    expected = final_outcome(state, release)
     if outcome is not expected:
         why = f"says {outcome.value}; a {state.value} run with its release is {expected.value}"
         found.append(Violation("SPEC §16.10", why, finished.record))

@@ -1,4 +1,7 @@
-"""The rules an audit holds a run to, as data: the SPEC §10 table and what published content cites.
+"""What the audit reads of a run beyond the domain's rules: the guard chain, what content cites.
+
+The SPEC §10 outcome table, the release outcome a run must finish with and the release rules are
+the domain's own (``domain/release.py``), used unchanged by the runtime and by the audit.
 
 Published content is read defensively: an exported payload may have been edited into any shape,
 and a shape the release never writes is itself a finding, not a crash.
@@ -9,10 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 from domain.run import Run
-from domain.states import FallbackType, ReleaseOutcome, RunState
-
-PUBLISHED = (ReleaseOutcome.SUCCESS, ReleaseOutcome.FALLBACK)
-"""The outcomes that publish content."""
 
 GUARD_CHAIN = (
     Run.EvidenceRepair,
@@ -21,55 +20,6 @@ GUARD_CHAIN = (
     Run.SemanticGuardDecision,
 )
 """The guard events that run only on a conclusion (SPEC §16.8)."""
-
-_FB = FallbackType
-OUTCOME_TABLE: frozenset[tuple[RunState, ReleaseOutcome, FallbackType | None]] = frozenset(
-    {
-        (RunState.SUCCESS, ReleaseOutcome.SUCCESS, None),
-        *(
-            (RunState.SUCCESS, ReleaseOutcome.FALLBACK, fallback)
-            for fallback in (
-                _FB.MISSING_REQUIRED_CONTEXT,
-                _FB.INSUFFICIENT_EVIDENCE,
-                _FB.EVIDENCE_VALIDATION_FAILED,
-                _FB.SEMANTIC_UNSUPPORTED,
-                _FB.SEMANTIC_UNAVAILABLE,
-            )
-        ),
-        (RunState.BUDGET_EXHAUSTED, ReleaseOutcome.FALLBACK, _FB.INSUFFICIENT_EVIDENCE),
-        (RunState.TIMED_OUT, ReleaseOutcome.FAILED, None),
-        (RunState.BUDGET_EXHAUSTED, ReleaseOutcome.FAILED, None),
-        (RunState.FAILED, ReleaseOutcome.FAILED, None),
-        (RunState.CANCELLED, ReleaseOutcome.CANCELLED, None),
-    }
-)
-"""SPEC §10: every legal (RunState, ReleaseOutcome, FallbackType) of a finished run."""
-
-
-def is_legal_row(state: RunState, outcome: ReleaseOutcome, fallback: FallbackType | None) -> bool:
-    """Whether a finished run's state, outcome and published fallback type are a row of §10."""
-    return (state, outcome, fallback) in OUTCOME_TABLE
-
-
-def expected_outcome(
-    state: RunState, release: tuple[ReleaseOutcome, FallbackType | None] | None
-) -> ReleaseOutcome:
-    """The ReleaseOutcome SPEC §3 and §10 give a run that ended ``state`` after ``release``.
-
-    SUCCESS publishes what Release decided; only the budget fallback keeps BUDGET_EXHAUSTED;
-    CANCELLED is its own outcome; every other ending is FAILED, whatever was decided before it.
-    """
-    if state is RunState.CANCELLED:
-        return ReleaseOutcome.CANCELLED
-    if state is RunState.SUCCESS and release is not None:
-        return release[0]
-    if state is RunState.BUDGET_EXHAUSTED and release == (
-        ReleaseOutcome.FALLBACK,
-        FallbackType.INSUFFICIENT_EVIDENCE,
-    ):
-        return ReleaseOutcome.FALLBACK
-    return ReleaseOutcome.FAILED
-
 
 Cited = list[tuple[Any, str | None]]
 """One published statement's citations: (reference, excerpt), excerpt None when not quoted."""
