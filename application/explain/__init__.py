@@ -6,7 +6,8 @@ the events it rests on by stream id and version, so it can be checked against an
 
 The package: ``model`` (the answer's types and the questions), ``log`` (reading the streams),
 ``answers`` and ``answers_client`` (one function per question), ``causes`` (causes in words),
-``words`` (the words tables and small helpers) and ``explanation`` (``explain_run``).
+``drafts`` (the drafts the model proposed, read back from ``DRAFT_PROPOSED``), ``words`` (the
+words tables and small helpers) and ``explanation`` (``explain_run``).
 """
 
 from application.explain.explanation import explain_run
