@@ -63,14 +63,14 @@ def run() -> None:
     from sqlalchemy.exc import SQLAlchemyError
 
     from application.store import StoreError
+    from infrastructure.composition import live_projections
     from infrastructure.database import create_sql_engine
-    from infrastructure.live import LiveProjections
     from projections.runner import brief
 
     settings = load_settings()
     store = _open_store(settings)
     engine = create_sql_engine(settings)
-    live = LiveProjections.configured(settings, store, engine)
+    live = live_projections(settings, store, engine)
     stopped = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stopped.set())

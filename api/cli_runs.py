@@ -211,7 +211,7 @@ def recover(as_json: JsonOption = False) -> None:
     its RUN_FINISHED; runs of live workers are never touched. Safe next to running services.
     """
     from api.cli_runs_table import recovered_json, recovered_table
-    from infrastructure.recovery import recovery_sweep
+    from infrastructure.composition import recovery_sweep
 
     with opened() as the:
         the.fresh()  # the candidates come from diagnosis_run

@@ -11,7 +11,7 @@ from fastapi import Depends, Request
 
 from api.errors import NotFound
 from domain.errors import UnknownAggregateError
-from infrastructure.live import FEED
+from projections.live import FEED
 from projections.queries import last_turn_run, run_row
 
 if TYPE_CHECKING:

@@ -21,11 +21,10 @@ from api.routes import audit, chat, runs, sessions, system
 from api.schemas import document_limits
 from application.dispatch import RunDispatcher
 from application.recovery import RecoveryLoop
-from infrastructure.composition import build_runtime
+from infrastructure.composition import build_runtime, live_projections, recovery_sweep
 from infrastructure.database import create_sql_engine
 from infrastructure.eventstore import open_store
-from infrastructure.live import LiveProjections, PgNotifyWake, read_channel
-from infrastructure.recovery import recovery_sweep
+from infrastructure.pg_listen import PgNotifyWake, read_channel
 from projections.runner import Projector
 
 if TYPE_CHECKING:
@@ -168,7 +167,7 @@ def _projections(
     the hub to read them.
     """
     if settings.projections_in_process:
-        live = LiveProjections.configured(settings, store, engine)
+        live = live_projections(settings, store, engine)
         live.published.append(hub.publish)
         closers.append(live.start().close)
         return live.projector

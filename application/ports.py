@@ -1,5 +1,7 @@
 """Ports the runtime depends on: model provider, tools, knowledge retrieval and the clock.
 
+Also the errors adapters raise and the use cases catch (the store's and the models' failures).
+
 Adapters live in ``infrastructure/``; hand-written fakes that satisfy these protocols (the scripted
 and offline model providers, scripted tools) are product features, not test doubles.
 """
@@ -87,6 +89,22 @@ class ModelResponse:
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = field(default_factory=Usage)
     finish_reason: str = "stop"
+
+
+class StoreError(Exception):
+    """The event store could not serve the request; nothing was appended."""
+
+
+class StoreUnavailableError(StoreError):
+    """The database is unreachable or failed; retry later."""
+
+
+class StoreNotInitialisedError(StoreError):
+    """The event tables do not exist yet."""
+
+
+class StoreClosedError(StoreError):
+    """This process closed the store (it is shutting down); its runs are left to recovery."""
 
 
 class ModelError(Exception):

@@ -26,6 +26,13 @@ from eventsourcing.utils import Environment
 from application.audit.chain import ChainingMapper, split_state
 from application.audit.checkpoints import CHECKPOINT_EVERY, Checkpointer
 from application.closing import UseGate, gate_transactions
+
+# The store's errors live with the ports (adapters raise them too); re-exported here because the
+# use cases, the API and the CLI know them as the store's.
+from application.ports import StoreClosedError as StoreClosedError
+from application.ports import StoreError as StoreError
+from application.ports import StoreNotInitialisedError as StoreNotInitialisedError
+from application.ports import StoreUnavailableError as StoreUnavailableError
 from application.transcodings import register_all
 from domain.collection import Collection, collection_id
 from domain.errors import ConcurrentWriteError, IllegalTransitionError, UnknownAggregateError
@@ -47,22 +54,6 @@ T = TypeVar("T")
 
 MAX_CONFLICT_RETRIES = 50
 """How often a terminal command is re-decided after losing a write race before giving up."""
-
-
-class StoreError(Exception):
-    """The event store could not serve the request; nothing was appended."""
-
-
-class StoreUnavailableError(StoreError):
-    """The database is unreachable or failed; retry later."""
-
-
-class StoreNotInitialisedError(StoreError):
-    """The event tables do not exist yet."""
-
-
-class StoreClosedError(StoreError):
-    """This process closed the store (it is shutting down); its runs are left to recovery."""
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 import psycopg
 from psycopg import sql
 
-from application.store import HarnessStore, StoreNotInitialisedError, StoreUnavailableError
+from application.ports import StoreNotInitialisedError, StoreUnavailableError
+from application.store import HarnessStore
 from infrastructure import pg_recorder
 
 if TYPE_CHECKING:

@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import text
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
-from application.ports import Passage
-from application.store import StoreUnavailableError
+from application.ports import Passage, StoreUnavailableError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from application.chat import ChatConfig
 from application.ports import (
     ModelRefusedError,
     ModelRequest,
@@ -34,6 +33,7 @@ from domain.states import ModelStepPurpose
 
 if TYPE_CHECKING:
     from application.ports import JSON, Message
+    from domain.values import Budget
 
 _INVOCATION = re.compile(r"^invocation ([0-9a-f-]{36})")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -307,18 +307,18 @@ class ScriptedTool:
         return ToolOutput(tuple(lines), scope)
 
 
-def chat_config(scenario: dict[str, Any], base: ChatConfig | None = None) -> ChatConfig:
+def scenario_limits(
+    scenario: dict[str, Any], limits: Budget, deadline_s: float
+) -> tuple[Budget, float]:
     """The scenario's run limits (``budget``, ``deadline_s``) over the given defaults."""
-    base = base or ChatConfig()
     budget = scenario.get("budget") or {}
     if not isinstance(budget, dict):
         raise ScenarioError("'budget' must map model_calls/tool_calls/tokens/bytes to numbers")
     try:
-        limits = replace(base.limits, **{k: int(v) for k, v in budget.items()})
+        limits = replace(limits, **{k: int(v) for k, v in budget.items()})
     except TypeError as error:
         raise ScenarioError(f"unknown budget in scenario: {error}") from error
-    deadline = float(scenario.get("deadline_s", base.deadline_s))
-    return replace(base, limits=limits, deadline_s=deadline)
+    return limits, float(scenario.get("deadline_s", deadline_s))
 
 
 def scripted_tools(scenario: dict[str, Any], play: Play | None = None) -> dict[str, ScriptedTool]:

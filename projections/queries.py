@@ -1,17 +1,21 @@
 """Queries over the read tables: what the API and the CLI show (no SQL anywhere else).
 
-Every function takes a SQLAlchemy ``Connection`` and returns plain rows (dicts), newest first
-where a list is paged.
+Every function takes a SQLAlchemy ``Connection`` and returns plain rows (dicts) or values,
+newest first where a list is paged.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC
 from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
 from sqlalchemy import func, select
 
-from infrastructure.read_tables import (
+from application.recovery import Unfinished
+from projections.sse_feed import SseFeed
+from projections.tables import (
     diagnosis_run,
     projection_tracking,
     session_turn,
@@ -19,7 +23,6 @@ from infrastructure.read_tables import (
     sse_run,
     trace_event,
 )
-from projections.sse_feed import SseFeed
 
 if TYPE_CHECKING:
     from collections.abc import Collection
@@ -178,3 +181,24 @@ def last_turn_run(connection: Connection, session_id: str) -> str | None:
         .limit(1)
     )
     return None if found is None else str(found)
+
+
+def unfinished_runs(connection: Connection) -> list[Unfinished]:
+    """Every run the read side shows without ``RUN_FINISHED``, oldest first (recovery's list).
+
+    ``status`` stays RUNNING until ``RUN_FINISHED``, so a read side that lags only delays a
+    run's recovery to a later sweep, which decides each run on its own stream anyway.
+    """
+    column = diagnosis_run.c
+    rows = connection.execute(
+        select(column.run_id, column.created_at)
+        .where(column.status == "RUNNING")
+        .order_by(column.created_at)
+    ).all()
+    return [
+        Unfinished(
+            UUID(run_id),
+            created if created.tzinfo else created.replace(tzinfo=UTC),  # SQLite: naive UTC
+        )
+        for run_id, created in rows
+    ]

@@ -13,7 +13,6 @@ from domain.collection import Collection
 from domain.release import DB_STATUS
 from domain.run import Run
 from domain.states import BudgetKind, Intent, ModelStepPurpose, ReleaseOutcome
-from infrastructure.read_tables import diagnosis_run, run_daily, run_duration
 from projections.base import (
     Positioned,
     Row,
@@ -25,6 +24,7 @@ from projections.base import (
     text,
     uuid_text,
 )
+from projections.tables import diagnosis_run, run_daily, run_duration
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence

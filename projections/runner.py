@@ -20,11 +20,11 @@ from eventsourcing.persistence import PersistenceError
 from sqlalchemy import func, select, tuple_, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
-from infrastructure.read_tables import create_read_tables, projection_tracking
 from projections.base import positioned
 from projections.run_table import RunTable
 from projections.sessions import Sessions
 from projections.sse_feed import SseFeed
+from projections.tables import create_read_tables, projection_tracking
 from projections.trace import Trace
 
 if TYPE_CHECKING:

@@ -12,8 +12,8 @@ from sqlalchemy import func, select
 
 from domain.run import Run
 from domain.states import Intent, ReleaseOutcome
-from infrastructure.read_tables import session_turn
 from projections.base import IN_CHUNK, Positioned, Row, RowCache, jsonable, text
+from projections.tables import session_turn
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from domain.run import Run
 from domain.states import ReleaseOutcome
-from infrastructure.read_tables import sse_event, sse_run
 from projections.base import Positioned, Row, RowCache, insert_many, jsonable, text
+from projections.tables import sse_event, sse_run
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence

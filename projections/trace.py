@@ -20,8 +20,8 @@ from domain.states import (
     TracePhase,
 )
 from domain.tool_invocation import ToolInvocation
-from infrastructure.read_tables import trace_event, trace_stream
 from projections.base import Positioned, RowCache, insert_values, payload, uuid_text
+from projections.tables import trace_event, trace_stream
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -23,11 +23,11 @@ from api.auth import LOCAL, Role
 from api.main import create_app
 from application.audit.records import store_records
 from application.store import HarnessStore
-from infrastructure.composition import load_sample_data
+from infrastructure.composition import live_projections, load_sample_data
 from infrastructure.database import create_sql_engine
 from infrastructure.eventstore import init_store
-from infrastructure.live import LiveProjections
 from infrastructure.settings import ApiKey, Settings
+from projections.live import LiveProjections
 from tests.api._serve import Event, events, serving
 
 TIMEOUT = httpx.Timeout(60.0)
@@ -553,7 +553,7 @@ def test_without_keys_the_local_principal_may_do_everything(local: Server, route
 def projecting(settings: Settings, store: HarnessStore) -> Iterator[LiveProjections]:
     """What `harness projections run` does: follow the log into the read tables."""
     engine = create_sql_engine(settings)
-    live = LiveProjections(settings, store, engine, poll_interval=0.05).start()
+    live = live_projections(settings, store, engine, poll_interval=0.05).start()
     try:
         yield live
     finally:

@@ -22,17 +22,16 @@ from domain.errors import UnknownAggregateError
 from domain.run import Run
 from domain.states import CancellationReason
 from domain.tool_invocation import ToolInvocation
-from infrastructure.composition import SystemClock
+from infrastructure.composition import SystemClock, chat_config
 from infrastructure.model_scripted import (
     ScriptedProvider,
     ScriptedTool,
-    chat_config,
     load_scenario,
     scripted_tools,
 )
-from infrastructure.read_tables import diagnosis_run, metadata
 from projections.base import Positioned, positioned
 from projections.runner import Projector
+from projections.tables import diagnosis_run, metadata
 from tests.integration.test_outcome_table import ROWS
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"

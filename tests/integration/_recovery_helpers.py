@@ -18,12 +18,12 @@ from uuid import UUID
 
 from sqlalchemy import Engine
 
-from application.recovery import RecoverySweep, SweepReport
+from application.recovery import RecoverySweep, SweepReport, Unfinished
 from application.store import HarnessStore, events_of
 from infrastructure.leases import SqlLeases, WorkerIdentity, process_identity
-from infrastructure.read_tables import sse_event
-from infrastructure.recovery import unfinished_runs
+from projections.queries import unfinished_runs
 from projections.runner import Projector
+from projections.tables import sse_event
 from tests.integration._projection_helpers import QUERY, rows
 
 TTL = 30.0
@@ -55,9 +55,12 @@ def sweeper(
     store: HarnessStore, engine: Engine, ahead: timedelta = LATER, **kw: Any
 ) -> RecoverySweep:
     clock = FixedClock(datetime.now(UTC) + ahead)
-    return RecoverySweep(
-        store, SqlLeases(engine), lambda: unfinished_runs(engine), clock, TTL, **kw
-    )
+    return RecoverySweep(store, SqlLeases(engine), lambda: open_runs(engine), clock, TTL, **kw)
+
+
+def open_runs(engine: Engine) -> list[Unfinished]:
+    with engine.connect() as connection:
+        return unfinished_runs(connection)
 
 
 def sweep(store: HarnessStore, engine: Engine, **kw: Any) -> SweepReport:

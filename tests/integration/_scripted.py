@@ -6,7 +6,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from application.chat import ChatService
-from infrastructure.model_scripted import ScriptedProvider, chat_config, scripted_tools
+from infrastructure.composition import chat_config
+from infrastructure.model_scripted import ScriptedProvider, scripted_tools
 
 if TYPE_CHECKING:
     from application.chat import ChatResult

@@ -22,13 +22,8 @@ from application.store import HarnessStore, events_of
 from domain.catalogue import event_type_name
 from domain.run import Run
 from domain.states import DraftOutcome, FallbackType, ModelStepPurpose, ReleaseOutcome
-from infrastructure.composition import SystemClock
-from infrastructure.model_scripted import (
-    ScriptedProvider,
-    chat_config,
-    load_scenario,
-    scripted_tools,
-)
+from infrastructure.composition import SystemClock, chat_config
+from infrastructure.model_scripted import ScriptedProvider, load_scenario, scripted_tools
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 QUERY = "why is checkout slow?"

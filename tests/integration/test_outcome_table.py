@@ -14,12 +14,8 @@ from application.store import HarnessStore
 from domain.catalogue import event_type_name
 from domain.states import CancellationReason, FallbackType, ReleaseOutcome, RunState
 from domain.states import FallbackType as FT
-from infrastructure.model_scripted import (
-    ScriptedProvider,
-    chat_config,
-    load_scenario,
-    scripted_tools,
-)
+from infrastructure.composition import chat_config
+from infrastructure.model_scripted import ScriptedProvider, load_scenario, scripted_tools
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 

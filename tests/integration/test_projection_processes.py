@@ -27,10 +27,13 @@ from sqlalchemy import Engine, Table, func, select
 from application.store import HarnessStore
 from domain.checkpoint import CHECKPOINTS_ID
 from domain.run import Run
+from infrastructure.composition import live_projections
 from infrastructure.database import create_sql_engine
 from infrastructure.eventstore import init_store, open_store
-from infrastructure.live import LISTEN_APPLICATION_NAME, LiveProjections
-from infrastructure.read_tables import (
+from infrastructure.pg_listen import LISTEN_APPLICATION_NAME, PgNotifyWake
+from infrastructure.settings import Settings
+from projections.runner import Projector
+from projections.tables import (
     create_read_tables,
     diagnosis_run,
     metadata,
@@ -40,8 +43,6 @@ from infrastructure.read_tables import (
     sse_run,
     trace_event,
 )
-from infrastructure.settings import Settings
-from projections.runner import Projector
 from tests.integration._projection_workers import append_runs, write_in_two_halves
 
 HARNESS = [sys.executable, "-c", "from api.cli import app; app()"]
@@ -337,9 +338,9 @@ def test_live_projections_survive_a_lost_listen_connection_under_concurrent_writ
     engine = create_sql_engine(pg_settings)
     # A poll interval far beyond the test's deadline: catching up must come from NOTIFY and
     # from the wake-up of the LISTEN connection's own reconnection.
-    live = LiveProjections(pg_settings, store, engine, poll_interval=3600, batch_size=BATCH)
+    live = live_projections(pg_settings, store, engine, poll_interval=3600, batch_size=BATCH)
     listener = live.listener
-    assert listener is not None
+    assert isinstance(listener, PgNotifyWake)
     ctx = multiprocessing.get_context("spawn")
     halfway, done = ctx.Queue(), ctx.Queue()
     carry_on = ctx.Event()

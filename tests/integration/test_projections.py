@@ -36,9 +36,13 @@ from domain.states import (
     TraceEventStatus,
     TracePhase,
 )
+from infrastructure.composition import live_projections
 from infrastructure.database import create_sql_engine
-from infrastructure.live import LiveProjections
-from infrastructure.read_tables import (
+from infrastructure.settings import Settings
+from projections.base import Positioned
+from projections.runner import Projector, TrackingConflict, all_projections
+from projections.sse_feed import SseFeed
+from projections.tables import (
     create_read_tables,
     diagnosis_run,
     read_schema,
@@ -48,10 +52,6 @@ from infrastructure.read_tables import (
     sse_run,
     trace_event,
 )
-from infrastructure.settings import Settings
-from projections.base import Positioned
-from projections.runner import Projector, TrackingConflict, all_projections
-from projections.sse_feed import SseFeed
 from tests.integration._projection_helpers import (
     INTERLEAVED,
     LosesTheRace,
@@ -500,7 +500,7 @@ def test_the_runner_that_loses_a_race_counts_a_conflict_and_carries_on(
 def test_a_reader_waits_for_its_own_write_to_be_projected(
     settings: Settings, store: HarnessStore, engine: Engine
 ) -> None:
-    live = LiveProjections(settings, store, engine).start()
+    live = live_projections(settings, store, engine).start()
     reader = Projector(store, engine)  # not following: it polls the tracking rows
     try:
         result = run_scenario(store, "conclusion_supported")

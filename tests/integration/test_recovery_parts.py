@@ -30,12 +30,12 @@ from infrastructure.leases import (
     start_heartbeat,
     worker_lease,
 )
-from infrastructure.recovery import unfinished_runs
 from infrastructure.settings import Settings
 from projections.runner import Projector
 from tests.integration._projection_helpers import QUERY, harness
 from tests.integration._recovery_helpers import (
     doomed_process,
+    open_runs,
     start,
     sweep,
     sweeper,
@@ -136,7 +136,7 @@ def test_the_loop_sweeps_at_once_and_survives_a_failed_sweep(
         calls += 1
         if calls == 1:
             raise StoreUnavailableError("the database is away")
-        return unfinished_runs(engine)
+        return open_runs(engine)
 
     each = sweeper(store, engine)
     each.unfinished = flaky

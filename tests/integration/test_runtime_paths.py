@@ -45,11 +45,11 @@ from domain.states import (
     ToolRejectionCode,
 )
 from domain.tool_invocation import ToolInvocation
+from infrastructure.composition import chat_config
 from infrastructure.eventstore import init_store
 from infrastructure.model_scripted import (
     ScriptedProvider,
     ScriptedTool,
-    chat_config,
     load_scenario,
     scripted_tools,
 )

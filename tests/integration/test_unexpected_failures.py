@@ -11,13 +11,8 @@ from application.audit.records import store_records
 from application.chat import ChatService
 from application.ports import ModelRequest, ModelResponse, Usage
 from domain.states import FailureCode, ModelStepPurpose, RunState
-from infrastructure.composition import SystemClock
-from infrastructure.model_scripted import (
-    ScriptedProvider,
-    chat_config,
-    load_scenario,
-    scripted_tools,
-)
+from infrastructure.composition import SystemClock, chat_config
+from infrastructure.model_scripted import ScriptedProvider, load_scenario, scripted_tools
 from tests.integration._projection_helpers import QUERY, SCENARIOS
 
 if TYPE_CHECKING:

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.types import DateTime
 
-from infrastructure.read_tables import metadata
 from projections.base import _copy_type, _slow_encode, encode_json, jsonable, sqlite_datetime
+from projections.tables import metadata
 
 
 class Colour(Enum):

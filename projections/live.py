@@ -1,20 +1,15 @@
-"""Keeps the projections following the log: wake-ups, polling and a supervised thread.
+"""Keeps the projections following the log: two followers, each in a supervised thread.
 
-On PostgreSQL a dedicated connection LISTENs on the event table's channel (eventsourcing NOTIFYs
-it in every write transaction) and wakes the projector; it is only a latency hint, so the
-projector also polls, and a lost LISTEN connection is reopened by itself. On SQLite the store's
-in-process listeners wake it, and polling covers writers in other processes.
+They wake when this process appends (the store's listeners), when an optional wake-up source
+says the log grew (on PostgreSQL, a LISTEN connection the composition root plugs in), and
+otherwise poll, which covers writers in other processes and lost notifications.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
 from functools import partial
-from typing import TYPE_CHECKING
-
-import psycopg
-from psycopg import sql
+from typing import TYPE_CHECKING, Protocol
 
 from projections.runner import POLL_INTERVAL, Projector, all_projections
 from projections.sse_feed import SseFeed
@@ -25,73 +20,17 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
 
     from application.store import HarnessStore
-    from infrastructure.settings import Settings
     from projections.base import Row
 
-log = logging.getLogger(__name__)
-
-LISTEN_APPLICATION_NAME = "harness-projections-listen"
-"""``application_name`` of the LISTEN connection (find it in ``pg_stat_activity``)."""
-RECONNECT_AFTER = 0.5
 FEED = SseFeed.name
 
 
-def read_channel(settings: Settings) -> str:
-    """The PostgreSQL channel a projector NOTIFYs after every batch (per schema)."""
-    return f"harness_read_{settings.database_schema}"[:63]
-
-
-class PgNotifyWake:
-    """Calls ``wake`` on every NOTIFY of a channel; reconnects when cut off."""
-
-    def __init__(
-        self,
-        settings: Settings,
-        channel: str,
-        wake: Callable[[], object],
-        stop: threading.Event,
-        application_name: str = LISTEN_APPLICATION_NAME,
-    ) -> None:
-        """Listen with ``settings``' database on ``channel``."""
-        self.application_name = application_name
-        self.settings = settings
-        self.channel = channel
-        self.wake = wake
-        self.stop = stop
-        self.connections = 0
-        """How many LISTEN connections were opened (more than one: it reconnected)."""
-        self.listening = threading.Event()
+class WakeSource(Protocol):
+    """Calls the ``wake`` it was made with whenever the log may have grown, until ``stop``."""
 
     def run(self) -> None:
-        """Listen until ``stop``; every (re)connection also wakes once."""
-        while not self.stop.is_set():
-            try:
-                self._listen()
-            except psycopg.Error as error:
-                self.listening.clear()
-                log.warning("projections: LISTEN connection lost (%s); reconnecting", error)
-                self.wake()  # poll now: notifications may have been missed meanwhile
-                self.stop.wait(RECONNECT_AFTER)
-
-    def _listen(self) -> None:
-        target = self.settings.database
-        with psycopg.connect(
-            host=target.host,
-            port=target.port,
-            user=target.user,
-            password=target.password or None,
-            dbname=target.dbname,
-            autocommit=True,
-            connect_timeout=self.settings.db_connect_timeout,
-            application_name=self.application_name,
-        ) as connection:
-            connection.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
-            self.connections += 1
-            self.listening.set()
-            self.wake()
-            while not self.stop.is_set():
-                for _ in connection.notifies(timeout=POLL_INTERVAL):
-                    self.wake()
+        """Watch until the ``stop`` event it was made with is set."""
+        ...
 
 
 class LiveProjections:
@@ -105,15 +44,24 @@ class LiveProjections:
 
     def __init__(
         self,
-        settings: Settings,
         store: HarnessStore,
         engine: Engine,
         *,
         poll_interval: float = POLL_INTERVAL,
         batch_size: int | None = None,
+        notify_channel: str | None = None,
+        wake_source: Callable[[Callable[[], object], threading.Event], WakeSource] | None = None,
     ) -> None:
-        """Follow ``store``'s log into ``engine``'s read tables."""
-        postgres = settings.database.kind == "postgres"
+        """Follow ``store``'s log into ``engine``'s read tables.
+
+        Args:
+            store: The event store whose log is followed.
+            engine: Where the read tables are.
+            poll_interval: Seconds between polls when nothing wakes the followers.
+            batch_size: Events per batch (None: the runner's default).
+            notify_channel: A channel the feed follower NOTIFYs after every batch (PostgreSQL).
+            wake_source: Makes a wake-up source from the followers' ``wake`` and ``stop``.
+        """
         self.projector = Projector(store, engine, batch_size=batch_size)
         """Every projection: positions, status, waits and rebuilds (it does not follow)."""
         self.sse = SseFeed()
@@ -122,7 +70,7 @@ class LiveProjections:
             engine,
             [self.sse],
             batch_size=batch_size,
-            notify_channel=read_channel(settings) if postgres else None,
+            notify_channel=notify_channel,
         )
         """Follows the SSE feed."""
         rest = [p for p in all_projections() if p.name != FEED]
@@ -137,24 +85,12 @@ class LiveProjections:
         self.poll_interval = poll_interval
         self.stop_event = threading.Event()
         self.wakes = (threading.Event(), threading.Event())
-        self.listener: PgNotifyWake | None = None
-        if postgres:
-            channel = str(getattr(store.recorder, "channel_name", ""))
-            self.listener = PgNotifyWake(settings, channel, self.wake, self.stop_event)
+        self.listener: WakeSource | None = None
+        if wake_source is not None:
+            self.listener = wake_source(self.wake, self.stop_event)
         store.listeners.append(self._appended)  # this process's own writes
         self._store = store
         self._threads: list[threading.Thread] = []
-
-    @classmethod
-    def configured(cls, settings: Settings, store: HarnessStore, engine: Engine) -> LiveProjections:
-        """Following with the configured poll interval and batch size."""
-        return cls(
-            settings,
-            store,
-            engine,
-            poll_interval=settings.projection_poll,
-            batch_size=settings.projection_batch,
-        )
 
     def wake(self) -> None:
         """Make both followers look at the log now."""

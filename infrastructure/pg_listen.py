@@ -1,0 +1,86 @@
+"""PostgreSQL LISTEN as a wake-up source: a dedicated connection that calls back on every NOTIFY.
+
+eventsourcing NOTIFYs the event table's channel in every write transaction, and a projector
+NOTIFYs its read channel after every batch. A notification is only a latency hint (whoever
+listens also polls), and a lost LISTEN connection is reopened by itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING
+
+import psycopg
+from psycopg import sql
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from infrastructure.settings import Settings
+
+log = logging.getLogger(__name__)
+
+LISTEN_APPLICATION_NAME = "harness-projections-listen"
+"""``application_name`` of the LISTEN connection (find it in ``pg_stat_activity``)."""
+RECONNECT_AFTER = 0.5
+CHECK_STOP_EVERY = 1.0
+"""Seconds a quiet LISTEN connection waits before it looks at ``stop`` again."""
+
+
+def read_channel(settings: Settings) -> str:
+    """The PostgreSQL channel a projector NOTIFYs after every batch (per schema)."""
+    return f"harness_read_{settings.database_schema}"[:63]
+
+
+class PgNotifyWake:
+    """Calls ``wake`` on every NOTIFY of a channel; reconnects when cut off."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        channel: str,
+        wake: Callable[[], object],
+        stop: threading.Event,
+        application_name: str = LISTEN_APPLICATION_NAME,
+    ) -> None:
+        """Listen with ``settings``' database on ``channel``."""
+        self.application_name = application_name
+        self.settings = settings
+        self.channel = channel
+        self.wake = wake
+        self.stop = stop
+        self.connections = 0
+        """How many LISTEN connections were opened (more than one: it reconnected)."""
+        self.listening = threading.Event()
+
+    def run(self) -> None:
+        """Listen until ``stop``; every (re)connection also wakes once."""
+        while not self.stop.is_set():
+            try:
+                self._listen()
+            except psycopg.Error as error:
+                self.listening.clear()
+                log.warning("projections: LISTEN connection lost (%s); reconnecting", error)
+                self.wake()  # poll now: notifications may have been missed meanwhile
+                self.stop.wait(RECONNECT_AFTER)
+
+    def _listen(self) -> None:
+        target = self.settings.database
+        with psycopg.connect(
+            host=target.host,
+            port=target.port,
+            user=target.user,
+            password=target.password or None,
+            dbname=target.dbname,
+            autocommit=True,
+            connect_timeout=self.settings.db_connect_timeout,
+            application_name=self.application_name,
+        ) as connection:
+            connection.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+            self.connections += 1
+            self.listening.set()
+            self.wake()
+            while not self.stop.is_set():
+                for _ in connection.notifies(timeout=CHECK_STOP_EVERY):
+                    self.wake()

@@ -1,0 +1,96 @@
+"""Dependencies point inward: no module of a lower layer imports a higher one.
+
+Layers, lowest first: ``domain`` ← ``application`` ← ``infrastructure`` / ``projections`` ←
+``api``. Every import of every module counts, wherever it stands (inside functions, under
+``TYPE_CHECKING``), because a lazy import is still a dependency.
+
+``infrastructure`` and ``projections`` sit side by side and import neither each other: the
+projections own their read tables and queries (``projections.tables``); infrastructure adapts
+the ports of ``application`` to databases, models and files.
+
+``infrastructure.composition`` is the composition root (cosmicpython's ``bootstrap``): it builds
+the store, providers, tools, projections and recovery for the app, the CLI, benches and tests,
+so it may import every layer, and, like ``api``, nothing below ``api`` may import it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPOSITION_ROOT = "infrastructure.composition"
+LAYERS = ("domain", "application", "infrastructure", "projections", "api")
+ALLOWED: dict[str, frozenset[str]] = {
+    "domain": frozenset({"domain"}),
+    "application": frozenset({"domain", "application"}),
+    "infrastructure": frozenset({"domain", "application", "infrastructure"}),
+    "projections": frozenset({"domain", "application", "projections"}),
+    "api": frozenset({*LAYERS, COMPOSITION_ROOT}),
+    COMPOSITION_ROOT: frozenset({*LAYERS, COMPOSITION_ROOT}),
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imported(tree: ast.AST, module: str) -> set[str]:
+    """Every module name an import statement of ``tree`` names (relative ones resolved)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = module.split(".")[: -node.level]
+                base = ".".join([*package, base] if base else package)
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _layer(name: str) -> str | None:
+    """The layer (or the composition root) a module of ours belongs to; None for others."""
+    if name == COMPOSITION_ROOT or name.startswith(COMPOSITION_ROOT + "."):
+        return COMPOSITION_ROOT
+    top = name.split(".")[0]
+    return top if top in LAYERS else None
+
+
+def violations() -> list[str]:
+    """``module -> imported`` for every import that points outward."""
+    found = []
+    for package in LAYERS:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            module = _module_name(path)
+            importer = _layer(module)
+            assert importer is not None
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+            names = _imported(tree, module)
+            for name in sorted(names):
+                target = _layer(name)
+                if target is not None and target not in ALLOWED[importer]:
+                    if name.rpartition(".")[0] not in names:  # `from x import y`: say x once
+                        found.append(f"{module} -> {name}")
+    return found
+
+
+def test_no_module_imports_a_higher_layer() -> None:
+    assert violations() == []
+
+
+def test_the_check_sees_imports_inside_functions_and_type_checking_blocks() -> None:
+    source = """
+from typing import TYPE_CHECKING
+if TYPE_CHECKING:
+    from projections.runner import Projector
+def later():
+    import api.main
+    from . import composition
+"""
+    names = _imported(ast.parse(source), "infrastructure.live")
+    assert {"projections.runner", "api.main", COMPOSITION_ROOT} <= names
+    assert {"projections", "api", COMPOSITION_ROOT} <= {_layer(name) for name in names}
