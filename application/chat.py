@@ -16,7 +16,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from application.answers import answer_chat, answer_knowledge
-from application.diagnosis import AgentFailure, run_agent
+from application.diagnosis import AgentFailure, AgentFault, run_agent
 from application.drafts import loads_json
 from application.guards import NoSafeContent, Publication, release
 from application.harness import RunAborted, RunContext
@@ -286,7 +286,7 @@ class ChatService:
 
 def _failure_code(cause: BaseException | None) -> FailureCode:
     if isinstance(cause, AgentFailure):
-        return (
-            FailureCode.MODEL_FAILED if cause.kind == "MODEL_FAILED" else FailureCode.INVALID_DRAFT
-        )
+        if cause.kind is AgentFault.MODEL_FAILED:
+            return FailureCode.MODEL_FAILED
+        return FailureCode.INVALID_DRAFT
     return FailureCode.NO_SAFE_CONTENT

@@ -8,15 +8,24 @@ It ends in exactly one of two legal shapes — :class:`Completed` (a strictly va
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, NoReturn
+from enum import Enum
+from typing import TYPE_CHECKING, NoReturn
 
-from application.drafts import DRAFT_SCHEMA, DraftError, parse_agent_text, validate_draft
+from application.drafts import (
+    DRAFT_SCHEMA,
+    DraftError,
+    DraftFailure,
+    parse_agent_text,
+    validate_draft,
+)
 from application.harness import RunAborted
 from application.ports import Message, ModelError, ModelRequest, ToolSpec
 from application.proposals import propose
 from domain.errors import ControlledStopError
 from domain.states import (
+    CollectionState,
     DiagnosisStopReason,
+    DraftOutcome,
     GainSource,
     InformationGain,
     ModelStepPurpose,
@@ -30,9 +39,18 @@ if TYPE_CHECKING:
     from application.ports import ModelResponse
     from application.tool_boundary import ToolBoundary
 
-FailureKind = Literal[
-    "EMPTY_DRAFT", "INVALID_JSON", "SCHEMA_INVALID", "MODEL_FAILED", "RUN_ABORTED"
-]
+
+class AgentFault(Enum):
+    """How the agent failed when it was not its draft that broke (then: the DraftOutcome)."""
+
+    MODEL_FAILED = "MODEL_FAILED"
+    """The model call failed (the run fails MODEL_FAILED)."""
+    RUN_ABORTED = "RUN_ABORTED"
+    """The run ended while the agent worked (a cancel, the deadline, another writer)."""
+
+
+FailureKind = DraftFailure | AgentFault
+"""Why the agent ended in neither legal shape: a broken draft, or a fault."""
 
 AGENT_PROMPT = (
     "You diagnose operational incidents with read-only tools. Call at most one tool per step. "
@@ -71,8 +89,8 @@ class AgentFailure(Exception):
 
     def __init__(self, kind: FailureKind, detail: str) -> None:
         """Name the kind of failure."""
-        super().__init__(f"{kind}: {detail}")
-        self.kind = kind
+        super().__init__(f"{kind.value}: {detail}")
+        self.kind: FailureKind = kind
 
 
 def run_agent(
@@ -115,13 +133,13 @@ def _step(
     except RunAborted as aborted:
         if aborted.termination.state is RunState.BUDGET_EXHAUSTED:
             return None
-        raise AgentFailure("RUN_ABORTED", str(aborted)) from aborted
+        raise AgentFailure(AgentFault.RUN_ABORTED, str(aborted)) from aborted
     except ModelError as error:
-        raise AgentFailure("MODEL_FAILED", str(error)) from error
+        raise AgentFailure(AgentFault.MODEL_FAILED, str(error)) from error
 
 
 def _record_progress(
-    ctx: RunContext, boundary: ToolBoundary, step: AgentStep | None, problem: str | None
+    ctx: RunContext, boundary: ToolBoundary, step: AgentStep | None, problem: DraftError | None
 ) -> None:
     collection = boundary.collection
     if not collection.is_open:
@@ -132,7 +150,7 @@ def _record_progress(
         collection.record_gain(gain, GainSource.AGENT, facts)
     else:
         collection.record_violation(
-            problem or "the step after a tool result had no progress report"
+            str(problem) if problem else "the step after a tool result had no progress report"
         )
     _save(ctx, boundary)
 
@@ -149,7 +167,7 @@ def _deliver_stop_if_saturated(
     run, so the conversation stays well-formed; the agent's next answer is its one chance to draft.
     """
     collection = boundary.collection
-    saturated = collection.stop_reason is not None and collection.state.value == "SATURATED"
+    saturated = collection.stop_reason is not None and collection.state is CollectionState.SATURATED
     if not saturated or collection.stop_required_delivered:
         return False
     collection.deliver_stop_required()
@@ -179,22 +197,19 @@ def _call_tools(
         except RunAborted as aborted:
             if aborted.termination.state is RunState.BUDGET_EXHAUSTED:
                 return ControlledStop(DiagnosisStopReason.BUDGET_LIMIT_REACHED)
-            raise AgentFailure("RUN_ABORTED", str(aborted)) from aborted
+            raise AgentFailure(AgentFault.RUN_ABORTED, str(aborted)) from aborted
         messages.append(Message("tool", result.text, call.id))
         awaits = result.awaits_progress
     return awaits
 
 
-def _fail_unless_drafting(ctx: RunContext, text: str, problem: str | None) -> None:
+def _fail_unless_drafting(ctx: RunContext, text: str, problem: DraftError | None) -> None:
     """A final answer (no tool call) that is malformed or empty is a broken draft (SPEC §7)."""
     if problem is not None:
-        invalid: Literal["INVALID_JSON", "SCHEMA_INVALID"] = "SCHEMA_INVALID"
-        if problem.startswith("INVALID_JSON"):
-            invalid = "INVALID_JSON"
-        _failed_draft(ctx, text, DraftError(invalid, problem.split(": ", 1)[-1]))
+        _failed_draft(ctx, text, problem)
     if not text.strip():
         detail = "the agent answered with neither a tool call nor a draft"
-        _failed_draft(ctx, text, DraftError("EMPTY_DRAFT", detail))
+        _failed_draft(ctx, text, DraftError(DraftOutcome.EMPTY_DRAFT, detail))
 
 
 def _draft(ctx: RunContext, text: str, data: dict[str, object]) -> DiagnosisDraft:
@@ -217,14 +232,14 @@ def _propose(ctx: RunContext, text: str, result: DiagnosisDraft | DraftError) ->
     try:
         propose(ctx, ModelStepPurpose.AGENT, text, result)
     except RunAborted as aborted:
-        raise AgentFailure("RUN_ABORTED", str(aborted)) from aborted
+        raise AgentFailure(AgentFault.RUN_ABORTED, str(aborted)) from aborted
 
 
 def _save(ctx: RunContext, boundary: ToolBoundary) -> None:
     try:
         ctx.save(boundary.collection)
     except RunAborted as aborted:
-        raise AgentFailure("RUN_ABORTED", str(aborted)) from aborted
+        raise AgentFailure(AgentFault.RUN_ABORTED, str(aborted)) from aborted
 
 
-__all__ = ["DRAFT_SCHEMA", "AgentFailure", "Completed", "ControlledStop", "run_agent"]
+__all__ = ["DRAFT_SCHEMA", "AgentFailure", "AgentFault", "Completed", "ControlledStop", "run_agent"]

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from application.storable import NotStorable, storable_json
 from domain.grounding import Citation
-from domain.states import MissingKind
+from domain.states import DraftOutcome, MissingKind
 from domain.values import Fact
 
 
@@ -105,13 +105,19 @@ class AgentStep(BaseModel):
     draft: dict[str, Any] | None = None
 
 
+DraftFailure = Literal[
+    DraftOutcome.EMPTY_DRAFT, DraftOutcome.INVALID_JSON, DraftOutcome.SCHEMA_INVALID
+]
+"""How a draft can break its contract: every DraftOutcome but VALID."""
+
+
 class DraftError(Exception):
     """The draft broke its contract (SPEC §7): empty, invalid JSON or schema-invalid."""
 
-    def __init__(self, kind: Literal["EMPTY_DRAFT", "INVALID_JSON", "SCHEMA_INVALID"], detail: str):
+    def __init__(self, kind: DraftFailure, detail: str):
         """Keep the kind so the failure is recorded precisely."""
-        super().__init__(f"{kind}: {detail}")
-        self.kind = kind
+        super().__init__(f"{kind.value}: {detail}")
+        self.kind: DraftFailure = kind
 
 
 def loads_json(text: str) -> Any:
@@ -128,18 +134,19 @@ def loads_json(text: str) -> Any:
         raise json.JSONDecodeError("nested too deeply", text, 0) from None
 
 
-def parse_agent_text(text: str) -> tuple[AgentStep | None, str | None]:
+def parse_agent_text(text: str) -> tuple[AgentStep | None, DraftError | None]:
     """Parse an agent answer's text: the step, or None and why it is malformed (never raises)."""
     if not text.strip():
         return AgentStep(), None
     try:
         data = loads_json(text)
     except json.JSONDecodeError as error:
-        return None, f"INVALID_JSON: {error.msg} at line {error.lineno} column {error.colno}"
+        where = f"{error.msg} at line {error.lineno} column {error.colno}"
+        return None, DraftError(DraftOutcome.INVALID_JSON, where)
     try:
         return AgentStep.model_validate(data), None
     except ValidationError as error:
-        return None, f"SCHEMA_INVALID: {_first_problem(error)}"
+        return None, DraftError(DraftOutcome.SCHEMA_INVALID, _first_problem(error))
 
 
 def validate_draft(data: dict[str, Any] | str) -> DiagnosisDraft:
@@ -148,15 +155,17 @@ def validate_draft(data: dict[str, Any] | str) -> DiagnosisDraft:
         try:
             data = loads_json(data)
         except json.JSONDecodeError as error:
-            raise DraftError("INVALID_JSON", f"{error.msg} at column {error.colno}") from error
+            raise DraftError(
+                DraftOutcome.INVALID_JSON, f"{error.msg} at column {error.colno}"
+            ) from error
     if not isinstance(data, dict):
-        raise DraftError("SCHEMA_INVALID", "the draft must be a JSON object")
+        raise DraftError(DraftOutcome.SCHEMA_INVALID, "the draft must be a JSON object")
     try:
         draft = DiagnosisDraft.model_validate(data)
     except ValidationError as error:
-        raise DraftError("SCHEMA_INVALID", _first_problem(error)) from error
+        raise DraftError(DraftOutcome.SCHEMA_INVALID, _first_problem(error)) from error
     if draft.is_empty():
-        raise DraftError("EMPTY_DRAFT", "no conclusion, facts or missing_info")
+        raise DraftError(DraftOutcome.EMPTY_DRAFT, "no conclusion, facts or missing_info")
     return draft
 
 

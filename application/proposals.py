@@ -25,8 +25,8 @@ def outcome_of(result: DiagnosisDraft | DraftError) -> tuple[DraftOutcome, str]:
     """How a parse went, as recorded: VALID and no detail, or the failure's kind and detail."""
     if not isinstance(result, DraftError):
         return DraftOutcome.VALID, ""
-    detail = str(result).removeprefix(f"{result.kind}: ")
-    return DraftOutcome(result.kind), detail or result.kind
+    detail = str(result).removeprefix(f"{result.kind.value}: ")
+    return result.kind, detail or result.kind.value
 
 
 def propose(
@@ -45,7 +45,7 @@ def propose(
 def parse_draft(text: str) -> DiagnosisDraft | DraftError:
     """A model's answer that is the draft itself (the repair's): the draft or why it is not one."""
     if not text.strip():
-        return DraftError("EMPTY_DRAFT", EMPTY)
+        return DraftError(DraftOutcome.EMPTY_DRAFT, EMPTY)
     try:
         return validate_draft(text)
     except DraftError as error:

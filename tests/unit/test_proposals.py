@@ -85,7 +85,7 @@ def test_a_broken_repair_draft_is_returned_as_its_error_and_recorded(
 
     result = _record(ctx, text)
 
-    assert isinstance(result, DraftError) and result.kind == outcome.value
+    assert isinstance(result, DraftError) and result.kind is outcome
     ((_, payload),) = then_events(ctx.run)
     assert payload["outcome"] is outcome and payload["text"] == text
     assert payload["detail"].startswith(detail)
