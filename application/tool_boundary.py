@@ -16,6 +16,7 @@ from domain.states import (
     EvidenceStatus,
     GainSource,
     InformationGain,
+    ToolErrorCode,
     ToolRejectionCode,
 )
 from domain.tool_invocation import ToolInvocation
@@ -123,7 +124,7 @@ class ToolBoundary:
         except RunAborted:
             # The run ended (a cancel) while the tool ran: the call is abandoned and its
             # invocation closed, so no record is left STARTED; nothing else is recorded.
-            invocation.fail("ABANDONED", "the run ended before the tool answered")
+            invocation.fail(ToolErrorCode.ABANDONED, "the run ended before the tool answered")
             self.ctx.save(invocation)
             raise
         if not output.scope_description.strip():  # NO_EVIDENCE must always name its scope
@@ -135,16 +136,17 @@ class ToolBoundary:
             # The run ended while the tool ran: the result closes its invocation (its facts are
             # kept), but it is never charged, reported as progress or shown to the agent.
             if content is None:
-                invocation.fail("SIZE", f"one record exceeds {size} bytes")
+                invocation.fail(ToolErrorCode.SIZE, f"one record exceeds {size} bytes")
             else:
                 _mark_ready(invocation, output, content)
             self.ctx.save(invocation)
             raise
         if content is None:
-            return self._failed(call, invocation, "SIZE", f"one record exceeds {size} bytes")
+            too_big = f"one record exceeds {size} bytes"
+            return self._failed(call, invocation, ToolErrorCode.SIZE.value, too_big)
         if self.ctx.run.would_exceed(BudgetKind.BYTES, len(content.encode())):
             # One transaction: the invocation's failure and the run's exhaustion (SPEC §9).
-            invocation.fail("BUDGET", "the byte budget is spent")
+            invocation.fail(ToolErrorCode.BUDGET, "the byte budget is spent")
             self.ctx.run.exhaust_budget(BudgetKind.BYTES)
             self.ctx.save(invocation, self.collection)
         return self._ready(call, invocation, output, content, repeat)
@@ -157,18 +159,18 @@ class ToolBoundary:
             future = self.ctx.pool.submit(tool.run, call.arguments)
             return storable_output(self.ctx.wait_for(future, max(0.0, remaining)))
         except NotStorable as error:  # a result of the wrong shape is the tool's failure
-            raise ToolExecutionError("MALFORMED", str(error)) from error
+            raise ToolExecutionError(ToolErrorCode.MALFORMED.value, str(error)) from error
         except FutureTimeout:
             # The invocation is closed as ERROR and the run times out at its next boundary; the
             # call is not promised to stop, and its late result is dropped (SPEC §5).
             raise ToolExecutionError(
-                "TIMEOUT", "the tool did not answer before the deadline"
+                ToolErrorCode.TIMEOUT.value, "the tool did not answer before the deadline"
             ) from None
         except (ToolExecutionError, RunAborted):
             raise  # RunAborted: the run ended while the tool ran, the call is abandoned
         except Exception as error:  # a tool that raises is a recorded failure, never a crash
             raise ToolExecutionError(
-                "EXECUTION", f"{type(error).__name__}: {error}"[:500]
+                ToolErrorCode.EXECUTION.value, f"{type(error).__name__}: {error}"[:500]
             ) from error
 
     def _ready(
@@ -201,7 +203,8 @@ class ToolBoundary:
     def _failed(
         self, call: ToolCall, invocation: ToolInvocation, code: str, message: str
     ) -> ToolResult:
-        code = storable_text(str(code)).strip() or "EXECUTION"  # the tool's own words
+        # the tool's own words (ToolExecutionError's code is text: a tool may name its own)
+        code = storable_text(str(code)).strip() or ToolErrorCode.EXECUTION.value
         message = storable_text(message)
         invocation.fail(code, message)
         self.ctx.save(invocation)

@@ -184,6 +184,21 @@ class ToolRejectionCode(Enum):
     STORE = "STORE"
 
 
+class ToolErrorCode(Enum):
+    """The harness's own error codes of a failed tool invocation (SPEC §8).
+
+    ``TOOL_INVOCATION_FAILED`` stores its code as text, as it always has: a tool may also fail
+    with a code of its own, and logs written before this enum must read the same.
+    """
+
+    TIMEOUT = "TIMEOUT"
+    EXECUTION = "EXECUTION"
+    MALFORMED = "MALFORMED"
+    SIZE = "SIZE"
+    BUDGET = "BUDGET"
+    ABANDONED = "ABANDONED"
+
+
 class BudgetKind(Enum):
     """The four hard budgets of a run (SPEC §4)."""
 

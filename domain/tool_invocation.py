@@ -9,7 +9,7 @@ from uuid import UUID, uuid4
 from eventsourcing.domain import Aggregate
 
 from domain.errors import InvalidCommandError, InvocationClosedError
-from domain.states import EvidenceStatus, InvocationStatus
+from domain.states import EvidenceStatus, InvocationStatus, ToolErrorCode
 
 ReadyEvidence = Literal[EvidenceStatus.EVIDENCE_FOUND, EvidenceStatus.NO_EVIDENCE]
 """The only evidence statuses a READY invocation can carry (SPEC §16 invariant 4)."""
@@ -54,6 +54,7 @@ class ToolInvocation(Aggregate):
 
         class_version = 1
         error_code: str
+        """A :class:`ToolErrorCode`'s value, or the tool's own code (text, so old logs read)."""
         message: str
 
         def apply(self, aggregate: ToolInvocation) -> None:
@@ -120,12 +121,13 @@ class ToolInvocation(Aggregate):
             content_hash=hashlib.sha256(data).hexdigest(),
         )
 
-    def fail(self, error_code: str, message: str) -> None:
-        """Record a failure (``TOOL_INVOCATION_FAILED``)."""
+    def fail(self, error_code: ToolErrorCode | str, message: str) -> None:
+        """Record a failure (``TOOL_INVOCATION_FAILED``): the harness's code or the tool's own."""
         self._check_projecting()
-        if not error_code.strip():
+        code = error_code.value if isinstance(error_code, ToolErrorCode) else error_code
+        if not code.strip():
             raise InvalidCommandError(self.id, f"invocation {self.id!r}: an error code is required")
-        self.trigger_event(self.ToolInvocationFailed, error_code=error_code, message=message)
+        self.trigger_event(self.ToolInvocationFailed, error_code=code, message=message)
 
     def _check_projecting(self) -> None:
         if self.status is not InvocationStatus.PROJECTING:

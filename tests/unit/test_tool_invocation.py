@@ -10,7 +10,7 @@ from uuid import UUID
 import pytest
 
 from domain.errors import InvalidCommandError, InvocationClosedError
-from domain.states import EvidenceStatus, InvocationStatus
+from domain.states import EvidenceStatus, InvocationStatus, ToolErrorCode
 from domain.tool_invocation import ReadyEvidence, ToolInvocation
 from tests.unit.gwt import replay, then_events, then_refused
 
@@ -193,6 +193,18 @@ def test_fail_records_the_error_and_closes_as_error() -> None:
     assert invocation.evidence_status is EvidenceStatus.ERROR
     assert invocation.error_code == "PROJECTION_TOO_LARGE"
     assert not invocation.is_referenceable
+
+
+@pytest.mark.parametrize("code", list(ToolErrorCode), ids=lambda c: c.value)
+def test_fail_with_a_harness_code_records_its_text(code: ToolErrorCode) -> None:
+    # stored as text, like a tool's own code, so logs from before the enum read the same
+    invocation = given()
+
+    invocation.fail(code, "it failed")
+
+    assert then_events(invocation) == [
+        (ToolInvocation.ToolInvocationFailed, {"error_code": code.value, "message": "it failed"})
+    ]
 
 
 @pytest.mark.parametrize("code", ["", "   "], ids=["empty", "blank"])
