@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from application.explain.causes import _no_context
 from application.explain.words import _STATUS, _answer, _ended, _fallback_type, _reason, _v
 from domain.run import Run
-from domain.states import CancellationReason, ReleaseOutcome, RunState
+from domain.states import CancellationReason, ReleaseOutcome, RunState, SseSessionState
 
 if TYPE_CHECKING:
     from application.explain.log import _Log
@@ -58,10 +58,15 @@ def _why_no_done(log: _Log) -> Answer:
     cancelled = term is not None and term.state is RunState.CANCELLED
     disconnected = cancelled and run.cancellation is CancellationReason.CLIENT_DISCONNECTED
     open_feed = finished is None and not cancelled
+    session = (
+        SseSessionState.DISCONNECTED
+        if disconnected
+        else SseSessionState.OPEN
+        if open_feed
+        else SseSessionState.TERMINAL
+    )
     fields: dict[str, FieldValue] = {
-        "sse_session_state": (
-            "DISCONNECTED" if disconnected else "OPEN" if open_feed else "TERMINAL"
-        ),
+        "sse_session_state": session.value,
         "done_sent": finished is not None and not cancelled,
         "terminal_sse_event": None if finished is None else "failure" if cancelled else "done",
         "release_outcome": _v(run.finished_outcome),
