@@ -113,14 +113,14 @@ def list_command(
 ) -> None:
     """The newest runs with their query and how they ended (status, outcome, termination)."""
     from api.cli_runs_table import runs_table
-    from domain.states import ReleaseOutcome, RunState
+    from domain.states import DbStatus, ReleaseOutcome, RunState
     from projections.queries import RunFilter, list_runs
 
     chosen_state = _choice("--state", state, RunState)
     running = chosen_state == RunState.RUNNING.value  # not ended: no termination state yet
     where = RunFilter(
         session_id=session,
-        status="RUNNING" if running else None,
+        status=DbStatus.RUNNING.value if running else None,
         termination_state=None if running else chosen_state,
         release_outcome=_choice("--outcome", outcome, ReleaseOutcome),
     )

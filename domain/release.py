@@ -14,6 +14,7 @@ from typing import assert_never
 
 from domain.guard_stages import guard_step_refusal
 from domain.states import (
+    DbStatus,
     FallbackType,
     GuardStage,
     Intent,
@@ -152,11 +153,11 @@ def final_outcome(
     return ReleaseOutcome.FAILED
 
 
-DB_STATUS: dict[ReleaseOutcome, str] = {
-    ReleaseOutcome.SUCCESS: "SUCCESS",
-    ReleaseOutcome.FALLBACK: "SUCCESS",
-    ReleaseOutcome.FAILED: "FAILED",
-    ReleaseOutcome.CANCELLED: "CANCELLED",
+DB_STATUS: dict[ReleaseOutcome, DbStatus] = {
+    ReleaseOutcome.SUCCESS: DbStatus.SUCCESS,
+    ReleaseOutcome.FALLBACK: DbStatus.SUCCESS,
+    ReleaseOutcome.FAILED: DbStatus.FAILED,
+    ReleaseOutcome.CANCELLED: DbStatus.CANCELLED,
 }
 """SPEC §12: a finished run's database status by its ReleaseOutcome. SUCCESS means "handled with
 safe content", not "has a conclusion"; a run still RUNNING has no outcome yet."""

@@ -21,6 +21,19 @@ class RunState(Enum):
     BUDGET_EXHAUSTED = "BUDGET_EXHAUSTED"
 
 
+class DbStatus(Enum):
+    """A run's ``status`` in the run table (SPEC §12): not a RunState nor a ReleaseOutcome.
+
+    RUNNING until ``RUN_FINISHED``, then by the ReleaseOutcome (:data:`domain.release.DB_STATUS`);
+    the column holds the value as text.
+    """
+
+    RUNNING = "RUNNING"
+    SUCCESS = "SUCCESS"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+
 class ChatApplicationStatus(Enum):
     """User-visible phase sent as an SSE ``status``; not a lifecycle (SPEC §6)."""
 

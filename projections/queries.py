@@ -14,6 +14,7 @@ from uuid import UUID
 from sqlalchemy import func, select
 
 from application.recovery import Unfinished
+from domain.states import DbStatus
 from projections.sse_feed import SseFeed
 from projections.tables import (
     diagnosis_run,
@@ -192,7 +193,7 @@ def unfinished_runs(connection: Connection) -> list[Unfinished]:
     column = diagnosis_run.c
     rows = connection.execute(
         select(column.run_id, column.created_at)
-        .where(column.status == "RUNNING")
+        .where(column.status == DbStatus.RUNNING.value)
         .order_by(column.created_at)
     ).all()
     return [

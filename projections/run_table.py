@@ -12,7 +12,7 @@ from sqlalchemy import select
 from domain.collection import Collection
 from domain.release import DB_STATUS
 from domain.run import Run
-from domain.states import BudgetKind, Intent, ModelStepPurpose, ReleaseOutcome
+from domain.states import BudgetKind, DbStatus, Intent, ModelStepPurpose, ReleaseOutcome
 from projections.base import (
     Positioned,
     Row,
@@ -105,7 +105,7 @@ def _new_row(run_id: str, event: Run.RunStarted) -> Row:
         "owner": event.owner,
         "query": event.query,
         "intent": None,
-        "status": "RUNNING",
+        "status": DbStatus.RUNNING.value,
         "application_status": None,
         "release_outcome": None,
         "fallback_type": None,
@@ -161,7 +161,7 @@ def _update(row: Row, event: Run.Event) -> None:  # noqa: C901 (one arm per even
 def _finish(row: Row, event: Run.RunFinished) -> None:
     outcome = event.release_outcome
     row["release_outcome"] = outcome.value
-    row["status"] = STATUS_BY_OUTCOME[outcome]
+    row["status"] = STATUS_BY_OUTCOME[outcome].value
     row["finished_at"] = event.timestamp
     row["duration_ms"] = event.duration_ms
     published = outcome in (ReleaseOutcome.SUCCESS, ReleaseOutcome.FALLBACK)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from application.explain.causes import _no_context
 from application.explain.words import _STATUS, _answer, _ended, _fallback_type, _reason, _v
 from domain.run import Run
-from domain.states import CancellationReason, ReleaseOutcome, RunState, SseSessionState
+from domain.states import CancellationReason, DbStatus, ReleaseOutcome, RunState, SseSessionState
 
 if TYPE_CHECKING:
     from application.explain.log import _Log
@@ -20,11 +20,11 @@ if TYPE_CHECKING:
 
 def _success_without_conclusion(log: _Log) -> Answer:
     run, outcome = log.run, log.run.finished_outcome
-    status = _STATUS[outcome] if outcome else "RUNNING"
+    status = _STATUS[outcome] if outcome else DbStatus.RUNNING
     content = run.published or {}
     conclusion = content.get("conclusion") if outcome is ReleaseOutcome.SUCCESS else None
     fields: dict[str, FieldValue] = {
-        "status": status,
+        "status": status.value,
         "release_outcome": _v(outcome),
         "content_kind": str(content["kind"]) if "kind" in content else None,
         "fallback_type": _v(_fallback_type(run)),
@@ -36,9 +36,9 @@ def _success_without_conclusion(log: _Log) -> Answer:
     if isinstance(conclusion, str):
         text = f"Does not apply: the release published a diagnosis concluding {conclusion!r}."
         return _answer(key, False, text, fields, evidence)
-    if status != "SUCCESS":
+    if status is not DbStatus.SUCCESS:
         ended = f"the run {_ended(run)}" if run.is_finished else "the run has not finished"
-        text = f"Does not apply: the status is {status}, not SUCCESS, because {ended}."
+        text = f"Does not apply: the status is {status.value}, not SUCCESS, because {ended}."
         return _answer(key, False, text, fields, evidence)
     if outcome is ReleaseOutcome.FALLBACK:
         text = (
