@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import select
 
 from domain.collection import Collection
-from domain.release import DB_STATUS
+from domain.release import DB_STATUS, PUBLISHED
 from domain.run import Run
 from domain.states import BudgetKind, DbStatus, Intent, ModelStepPurpose, ReleaseOutcome
 from projections.base import (
@@ -164,7 +164,7 @@ def _finish(row: Row, event: Run.RunFinished) -> None:
     row["status"] = STATUS_BY_OUTCOME[outcome].value
     row["finished_at"] = event.timestamp
     row["duration_ms"] = event.duration_ms
-    published = outcome in (ReleaseOutcome.SUCCESS, ReleaseOutcome.FALLBACK)
+    published = outcome in PUBLISHED
     content = row["release_content"] if published else None
     row["release_content"] = None  # only kept while the run is open; published as safe_answer
     row["safe_answer"] = content

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from domain.release import PUBLISHED
 from domain.run import Run
 from domain.states import ReleaseOutcome
 from projections.base import Positioned, Row, RowCache, insert_many, jsonable, text
@@ -21,7 +22,6 @@ if TYPE_CHECKING:
 
     from sqlalchemy import Connection
 
-PUBLISHED = (ReleaseOutcome.SUCCESS, ReleaseOutcome.FALLBACK)
 TERMINAL_EVENTS = frozenset({"done", "failure"})
 
 

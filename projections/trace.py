@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from domain.catalogue import EVENT_CLASSES, event_type_name
 from domain.collection import Collection
+from domain.release import PUBLISHED
 from domain.run import Run
 from domain.states import (
     DraftOutcome,
@@ -147,7 +148,7 @@ def _guard_validity(event: Any) -> tuple[TracePhase, TraceEventStatus]:
 
 
 def _run_finished(event: Any) -> tuple[TracePhase, TraceEventStatus]:
-    published = event.release_outcome in (ReleaseOutcome.SUCCESS, ReleaseOutcome.FALLBACK)
+    published = event.release_outcome in PUBLISHED
     return TracePhase.RUN, OK if published else ERROR
 
 
