@@ -117,6 +117,16 @@ FORWARDED = (b"x-forwarded-for", b"forwarded")
 """Headers a proxy adds: a request without a peer address that carries one came from elsewhere."""
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` only accepts connections from this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to anything
+
+
 def is_loopback_peer(scope: Scope) -> bool:
     """Whether a request comes from this machine: a loopback address, or a Unix socket.
 

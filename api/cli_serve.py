@@ -9,7 +9,6 @@ this command starts and restarts if it dies.
 from __future__ import annotations
 
 import errno
-import ipaddress
 import logging
 import os
 import socket
@@ -35,18 +34,10 @@ WORKER_HEALTHCHECK = 60
 """Seconds uvicorn waits for a worker to answer its health check (a cold start included)."""
 
 
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` only accepts connections from this machine."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False  # a host name: it may resolve to anything
-
-
 def check_bind(settings: Settings, host: str, workers: int) -> None:
     """Refuse what would expose the service or corrupt its store; exit 2 saying why."""
+    from api.auth import is_loopback
+
     if not settings.api_keys and not is_loopback(host):
         fail(
             f"refusing to serve on {host} without API keys: anyone who can reach it could read "

@@ -14,7 +14,7 @@ from fastapi import FastAPI
 
 from api import errors
 from api.access_log import redact_access_log
-from api.auth import LoopbackOnly
+from api.auth import LoopbackOnly, is_loopback
 from api.deps import Services, previous_turn
 from api.feed import FeedHub
 from api.routes import audit, chat, runs, sessions, system
@@ -94,7 +94,6 @@ def create_app_from_environment() -> FastAPI:
     Without API keys, a bind address that is not loopback (``--host`` or ``UVICORN_HOST``) is
     warned about at once: the app answers only this machine's requests (``LoopbackOnly``).
     """
-    from api.cli_serve import is_loopback
     from infrastructure.settings import ConfigurationError, Settings
 
     try:

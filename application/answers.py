@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from application.drafts import loads_json
 from application.guards import Publication
-from application.ports import Message, ModelRequest
+from application.ports import Message, ModelRequest, choice_schema
 from application.replies import grounded_content, reply_content, ungrounded_content
 from domain.answers import (
     MAX_CITATIONS,
@@ -41,12 +41,7 @@ CHAT_PROMPT = (
     " asked what you can do, HOW_TO_ASK when the message is about a service, an incident or a"
     " symptom, THANKS for thanks, OUT_OF_SCOPE for anything else. The harness writes the text."
 )
-CHAT_SCHEMA = {
-    "type": "object",
-    "properties": {"reply": {"enum": [r.value for r in ChatReply]}},
-    "required": ["reply"],
-    "additionalProperties": False,
-}
+CHAT_SCHEMA = choice_schema("reply", [r.value for r in ChatReply])
 KNOWLEDGE_PROMPT = (
     "Answer the operator's question from the given runbook passages only. Answer JSON"
     ' {"text": your answer, "citations": [{"reference": a passage id, "excerpt": a sentence'
@@ -73,10 +68,10 @@ KNOWLEDGE_SCHEMA = {
 }
 
 
-def answer_chat(ctx: RunContext, timeout_s: float) -> Publication:
+def answer_chat(ctx: RunContext) -> Publication:
     """SYSTEM_CHAT: publish the fixed text of the reply the model picked, or how to ask."""
     _enter(ctx, ChatApplicationStatus.SYSTEM_RESPONDING)
-    text = _ask(ctx, CHAT_PROMPT, ctx.run.query, CHAT_SCHEMA, timeout_s)
+    text = _ask(ctx, CHAT_PROMPT, ctx.run.query, CHAT_SCHEMA)
     try:
         reply, refusal = pick_reply(loads_json(text))
     except ValueError:
@@ -88,7 +83,6 @@ def answer_knowledge(
     ctx: RunContext,
     retriever: KnowledgeRetriever | None,
     rules: GroundingRules,
-    timeout_s: float,
 ) -> Publication:
     """KNOWLEDGE_QUERY: one retrieval, one answer, published only when its citations prove."""
     _enter(ctx, ChatApplicationStatus.KNOWLEDGE_SEARCHING)
@@ -103,7 +97,7 @@ def answer_knowledge(
         },
         ensure_ascii=False,
     )
-    text = _ask(ctx, KNOWLEDGE_PROMPT, prompt, KNOWLEDGE_SCHEMA, timeout_s)
+    text = _ask(ctx, KNOWLEDGE_PROMPT, prompt, KNOWLEDGE_SCHEMA)
     return _publish(ctx, _checked(text, passages, rules))
 
 
@@ -129,12 +123,12 @@ def _enter(ctx: RunContext, status: ChatApplicationStatus) -> None:
     ctx.save()
 
 
-def _ask(ctx: RunContext, system: str, user: str, schema: dict[str, Any], timeout_s: float) -> str:
+def _ask(ctx: RunContext, system: str, user: str, schema: dict[str, Any]) -> str:
+    """One ANSWER call; RunContext bounds it by the model timeout and the deadline."""
     request = ModelRequest(
         ModelStepPurpose.ANSWER,
         (Message("system", system), Message("user", user)),
         json_schema=schema,
-        timeout_s=timeout_s,
     )
     return ctx.call_model(request).text
 

@@ -21,7 +21,7 @@ from application.drafts import loads_json
 from application.guards import NoSafeContent, Publication, release
 from application.harness import RunAborted, RunContext
 from application.outage import end_after_outage, resync
-from application.ports import Message, ModelError, ModelRequest
+from application.ports import Message, ModelError, ModelRequest, choice_schema
 from application.store import MAX_CONFLICT_RETRIES, StoreClosedError, StoreUnavailableError
 from application.tool_boundary import ToolBoundary
 from domain.errors import ConcurrentWriteError
@@ -54,12 +54,7 @@ ROUTER_PROMPT = (
     "happened in the systems, KNOWLEDGE_QUERY for how-to and policy questions, SYSTEM_CHAT "
     "otherwise."
 )
-ROUTE_SCHEMA = {
-    "type": "object",
-    "properties": {"intent": {"enum": [i.value for i in Intent]}},
-    "required": ["intent"],
-    "additionalProperties": False,
-}
+ROUTE_SCHEMA = choice_schema("intent", [i.value for i in Intent])
 
 
 class RoutingFailed(Exception):
@@ -216,11 +211,9 @@ class ChatService:
     def _by_intent(self, ctx: RunContext, intent: Intent, context: str) -> Publication:
         match intent:
             case Intent.SYSTEM_CHAT:
-                return answer_chat(ctx, self.config.model_timeout_s)
+                return answer_chat(ctx)
             case Intent.KNOWLEDGE_QUERY:
-                return answer_knowledge(
-                    ctx, self.retriever, self.config.grounding, self.config.model_timeout_s
-                )
+                return answer_knowledge(ctx, self.retriever, self.config.grounding)
             case Intent.DIAGNOSIS:
                 return self._diagnose(ctx, context)
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     from application.drafts import MissingOut
     from application.harness import RunContext
+    from domain.tool_invocation import ToolInvocation
     from domain.values import Fact
 
 FALLBACK_MESSAGES = {
@@ -83,11 +84,19 @@ def no_evidence(ctx: RunContext) -> list[str]:
 def not_checked(ctx: RunContext) -> list[str]:
     """Each tool call that failed: what could not be checked, never that nothing was found."""
     return [
-        f"{inv.tool} could not be checked for {inv.normalized_scope or 'its scope'}"
-        f" ({inv.error_code}): nothing is known about it"
+        not_checked_note(inv)
         for inv in ctx.invocations.values()
         if inv.status is InvocationStatus.ERROR
     ]
+
+
+def not_checked_note(invocation: ToolInvocation) -> str:
+    """How a failed tool call is published: not checked, so nothing is known (never absence)."""
+    scope = invocation.normalized_scope or "its scope"
+    return (
+        f"{invocation.tool} could not be checked for {scope} ({invocation.error_code}):"
+        " nothing is known about it"
+    )
 
 
 def missing_question(item: MissingOut) -> str:

@@ -23,7 +23,7 @@ from application.audit.answers import is_answer_run
 from application.audit.evidence import ready_results
 from application.audit.integrity import Violation
 from application.audit.rules import cited
-from application.published import missing_question
+from application.published import missing_question, not_checked_note
 from domain.collection import Collection
 from domain.grounding import DEFAULT_RULES, GroundingRules, restates
 from domain.run import Run
@@ -151,11 +151,7 @@ def _not_checked_problems(log: RunLog, entry: Entry, content: dict[str, Any]) ->
         )
     ]
     reported = list(content.get("not_checked") or [])
-    expected = [
-        f"{inv.tool} could not be checked for {inv.normalized_scope or 'its scope'}"
-        f" ({inv.error_code}): nothing is known about it"
-        for inv in failed
-    ]
+    expected = [not_checked_note(inv) for inv in failed]
     if sorted(reported) != sorted(expected):
         return [
             f"reports {len(reported)} tool call(s) as not checked, but {len(expected)} failed"
