@@ -86,7 +86,7 @@ def current_principal(
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> Principal:
     """FastAPI dependency: the caller."""
-    settings: Settings = request.app.state.services.settings
+    settings: Settings = request.app.state.worker.settings
     return authenticate(settings, credentials)
 
 

@@ -13,14 +13,11 @@ import typer
 
 from api.cli_app import HarnessTyper
 from api.cli_audit import audit_app
-from api.cli_common import fail, load_settings, out_console
+from api.cli_common import fail, load_settings, opened, out_console
 from api.cli_projections import projections_app
 from api.cli_runs import runs_app
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from application.store import HarnessStore
     from infrastructure.settings import Settings
 
 app = HarnessTyper(
@@ -35,20 +32,6 @@ app.add_typer(runs_app, name="runs")
 app.add_typer(audit_app, name="audit")
 
 
-def _head(settings: Settings, opener: Callable[[Settings], HarnessStore]) -> int:
-    """Open the store with ``opener``, read the log head and close it; exit 2 on failure."""
-    from application.store import StoreError
-
-    try:
-        store = opener(settings)
-        try:
-            return store.head()
-        finally:
-            store.close()
-    except StoreError as error:
-        fail(str(error))
-
-
 @db_app.command("init")
 def db_init(
     sample: Annotated[
@@ -56,78 +39,38 @@ def db_init(
     ] = False,
 ) -> None:
     """Create the event store tables once (safe to run again); run it before starting workers."""
-    from infrastructure.eventstore import init_store
-
-    settings = load_settings()
-    head = _head(settings, init_store)
-    _init_read_side(settings)
-    out_console().print(f"event store ready: {settings.database.describe()}, log head at {head}")
-    if sample:
-        counts = _load_sample(settings)
-        out_console().print(
-            "sample data loaded: " + ", ".join(f"{k} {v}" for k, v in counts.items())
-        )
-
-
-def _init_read_side(settings: Settings) -> None:
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from infrastructure.database import create_sql_engine
-    from infrastructure.leases import SqlLeases
-    from projections.runner import brief
-    from projections.tables import create_read_tables
-
-    engine = create_sql_engine(settings)
-    try:
-        create_read_tables(engine)
-        SqlLeases(engine).create()  # so workers never need to (they only check it exists)
-    except SQLAlchemyError as error:
-        fail(f"cannot create the read tables in {settings.database.describe()}: {brief(error)}")
-    finally:
-        engine.dispose()
-
-
-def _load_sample(settings: Settings) -> dict[str, int]:
-    from sqlalchemy.exc import SQLAlchemyError
-
     from infrastructure.composition import load_sample_data
-    from projections.runner import brief
 
-    try:
-        return load_sample_data(settings)
-    except (SQLAlchemyError, OSError) as error:
-        fail(f"cannot load the sample data into {settings.database.describe()}: {brief(error)}")
+    with opened(create=True) as services:
+        where = services.settings.database.describe()
+        out_console().print(f"event store ready: {where}, log head at {services.store.head()}")
+        if sample:
+            counts = load_sample_data(services)
+            out_console().print(
+                "sample data loaded: " + ", ".join(f"{k} {v}" for k, v in counts.items())
+            )
 
 
 @db_app.command("status")
 def db_status() -> None:
     """Show which store is configured and its last log position (never creates one)."""
-    from infrastructure.eventstore import open_store
-
-    settings = load_settings()
-    head = _head(settings, open_store)
-    out_console().print(f"{settings.database.describe()}: log head at {head}")
+    with opened() as services:
+        head = services.store.head()
+    out_console().print(f"{services.settings.database.describe()}: log head at {head}")
 
 
-def _open_for_work(settings: Settings) -> HarnessStore:
-    """The store for serving or asking.
+def _for_work() -> Settings:
+    """The settings for serving or asking, with their store checked (or set up) first.
 
     An embedded SQLite file has one owner, so creating its tables and loading the sample data
     here is the zero set-up path. PostgreSQL workers never create tables (several starting at
     once would race): run `harness db init --sample` once first.
     """
-    from application.store import StoreError
-    from infrastructure.eventstore import init_store, open_store
-
-    try:
-        if settings.database.kind != "sqlite":
-            return open_store(settings)
-        store = init_store(settings)
-    except StoreError as error:
-        fail(str(error))
-    _init_read_side(settings)
-    _load_sample(settings)
-    return store
+    settings = load_settings()
+    embedded = settings.database.kind == "sqlite"
+    with opened(settings, create=embedded, sample=embedded):
+        pass
+    return settings
 
 
 @app.command()
@@ -154,15 +97,11 @@ def serve(
     bind_host, bind_port = host or settings.host, port or settings.port
     check_bind(settings, bind_host, workers)
     listening = check_port(bind_host, bind_port)  # before any set-up: a taken port says so first
-    store = _open_for_work(settings)
+    _for_work()
     if workers > 1:
-        store.close()  # each worker opens its own
-        serve_many(settings, listening, workers)
+        serve_many(settings, listening, workers)  # each worker opens its own store
         return
-    try:
-        serve_one(settings, store, listening)
-    finally:
-        store.close()
+    serve_one(settings, listening)
 
 
 @app.command()
@@ -191,21 +130,16 @@ def ask(
 def _ask(settings: Settings, question: str, session: str) -> int:
     from api.ask_view import AskView
     from api.auth import LOCAL
-    from infrastructure.composition import build_runtime
     from infrastructure.settings import ConfigurationError
 
-    store = _open_for_work(settings)
-    try:
-        runtime = build_runtime(settings, store)
-    except ConfigurationError as error:
-        store.close()
-        fail(str(error))
+    embedded = settings.database.kind == "sqlite"
     view = AskView(out_console())
-    store.listeners.append(view.on_events)
-    try:
-        result = runtime.service.ask(session, question, owner=LOCAL)
-    finally:
-        runtime.close()
-        store.close()
+    with opened(settings, create=embedded, sample=embedded) as services:
+        try:
+            service = services.chat
+        except ConfigurationError as error:
+            fail(str(error))
+        services.store.listeners.append(view.on_events)
+        result = service.ask(session, question, owner=LOCAL)
     view.show_result(result)
     return 0 if result.content is not None else 1

@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Annotated, TextIO
 import typer
 from rich.text import Text
 
-from api.cli_common import err_console, fail, load_settings, out_console
+from api.cli_common import err_console, fail, load_settings, opened, out_console
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
 
     from application.audit.records import AuditRecord
     from application.audit.verify import Heads, Report
-    from application.store import HarnessStore
+    from infrastructure.composition import Services
 
 audit_app = typer.Typer(
     help="Export the event log as JSON Lines and verify it offline: chain links, the SPEC §16"
@@ -66,26 +66,6 @@ SHOWN = 200
 """Violations printed one per line; the rest are counted (``--json`` lists them all)."""
 
 
-@contextmanager
-def _store() -> Iterator[HarnessStore]:
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from application.store import StoreError
-    from infrastructure.eventstore import open_store
-
-    settings = load_settings()
-    try:
-        store = open_store(settings)
-    except StoreError as error:
-        fail(str(error))
-    try:
-        yield store
-    except (StoreError, SQLAlchemyError) as error:
-        fail(f"the database failed: {error}")
-    finally:
-        store.close()
-
-
 @audit_app.command("export", help=EXPORT_HELP)
 def export(
     run_id: Annotated[
@@ -114,8 +94,9 @@ def export(
             "--heads with --after would keep only the increment's heads: export the heads of"
             " the whole log (`harness audit export --all --heads FILE`) when you append"
         )
-    with _store() as store:
-        records = _run(store, run_id, after) if run_id else store_records(store, after)
+    with opened() as services:
+        store = services.store
+        records = _run(services, run_id, after) if run_id else store_records(store, after)
         seen: Heads = {}
         count = _write(_tracked(records, seen), out)
         head = store.head()  # read after: an export of a live log may end past an earlier head
@@ -127,12 +108,12 @@ def export(
     )
 
 
-def _run(store: HarnessStore, run_id: str, after: int) -> list[AuditRecord]:
+def _run(services: Services, run_id: str, after: int) -> list[AuditRecord]:
     from api.cli_reads import lookup_run_id
     from application.audit.records import run_records
 
-    key = lookup_run_id(load_settings(), store, run_id)  # a whole id, or a unique prefix
-    found = run_records(store, key)
+    key = lookup_run_id(services, run_id)  # a whole id, or a unique prefix
+    found = run_records(services.store, key)
     if not any(r.stream == str(key) and r.type == "RUN_STARTED" for r in found):
         fail(f"no run {run_id} in the event log (list runs with `harness runs list`)")
     return [r for r in found if r.position > after]
@@ -193,7 +174,8 @@ def checkpoint() -> None:
     from domain.errors import ConcurrentWriteError
 
     recorded, streams, upto = 0, 0, 0
-    with _store() as store:
+    with opened() as services:
+        store = services.store
         try:
             while (done := record_checkpoint(store)) is not None:
                 recorded, streams, upto = recorded + 1, streams + done.streams, done.upto
@@ -300,18 +282,12 @@ def _verify_db(key: bytes | None, heads: Heads | None) -> Report:
     from application.audit.integrity import Violation
     from application.audit.records import store_records
     from application.audit.verify import verify_records
-    from infrastructure.database import create_sql_engine
     from projections.agreement import check_agreement
     from projections.sse_feed import run_feed
 
-    settings = load_settings()
-    engine = create_sql_engine(settings)
-    try:
-        with _store() as store:
-            report = verify_records(store_records(store), key, run_feed, heads)
-            agreement = check_agreement(store, engine)
-    finally:
-        engine.dispose()
+    with opened() as services:
+        report = verify_records(store_records(services.store), key, run_feed, heads)
+        agreement = check_agreement(services.store, services.engine)
     report.add(
         f"read tables agree with the log ({agreement.rows} rows compared)",
         [Violation("projection", difference.describe()) for difference in agreement.differences],

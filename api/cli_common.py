@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, NoReturn, TextIO
 
 import typer
@@ -10,6 +11,9 @@ from rich.console import Console
 from rich.text import Text
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from infrastructure.composition import Overrides, Services
     from infrastructure.settings import Settings
 
 PIPE_WIDTH = 100_000
@@ -64,3 +68,35 @@ def fail(message: str) -> NoReturn:
     """Print ``message`` as an error and exit 2."""
     err_console().print(Text.assemble(("error:", "bold red"), " ", message))
     raise typer.Exit(code=2)
+
+
+@contextmanager
+def opened(
+    settings: Settings | None = None,
+    *,
+    create: bool = False,
+    sample: bool = False,
+    overrides: Overrides | None = None,
+) -> Iterator[Services]:
+    """One command's services from the composition root, closed afterwards.
+
+    A store that cannot be opened, and a store or database failure while the command works,
+    exit 2 in one line naming the store (``create`` and ``sample`` as for ``bootstrap``).
+    """
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from application.store import StoreError
+    from infrastructure.composition import bootstrap
+    from projections.runner import brief
+
+    settings = settings or load_settings()
+    try:
+        services = bootstrap(settings, create=create, sample=sample, overrides=overrides)
+    except StoreError as error:
+        fail(str(error))
+    try:
+        yield services
+    except (SQLAlchemyError, StoreError) as error:
+        fail(f"{settings.database.describe()} failed: {brief(error)}")
+    finally:
+        services.close()

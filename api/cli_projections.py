@@ -11,46 +11,19 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from api.cli_common import err_console, fail, load_settings, out_console
+from api.cli_common import err_console, fail, opened, out_console
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
     from rich.progress import Progress
 
-    from application.store import HarnessStore
-    from infrastructure.settings import Settings
-    from projections.runner import Projector
 
 projections_app = typer.Typer(
     help="Follow, rebuild and inspect the read side (diagnosis_run, trace_event, sse_feed,"
     " session_turn).",
     no_args_is_help=True,
 )
-
-
-def _open_store(settings: Settings) -> HarnessStore:
-    from application.store import StoreError
-    from infrastructure.eventstore import open_store
-
-    try:
-        return open_store(settings)
-    except StoreError as error:
-        fail(str(error))
-
-
-def _open(settings: Settings) -> tuple[HarnessStore, Projector]:
-    from infrastructure.database import create_sql_engine
-    from projections.runner import Projector
-
-    store = _open_store(settings)
-    engine = create_sql_engine(settings)
-    return store, Projector(store, engine, batch_size=settings.projection_batch)
-
-
-def _close(store: HarnessStore, projector: Projector) -> None:
-    projector.engine.dispose()
-    store.close()
 
 
 @projections_app.command("run")
@@ -63,28 +36,21 @@ def run() -> None:
     from sqlalchemy.exc import SQLAlchemyError
 
     from application.store import StoreError
-    from infrastructure.composition import live_projections
-    from infrastructure.database import create_sql_engine
     from projections.runner import brief
 
-    settings = load_settings()
-    store = _open_store(settings)
-    engine = create_sql_engine(settings)
-    live = live_projections(settings, store, engine)
     stopped = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stopped.set())
-    try:
-        live.start()
-    except (SQLAlchemyError, StoreError) as error:
-        engine.dispose()
-        store.close()
-        fail(f"cannot start following the log of {settings.database.describe()}: {brief(error)}")
-    err_console().print(f"following the log of {settings.database.describe()}")
-    stopped.wait()
-    live.close()
-    engine.dispose()
-    store.close()
+    with opened() as services:
+        where = services.settings.database.describe()
+        live = services.live_projections()
+        try:
+            live.start()
+        except (SQLAlchemyError, StoreError) as error:
+            fail(f"cannot start following the log of {where}: {brief(error)}")
+        err_console().print(f"following the log of {where}")
+        stopped.wait()
+        live.close()
 
 
 @projections_app.command("rebuild")
@@ -99,24 +65,23 @@ def rebuild(
     from application.store import StoreError
     from projections.runner import brief
 
-    settings = load_settings()
-    store, projector = _open(settings)
-    try:
-        names = [name] if name else None
-        if name and name not in projector.names:
-            fail(f"unknown projection {name!r}; known: {', '.join(projector.names)}")
-        head = store.head()
-        with _bar() as bar:
-            task = bar.add_task("rebuilding", total=head)
-            read = projector.rebuild(names, lambda n: bar.advance(task, n))
-            bar.update(task, completed=head)
-    except (SQLAlchemyError, StoreError) as error:
-        fail(
-            f"rebuild in {settings.database.describe()} stopped ({brief(error)}); every applied"
-            " batch is kept with its position: run the rebuild again, or let a follower finish it"
-        )
-    finally:
-        _close(store, projector)
+    with opened() as services:
+        projector = services.projector()
+        try:
+            names = [name] if name else None
+            if name and name not in projector.names:
+                fail(f"unknown projection {name!r}; known: {', '.join(projector.names)}")
+            head = services.store.head()
+            with _bar() as bar:
+                task = bar.add_task("rebuilding", total=head)
+                read = projector.rebuild(names, lambda n: bar.advance(task, n))
+                bar.update(task, completed=head)
+        except (SQLAlchemyError, StoreError) as error:
+            fail(
+                f"rebuild in {services.settings.database.describe()} stopped ({brief(error)});"
+                " every applied batch is kept with its position: run the rebuild again, or let"
+                " a follower finish it"
+            )
     out_console().print(
         f"rebuilt {', '.join(names or projector.names)}: {read} log entries applied"
     )
@@ -150,23 +115,22 @@ def status() -> None:
     from application.store import StoreError
     from projections.runner import ProjectionStatus, brief
 
-    settings = load_settings()
-    where = settings.database.describe()
-    store, projector = _open(settings)
-    try:
-        missing = read_tables_missing(projector.engine)
-        if missing:  # a read creates nothing: every projection is at 0
-            err_console().print(
-                f"the read tables ({', '.join(missing)}) do not exist in {where}:"
-                " run `harness db init` once first"
-            )
-            rows = [ProjectionStatus(name, 0, store.head()) for name in projector.names]
-        else:
-            rows = projector.status()
-    except (SQLAlchemyError, StoreError) as error:
-        fail(f"cannot read the projections' positions in {where}: {brief(error)}")
-    finally:
-        _close(store, projector)
+    with opened() as services:
+        where = services.settings.database.describe()
+        projector = services.projector()
+        try:
+            missing = read_tables_missing(projector.engine)
+            if missing:  # a read creates nothing: every projection is at 0
+                err_console().print(
+                    f"the read tables ({', '.join(missing)}) do not exist in {where}:"
+                    " run `harness db init` once first"
+                )
+                head = services.store.head()
+                rows = [ProjectionStatus(name, 0, head) for name in projector.names]
+            else:
+                rows = projector.status()
+        except (SQLAlchemyError, StoreError) as error:
+            fail(f"cannot read the projections' positions in {where}: {brief(error)}")
     table = Table("projection", "position", "head", "lag")
     for row in rows:
         table.add_row(row.name, str(row.position), str(row.head), str(row.lag))

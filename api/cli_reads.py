@@ -22,8 +22,7 @@ if TYPE_CHECKING:
 
     from sqlalchemy import Connection, Engine
 
-    from application.store import HarnessStore
-    from infrastructure.settings import Settings
+    from infrastructure.composition import Services
     from projections.runner import Projector
 
 MIN_PREFIX = 4
@@ -54,7 +53,7 @@ class Freshness:
         )
 
 
-def bring_up_to_date(settings: Settings, store: HarnessStore, engine: Engine) -> Freshness:
+def bring_up_to_date(services: Services) -> Freshness:
     """Apply the log to the read tables up to its current head (exit 2 if they do not exist).
 
     When that fails (another process holds the lock longer than HARNESS_DB_LOCK_TIMEOUT, the
@@ -64,11 +63,11 @@ def bring_up_to_date(settings: Settings, store: HarnessStore, engine: Engine) ->
     from sqlalchemy.exc import SQLAlchemyError
 
     from application.store import StoreError
-    from projections.runner import Projector, brief
+    from projections.runner import brief
 
-    where = settings.database.describe()
-    check_read_tables(engine, where)
-    projector = Projector(store, engine, batch_size=settings.projection_batch)
+    store, where = services.store, services.settings.database.describe()
+    check_read_tables(services.engine, where)
+    projector = services.projector()
     behind = 0
     try:
         behind = max(0, store.head() - min(projector.positions().values()))
@@ -193,21 +192,15 @@ def resolve_run_id(engine: Engine, text: str, store: str) -> UUID:
     return UUID(found[0])
 
 
-def lookup_run_id(settings: Settings, store: HarnessStore, text: str) -> UUID:
-    """:func:`resolve_run_id` for a command that holds only the store (``audit export RUN_ID``).
+def lookup_run_id(services: Services, text: str) -> UUID:
+    """:func:`resolve_run_id` for a command that reads the log (``audit export RUN_ID``).
 
     A whole id is returned as is; a prefix is looked up in read tables brought up to date.
     """
     if is_full_id(text):
         return UUID(text)
-    from infrastructure.database import create_sql_engine
-
-    engine = create_sql_engine(settings)
-    try:
-        bring_up_to_date(settings, store, engine)
-        return resolve_run_id(engine, text, settings.database.describe())
-    finally:
-        engine.dispose()
+    bring_up_to_date(services)
+    return resolve_run_id(services.engine, text, services.settings.database.describe())
 
 
 def short_ids(connection: Connection, run_ids: list[str]) -> dict[str, str]:

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from api.cli_common import err_console, fail, load_settings, out_console
+from api.cli_common import err_console, fail, out_console
+from api.cli_common import opened as opened_services
 from api.cli_reads import Freshness, bring_up_to_date, is_full_id, resolve_run_id
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
 
     from application.store import HarnessStore
-    from infrastructure.settings import Settings
+    from infrastructure.composition import Services
 
 runs_app = typer.Typer(
     help="List, inspect, explain, cancel and recover runs.", no_args_is_help=True
@@ -40,20 +41,28 @@ RunIdArgument = Annotated[
 
 @dataclass
 class Opened:
-    """The store and the read side's engine of one command."""
+    """One command's services, and how it finds runs in the read tables."""
 
-    settings: Settings
-    store: HarnessStore
-    engine: Engine
+    services: Services
+
+    @property
+    def engine(self) -> Engine:
+        """The read side's engine."""
+        return self.services.engine
+
+    @property
+    def store(self) -> HarnessStore:
+        """The event store."""
+        return self.services.store
 
     @property
     def where(self) -> str:
         """The store, as error messages name it."""
-        return self.settings.database.describe()
+        return self.services.settings.database.describe()
 
     def fresh(self) -> Freshness:
         """Bring the read tables up to the log head (or say why not)."""
-        return bring_up_to_date(self.settings, self.store, self.engine)
+        return bring_up_to_date(self.services)
 
     def run_id(self, text: str) -> UUID:
         """The run ``text`` names (a prefix is looked up in read tables brought up to date)."""
@@ -64,27 +73,9 @@ class Opened:
 
 @contextmanager
 def opened() -> Iterator[Opened]:
-    """The store and engine for a command; store and database failures exit 2 naming the store."""
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from application.store import StoreError
-    from infrastructure.database import create_sql_engine
-    from infrastructure.eventstore import open_store
-    from projections.runner import brief
-
-    settings = load_settings()
-    try:
-        store = open_store(settings)
-    except StoreError as error:
-        fail(str(error))
-    engine = create_sql_engine(settings)
-    try:
-        yield Opened(settings, store, engine)
-    except (SQLAlchemyError, StoreError) as error:
-        fail(f"{settings.database.describe()} failed: {brief(error)}")
-    finally:
-        engine.dispose()
-        store.close()
+    """The services for a command; store and database failures exit 2 naming the store."""
+    with opened_services() as services:
+        yield Opened(services)
 
 
 def _print_json(value: Any) -> None:
@@ -211,12 +202,11 @@ def recover(as_json: JsonOption = False) -> None:
     its RUN_FINISHED; runs of live workers are never touched. Safe next to running services.
     """
     from api.cli_runs_table import recovered_json, recovered_table
-    from infrastructure.composition import recovery_sweep
 
     with opened() as the:
         the.fresh()  # the candidates come from diagnosis_run
-        report = recovery_sweep(the.settings, the.store, the.engine).sweep()
-        ttl = the.settings.worker_lease_ttl
+        report = the.services.recovery_sweep().sweep()
+        ttl = the.services.settings.worker_lease_ttl
     if as_json:
         _print_json(recovered_json(report))
     elif report.ended:

@@ -22,7 +22,6 @@ from api.cli_common import err_console, fail
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from application.store import HarnessStore
     from infrastructure.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -67,7 +66,7 @@ def check_port(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve_one(settings: Settings, store: HarnessStore, sock: socket.socket) -> None:
+def serve_one(settings: Settings, sock: socket.socket) -> None:
     """One worker with the projections in its process (the embedded default), on ``sock``."""
     import uvicorn
 
@@ -77,7 +76,7 @@ def serve_one(settings: Settings, store: HarnessStore, sock: socket.socket) -> N
     err_console().print(
         f"serving on http://{_url_host(host)}:{port} ({settings.database.describe()})"
     )
-    config = uvicorn.Config(create_app(settings, store), host=host, port=port)
+    config = uvicorn.Config(create_app(settings), host=host, port=port)
     uvicorn.Server(config).run(sockets=[sock])
 
 

@@ -5,16 +5,17 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated
-from uuid import UUID
 
 from fastapi import Depends, Request
 
 from api.errors import NotFound
 from domain.errors import UnknownAggregateError
 from projections.live import FEED
-from projections.queries import last_turn_run, run_row
+from projections.queries import run_row
 
 if TYPE_CHECKING:
+    from uuid import UUID
+
     from sqlalchemy import Engine
 
     from api.auth import Principal
@@ -29,8 +30,8 @@ READ_POLL = 0.05
 
 
 @dataclass
-class Services:
-    """One worker's open resources."""
+class Worker:
+    """What the routes of one worker use (opened by ``api.main`` through the composition root)."""
 
     settings: Settings
     store: HarnessStore
@@ -86,26 +87,10 @@ class Services:
         return row
 
 
-def previous_turn(
-    store: HarnessStore, engine: Engine, projector: Projector, wait: float, session_id: str
-) -> str:
-    """What the session's latest turn carries into the next (SPEC §1 PreviousTurn).
-
-    The session table is given ``wait`` seconds to reach the log's head first, so a turn that
-    just finished is seen.
-    """
-    projector.wait_for(store.head(), wait, ["session_turn"])
-    with engine.connect() as connection:
-        run_id = last_turn_run(connection, session_id)
-    if run_id is None:
-        return ""
-    return store.get_run(UUID(run_id)).previous_turn or ""
-
-
-def services(request: Request) -> Services:
+def worker(request: Request) -> Worker:
     """FastAPI dependency: this worker's services."""
-    found: Services = request.app.state.services
+    found: Worker = request.app.state.worker
     return found
 
 
-ServicesDep = Annotated[Services, Depends(services)]
+WorkerDep = Annotated[Worker, Depends(worker)]

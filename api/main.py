@@ -7,7 +7,6 @@ import os
 import sys
 import threading
 from contextlib import asynccontextmanager
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
@@ -15,25 +14,21 @@ from fastapi import FastAPI
 from api import errors
 from api.access_log import redact_access_log
 from api.auth import LoopbackOnly, is_loopback
-from api.deps import Services, previous_turn
+from api.deps import Worker
 from api.feed import FeedHub
 from api.routes import audit, chat, runs, sessions, system
 from api.schemas import document_limits
 from application.dispatch import RunDispatcher
 from application.recovery import RecoveryLoop
-from infrastructure.composition import build_runtime, live_projections, recovery_sweep
-from infrastructure.database import create_sql_engine
-from infrastructure.eventstore import open_store
+from infrastructure.composition import Overrides, Services, bootstrap
 from infrastructure.pg_listen import PgNotifyWake, read_channel
-from projections.runner import Projector
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Mapping
 
-    from sqlalchemy import Engine
-
     from application.store import HarnessStore
     from infrastructure.settings import Settings
+    from projections.runner import Projector
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +52,7 @@ def create_app(settings: Settings, store: HarnessStore | None = None) -> FastAPI
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         closers: list[Callable[[], None]] = []
         try:
-            app.state.services = _start(settings, store, closers)
+            app.state.worker = _start(settings, store, closers)
             yield
         finally:
             for close in reversed(closers):
@@ -123,52 +118,43 @@ def bind_host(argv: list[str], environ: Mapping[str, str]) -> str | None:
 
 def _start(
     settings: Settings, given: HarnessStore | None, closers: list[Callable[[], None]]
-) -> Services:
-    """Open everything one worker needs; ``closers`` undo it in reverse order."""
-    store = given or open_store(settings)
-    if given is None:
-        closers.append(store.close)
-    engine = create_sql_engine(settings)
-    closers.append(engine.dispose)
-    runtime = build_runtime(settings, store)
-    closers.append(runtime.close)
-    hub = FeedHub(engine, threading.Event(), settings.feed_poll).start()
-    closers.append(hub.close)
-    projector = _projections(settings, store, engine, hub, closers)
-    context_of = partial(previous_turn, store, engine, projector, settings.read_wait)
-    beats = runtime.heartbeat
+) -> Worker:
+    """Open everything one worker needs through the composition root; ``closers`` undo it."""
+    services = bootstrap(settings, overrides=Overrides(store=given))
+    closers.append(services.close)
+    service = services.chat
+    hub = FeedHub(services.engine, threading.Event(), settings.feed_poll).start()
+    services.defer(hub.close)
+    projector = _projections(services, hub)
+    beats = services.heartbeat
     dispatcher = RunDispatcher(
-        runtime.service,
+        service,
         settings.max_concurrent_runs,
-        context_of,
+        services.previous_turns(projector),
         unsure=beats.unsure if beats else None,
     )
-    closers.append(dispatcher.close)
-    sweep = recovery_sweep(settings, store, engine, dispatcher.executing)
+    services.defer(dispatcher.close)
     loop = RecoveryLoop(
-        sweep, settings.recovery_interval, troubled=(lambda: beats.troubled_at) if beats else None
+        services.recovery_sweep(dispatcher.executing),
+        settings.recovery_interval,
+        troubled=(lambda: beats.troubled_at) if beats else None,
     )
-    closers.append(loop.start().close)
-    return Services(settings, store, engine, projector, dispatcher, hub)
+    services.defer(loop.start().close)
+    return Worker(settings, services.store, services.engine, projector, dispatcher, hub)
 
 
-def _projections(
-    settings: Settings,
-    store: HarnessStore,
-    engine: Engine,
-    hub: FeedHub,
-    closers: list[Callable[[], None]],
-) -> Projector:
+def _projections(services: Services, hub: FeedHub) -> Projector:
     """The projector of this worker, and what brings the feed hub new entries.
 
     In process, the feed follower hands each committed batch to the hub; with the projections
     in their own process (several workers on PostgreSQL), its NOTIFY after every batch wakes
     the hub to read them.
     """
+    settings = services.settings
     if settings.projections_in_process:
-        live = live_projections(settings, store, engine)
+        live = services.live_projections()
         live.published.append(hub.publish)
-        closers.append(live.start().close)
+        services.defer(live.start().close)
         return live.projector
     if settings.database.kind == "postgres":
         stop = threading.Event()
@@ -182,5 +168,5 @@ def _projections(
             stop.set()
             thread.join(timeout=5)
 
-        closers.append(close_listener)
-    return Projector(store, engine, batch_size=settings.projection_batch)
+        services.defer(close_listener)
+    return services.projector()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
 from uuid import UUID  # noqa: TC003
@@ -244,12 +245,7 @@ def document_limits(document: dict[str, Any], settings: Settings) -> dict[str, A
         chat["query"]["maxLength"] = settings.max_query_chars
     _maximum(chat.get("deadline_s"), settings.run_deadline)
     budget = components.get("BudgetCreate", {}).get("properties", {})
-    for name, ceiling in (
-        ("model_calls", settings.budget_model_calls),
-        ("tool_calls", settings.budget_tool_calls),
-        ("tokens", settings.budget_tokens),
-        ("bytes", settings.budget_bytes),
-    ):
+    for name, ceiling in asdict(settings.limits).items():
         _maximum(budget.get(name), ceiling)
     return document
 

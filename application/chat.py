@@ -35,7 +35,7 @@ from domain.states import (
     ModelStepPurpose,
     ReleaseOutcome,
 )
-from domain.values import DEFAULT_LIMITS, Budget
+from domain.values import DEFAULT_DEADLINE_S, DEFAULT_LIMITS, DEFAULT_MODEL_TIMEOUT_S, Budget
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -65,9 +65,9 @@ class RoutingFailed(Exception):
 class ChatConfig:
     """Per-run limits."""
 
-    deadline_s: float = 120.0
+    deadline_s: float = DEFAULT_DEADLINE_S
     limits: Budget = DEFAULT_LIMITS
-    model_timeout_s: float = 30.0
+    model_timeout_s: float = DEFAULT_MODEL_TIMEOUT_S
     """The longest any one model call is waited for; the run's deadline may cut it shorter."""
     grounding: GroundingRules = DEFAULT_RULES
     """How informative a citation's excerpt must be (design §10.1)."""

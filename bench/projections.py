@@ -81,7 +81,7 @@ from bench.floor import (
     ensure_database,
     pg_conninfo,
 )
-from infrastructure.composition import build_runtime, load_sample_data
+from infrastructure.composition import Overrides, bootstrap
 from infrastructure.database import create_sql_engine
 from infrastructure.eventstore import init_store, store_environment
 from infrastructure.ops_data import sample_incidents
@@ -294,15 +294,14 @@ class BackendReport:
 
 def fill(settings: Settings, store: HarnessStore, runs: int) -> tuple[float, dict[str, int]]:
     """``runs`` runs of the offline model over the question mix; seconds taken and outcomes."""
-    load_sample_data(settings)
-    runtime = build_runtime(settings, store)
+    runtime = bootstrap(settings, create=True, sample=True, overrides=Overrides(store=store))
     mix = questions()
     outcomes: Counter[str] = Counter()
     try:
         began = time.perf_counter()
         for index in range(runs):
             session = f"bench-{index // TURNS_PER_SESSION}"
-            result = runtime.service.ask(session, mix[index % len(mix)])
+            result = runtime.chat.ask(session, mix[index % len(mix)])
             outcomes[str(result.release_outcome.value)] += 1
         return time.perf_counter() - began, dict(outcomes)
     finally:

@@ -74,8 +74,7 @@ from bench.floor import (
     ensure_database,
     pg_conninfo,
 )
-from infrastructure.composition import Runtime, build_runtime, load_sample_data
-from infrastructure.eventstore import init_store
+from infrastructure.composition import Services, bootstrap
 from infrastructure.ops_data import sample_incidents
 from infrastructure.settings import Settings
 
@@ -165,10 +164,10 @@ class TimedTool:
             self._timer.add(time.perf_counter() - began)
 
 
-def time_ports(runtime: Runtime) -> PortTimer:
+def time_ports(runtime: Services) -> PortTimer:
     """Replace the runtime's provider and tools with timed wrappers."""
     timer = PortTimer()
-    service = runtime.service
+    service = runtime.chat
     service.provider = TimedProvider(service.provider, timer)
     service.tools = {name: TimedTool(tool, timer) for name, tool in service.tools.items()}
     return timer
@@ -225,7 +224,7 @@ class Shape:
 
 
 @contextmanager
-def counting_reads(store: HarnessStore, runtime: Runtime) -> Iterator[Counter[str]]:
+def counting_reads(store: HarnessStore, runtime: Services) -> Iterator[Counter[str]]:
     """Count repository.get calls, events they select and SQL statements of the tools' engine."""
     counts: Counter[str] = Counter()
     get = store.repository.get
@@ -255,7 +254,7 @@ def counting_reads(store: HarnessStore, runtime: Runtime) -> Iterator[Counter[st
         event.remove(runtime.engine, "before_cursor_execute", on_execute)
 
 
-def capture_shape(store: HarnessStore, runtime: Runtime, question: str) -> Shape:
+def capture_shape(store: HarnessStore, runtime: Services, question: str) -> Shape:
     """Make one real run and record its transactions, event sizes and reads."""
     saves: list[list[tuple[UUID, int, str]]] = []
 
@@ -274,7 +273,7 @@ def capture_shape(store: HarnessStore, runtime: Runtime, question: str) -> Shape
     store.listeners.append(listener)
     try:
         with counting_reads(store, runtime) as counts:
-            result = runtime.service.ask(SESSION, question)
+            result = runtime.chat.ask(SESSION, question)
     finally:
         store.listeners.remove(listener)
     streams: dict[UUID, int] = {}
@@ -455,11 +454,11 @@ def measure(
     return results
 
 
-def profile_run(backend: str, runtime: Runtime, question: str) -> None:
+def profile_run(backend: str, runtime: Services, question: str) -> None:
     """Profile one harness run and print the top functions by own and by cumulative time."""
     profiler = cProfile.Profile()
     profiler.enable()
-    runtime.service.ask(SESSION, question)
+    runtime.chat.ask(SESSION, question)
     profiler.disable()
     for order in ("tottime", "cumulative"):
         out = io.StringIO()
@@ -486,13 +485,11 @@ def bench_backend(
 ) -> BackendReport:
     """Sample data, the shape of one real run, then the three measurements on one backend."""
     question = sample_incidents()[0].question
-    store = init_store(settings)  # PostgreSQL: creates the schema
-    load_sample_data(settings)
-    closers: list[Callable[[], None]] = [store.close]
+    runtime = bootstrap(settings, create=True, sample=True)  # PostgreSQL: creates the schema
+    store = runtime.store
+    closers: list[Callable[[], None]] = [runtime.close]
     try:
-        runtime = build_runtime(settings, store)
-        closers.insert(0, runtime.close)
-        runtime.service.ask(SESSION, question)  # first-use costs stay out of the shape
+        runtime.chat.ask(SESSION, question)  # first-use costs stay out of the shape
         shape = capture_shape(store, runtime, question)
         ports = time_ports(runtime)
         plan, floor_bytes = padded_plan(shape)
@@ -501,7 +498,7 @@ def bench_backend(
         floor_get = Floor(BareBench(env=bare_env), plan, reads=True)
         closers.insert(0, floor_get.close)
         runners: dict[str, Callable[[], object]] = {
-            "harness": ports.wrap(lambda: runtime.service.ask(SESSION, question)),
+            "harness": ports.wrap(lambda: runtime.chat.ask(SESSION, question)),
             "floor": floor.run,
             "floor+get": floor_get.run,
         }

@@ -92,7 +92,7 @@ from bench.floor import (
     pg_conninfo,
 )
 from domain.run import Run
-from infrastructure.composition import load_sample_data
+from infrastructure.composition import bootstrap
 from infrastructure.eventstore import init_store
 from infrastructure.settings import Settings
 
@@ -728,7 +728,7 @@ def serve_and_measure(
     """Store, sample data and server in place; hook the gate and the stamps; measure."""
     store = init_store(settings)  # creates the schema
     try:
-        load_sample_data(settings)
+        bootstrap(settings, create=True, sample=True).close()
         with serving(settings, store) as served, ExitStack() as stack:
             services = served.app.state.services
             gated = GatedProvider(services.dispatcher.service.provider)

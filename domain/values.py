@@ -75,7 +75,11 @@ _FIELD: dict[BudgetKind, str] = {
 }
 
 DEFAULT_LIMITS = Budget(model_calls=20, tool_calls=12, tokens=60_000, bytes=512_000)
-"""Budget limits used when a run is started without explicit ones."""
+"""Budget limits used when a run is started without explicit ones (and the settings' defaults)."""
+DEFAULT_DEADLINE_S = 120.0
+"""Seconds a run may take when nothing else is configured."""
+DEFAULT_MODEL_TIMEOUT_S = 30.0
+"""Seconds any one model call is waited for when nothing else is configured."""
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,9 @@
-"""The composition root: a ChatService, live projections and recovery from ``Settings``.
+"""The composition root: :func:`bootstrap` opens what one process needs from ``Settings``.
+
+The app's lifespan, every CLI command, the benches and the tests call it, so the event store
+and the read side's engine are constructed here and nowhere else (one engine per process).
+Tests and benches pass their own parts through :class:`Overrides` (a scripted model, fake
+tools, a fixed clock), as cosmicpython's ``bootstrap`` does.
 
 It is the one module below ``api`` that may import every layer (tests/unit/test_layers.py), and
 nothing below ``api`` imports it.
@@ -6,16 +11,18 @@ nothing below ``api`` imports it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from functools import partial
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
 from application.chat import ChatConfig, ChatService
+from application.ports import StoreUnavailableError
 from application.recovery import RecoverySweep
+from application.turns import PreviousTurns
 from domain.grounding import GroundingRules
-from domain.values import Budget
 from infrastructure.database import create_sql_engine
+from infrastructure.eventstore import init_store, open_store
 from infrastructure.knowledge import (
     SqlKnowledgeRetriever,
     create_knowledge_tables,
@@ -28,15 +35,18 @@ from infrastructure.pg_listen import PgNotifyWake, read_channel
 from infrastructure.settings import ConfigurationError
 from infrastructure.tools import builtin_tools
 from projections.live import LiveProjections
-from projections.queries import unfinished_runs
+from projections.queries import last_turn_run, unfinished_runs
+from projections.runner import Projector, brief
+from projections.tables import create_read_tables
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection
+    from collections.abc import Callable, Collection, Mapping
+    from types import TracebackType
     from uuid import UUID
 
     from sqlalchemy import Engine
 
-    from application.ports import ModelProvider, Tool
+    from application.ports import Clock, KnowledgeRetriever, ModelProvider, Tool
     from application.recovery import Unfinished
     from application.store import HarnessStore
     from infrastructure.settings import Settings
@@ -50,81 +60,242 @@ class SystemClock:
         return datetime.now(UTC)
 
 
-@dataclass
-class Runtime:
-    """Everything a process needs to execute runs; close it when done."""
+@dataclass(frozen=True)
+class Overrides:
+    """Parts a caller supplies instead of the configured ones; unset ones come from settings."""
 
-    service: ChatService
-    engine: Engine
-    closers: list[Any] = field(default_factory=list)
-    heartbeat: Heartbeat | None = None
-    """This process's worker lease, kept fresh while the runtime is open."""
+    store: HarnessStore | None = None
+    """An open store (its opener closes it); otherwise the configured one is opened."""
+    provider: ModelProvider | None = None
+    tools: Mapping[str, Tool] | None = None
+    """Replace the built-in tools (a scripted provider's tools are added either way)."""
+    clock: Clock | None = None
+    knowledge: KnowledgeRetriever | None = None
+    config: ChatConfig | None = None
+    """Run limits instead of the configured ones (a scripted scenario's still apply over them)."""
+    heartbeat: bool = True
+    """Give this process a worker lease when it executes runs (off for in-process tests)."""
+
+
+class Services:
+    """What one process opened: the store, one engine, and the parts built on them on demand.
+
+    Use it as a context manager, or call :meth:`close`; parts close in reverse order.
+    """
+
+    def __init__(
+        self, settings: Settings, store: HarnessStore, engine: Engine, overrides: Overrides
+    ) -> None:
+        """Hold ``store`` and ``engine``; nothing else is built until asked for."""
+        self.settings = settings
+        self.store = store
+        self.engine = engine
+        self.overrides = overrides
+        self.heartbeat: Heartbeat | None = None
+        """This process's worker lease, kept fresh while it may execute runs."""
+        self._closers: list[Callable[[], None]] = []
+        if overrides.store is None:
+            self._closers.append(store.close)
+        self._closers.append(engine.dispose)
+
+    def defer(self, close: Callable[[], None]) -> None:
+        """Run ``close`` when the services close (before what was opened earlier)."""
+        self._closers.append(close)
 
     def close(self) -> None:
-        """Release threads, connections and provider clients."""
-        self.service.pool.shutdown(wait=False, cancel_futures=True)
-        for closer in self.closers:
-            closer()
-        self.engine.dispose()
+        """Close everything opened, newest first."""
+        while self._closers:
+            self._closers.pop()()
+
+    def __enter__(self) -> Services:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @cached_property
+    def chat(self) -> ChatService:
+        """The service that starts and executes runs (HARNESS_MODEL picks the model)."""
+        given = self.overrides
+        tools: dict[str, Tool] = dict(
+            given.tools or {t.name: t for t in builtin_tools(self.engine)}
+        )
+        config = given.config or chat_config_of(self.settings)
+        provider = given.provider or self._provider()
+        if isinstance(provider, ScriptedProvider):
+            tools |= provider.tools()  # their results, like the steps, start afresh per run
+            config = chat_config(provider.scenario, config)
+        retriever = given.knowledge or SqlKnowledgeRetriever(self.engine)
+        service = ChatService(
+            self.store, provider, tools, given.clock or SystemClock(), retriever, config
+        )
+        self.defer(lambda: service.pool.shutdown(wait=False, cancel_futures=True))
+        if given.heartbeat:
+            self.heartbeat = start_heartbeat(self.settings, self.store, self.engine)
+            self.defer(self.heartbeat.close)  # the runs this process starts name its worker
+        return service
+
+    def _provider(self) -> ModelProvider:
+        name = self.settings.model
+        if name.startswith("scripted:"):
+            scripted = ScriptedProvider(load_scenario(name.removeprefix("scripted:")))
+            self.defer(scripted.release)
+            return scripted
+        if name == "openai":
+            from infrastructure.model_openai import OpenAICompatibleProvider
+
+            provider = OpenAICompatibleProvider.from_settings(self.settings)
+            self.defer(provider.close)
+            return provider
+        if name == "offline":
+            from infrastructure.model_offline import OfflineProvider
+
+            return OfflineProvider()
+        raise ConfigurationError(
+            f"HARNESS_MODEL={name!r} is not a model provider: use offline, scripted:PATH or openai"
+        )
+
+    def projector(self, batch_size: int | None = None) -> Projector:
+        """A projector over this store and engine (it follows nothing until asked)."""
+        size = self.settings.projection_batch if batch_size is None else batch_size
+        return Projector(self.store, self.engine, batch_size=size)
+
+    def live_projections(
+        self, *, poll_interval: float | None = None, batch_size: int | None = None
+    ) -> LiveProjections:
+        """The projections following the log, woken by LISTEN on PostgreSQL (not started).
+
+        ``poll_interval`` and ``batch_size`` default to the configured ones.
+        """
+        settings = self.settings
+        postgres = settings.database.kind == "postgres"
+        channel = str(getattr(self.store.recorder, "channel_name", ""))
+        return LiveProjections(
+            self.store,
+            self.engine,
+            poll_interval=settings.projection_poll if poll_interval is None else poll_interval,
+            batch_size=settings.projection_batch if batch_size is None else batch_size,
+            notify_channel=read_channel(settings) if postgres else None,
+            wake_source=partial(PgNotifyWake, settings, channel) if postgres else None,
+        )
+
+    def recovery_sweep(
+        self, executing: Callable[[], Collection[UUID]] | None = None
+    ) -> RecoverySweep:
+        """A sweep of the store's runs; a service worker passes the runs it is ``executing``.
+
+        The candidates are the runs the read side shows unfinished; each is decided on its own
+        stream, so a lagging read side only delays a run's recovery to a later sweep.
+        """
+
+        def candidates() -> list[Unfinished]:
+            with self.engine.connect() as connection:
+                return unfinished_runs(connection)
+
+        return RecoverySweep(
+            self.store,
+            SqlLeases(self.engine),
+            candidates,
+            self.overrides.clock or SystemClock(),
+            self.settings.worker_lease_ttl,
+            me=self.store.worker,
+            executing=executing,
+        )
+
+    def previous_turns(self, projector: Projector) -> PreviousTurns:
+        """The PreviousTurn policy over the session table ``projector`` keeps current."""
+
+        def last_turn(session_id: str) -> str | None:
+            with self.engine.connect() as connection:
+                return last_turn_run(connection, session_id)
+
+        def caught_up(position: int) -> None:
+            projector.wait_for(position, self.settings.read_wait, ["session_turn"])
+
+        return PreviousTurns(self.store, last_turn, caught_up)
 
 
-def build_runtime(settings: Settings, store: HarnessStore) -> Runtime:
-    """Wire provider, tools, knowledge and limits from settings (HARNESS_MODEL picks the model)."""
-    engine = create_sql_engine(settings)
-    tools: dict[str, Tool] = {t.name: t for t in builtin_tools(engine)}
-    config = ChatConfig(
-        deadline_s=settings.run_deadline,
-        limits=Budget(
-            settings.budget_model_calls,
-            settings.budget_tool_calls,
-            settings.budget_tokens,
-            settings.budget_bytes,
-        ),
-        model_timeout_s=settings.model_timeout,
-        grounding=GroundingRules(settings.excerpt_min_words, settings.excerpt_min_chars),
-    )
-    provider, closers = _provider(settings)
-    if isinstance(provider, ScriptedProvider):
-        tools |= provider.tools()  # their results, like the steps, start afresh per run
-        config = chat_config(provider.scenario, config)
-        closers.append(provider.release)
-    service = ChatService(
-        store, provider, tools, SystemClock(), SqlKnowledgeRetriever(engine), config
-    )
-    heartbeat = start_heartbeat(settings, store, engine)  # the runs it starts name this worker
-    closers.append(heartbeat.close)
-    return Runtime(service, engine, closers, heartbeat)
+def bootstrap(
+    settings: Settings,
+    *,
+    create: bool = False,
+    sample: bool = False,
+    overrides: Overrides | None = None,
+) -> Services:
+    """Open the configured store and one engine; ``create`` makes the tables first.
+
+    Without ``create`` nothing is created, not even a file: a missing store raises
+    StoreNotInitialisedError naming it. ``create`` makes the event tables (and the schema on
+    PostgreSQL), the read tables and the lease table, and is safe to repeat; ``sample`` loads
+    the sample operations data and indexes the runbooks too.
+    """
+    given = overrides or Overrides()
+    if given.store is not None:
+        store = given.store
+    else:
+        store = init_store(settings) if create else open_store(settings)
+    try:
+        services = Services(settings, store, create_sql_engine(settings), given)
+    except BaseException:
+        if given.store is None:
+            store.close()
+        raise
+    try:
+        if create:
+            init_read_side(services)
+        if sample:
+            load_sample_data(services)
+    except BaseException:
+        services.close()
+        raise
+    return services
 
 
-def _provider(settings: Settings) -> tuple[ModelProvider, list[Any]]:
-    name = settings.model
-    if name.startswith("scripted:"):
-        return ScriptedProvider(load_scenario(name.removeprefix("scripted:"))), []
-    if name == "openai":
-        from infrastructure.model_openai import OpenAICompatibleProvider
+def init_read_side(services: Services) -> None:
+    """Create the read tables and the lease table (workers only check that they exist)."""
+    from sqlalchemy.exc import SQLAlchemyError
 
-        provider = OpenAICompatibleProvider.from_settings(settings)
-        return provider, [provider.close]
-    if name == "offline":
-        from infrastructure.model_offline import OfflineProvider
-
-        return OfflineProvider(), []
-    raise ConfigurationError(
-        f"HARNESS_MODEL={name!r} is not a model provider: use offline, scripted:PATH or openai"
-    )
+    try:
+        create_read_tables(services.engine)
+        SqlLeases(services.engine).create()
+    except SQLAlchemyError as error:
+        where = services.settings.database.describe()
+        raise StoreUnavailableError(
+            f"cannot create the read tables in {where}: {brief(error)}"
+        ) from None
 
 
-def load_sample_data(settings: Settings) -> dict[str, int]:
+def load_sample_data(services: Services) -> dict[str, int]:
     """Create and fill the sample operations tables and the runbook index (idempotent)."""
-    engine = create_sql_engine(settings)
+    from sqlalchemy.exc import SQLAlchemyError
+
+    engine = services.engine
     try:
         create_ops_tables(engine)
         counts = load_sample(engine)
         create_knowledge_tables(engine)
         counts["runbook_passages"] = index_runbooks(engine)
-        return counts
-    finally:
-        engine.dispose()
+    except (SQLAlchemyError, OSError) as error:
+        where = services.settings.database.describe()
+        raise StoreUnavailableError(
+            f"cannot load the sample data into {where}: {brief(error)}"
+        ) from None
+    return counts
+
+
+def chat_config_of(settings: Settings) -> ChatConfig:
+    """The configured run limits, deadline, model timeout and grounding rules."""
+    return ChatConfig(
+        deadline_s=settings.run_deadline,
+        limits=settings.limits,
+        model_timeout_s=settings.model_timeout,
+        grounding=GroundingRules(settings.excerpt_min_words, settings.excerpt_min_chars),
+    )
 
 
 def chat_config(scenario: dict[str, Any], base: ChatConfig | None = None) -> ChatConfig:
@@ -132,54 +303,3 @@ def chat_config(scenario: dict[str, Any], base: ChatConfig | None = None) -> Cha
     base = base or ChatConfig()
     limits, deadline_s = scenario_limits(scenario, base.limits, base.deadline_s)
     return replace(base, limits=limits, deadline_s=deadline_s)
-
-
-def live_projections(
-    settings: Settings,
-    store: HarnessStore,
-    engine: Engine,
-    *,
-    poll_interval: float | None = None,
-    batch_size: int | None = None,
-) -> LiveProjections:
-    """The projections following ``store``'s log, woken by LISTEN on PostgreSQL.
-
-    ``poll_interval`` and ``batch_size`` default to the configured ones.
-    """
-    postgres = settings.database.kind == "postgres"
-    channel = str(getattr(store.recorder, "channel_name", ""))
-    return LiveProjections(
-        store,
-        engine,
-        poll_interval=settings.projection_poll if poll_interval is None else poll_interval,
-        batch_size=settings.projection_batch if batch_size is None else batch_size,
-        notify_channel=read_channel(settings) if postgres else None,
-        wake_source=partial(PgNotifyWake, settings, channel) if postgres else None,
-    )
-
-
-def recovery_sweep(
-    settings: Settings,
-    store: HarnessStore,
-    engine: Engine,
-    executing: Callable[[], Collection[UUID]] | None = None,
-) -> RecoverySweep:
-    """A sweep of ``store``'s runs; a service worker passes the runs it is ``executing``.
-
-    The candidates are the runs the read side shows unfinished; each is decided on its own
-    stream, so a lagging read side only delays a run's recovery to a later sweep.
-    """
-
-    def candidates() -> list[Unfinished]:
-        with engine.connect() as connection:
-            return unfinished_runs(connection)
-
-    return RecoverySweep(
-        store,
-        SqlLeases(engine),
-        candidates,
-        SystemClock(),
-        settings.worker_lease_ttl,
-        me=store.worker,
-        executing=executing,
-    )

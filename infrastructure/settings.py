@@ -10,6 +10,8 @@ from urllib.parse import unquote, urlsplit
 from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
+from domain.values import DEFAULT_DEADLINE_S, DEFAULT_LIMITS, DEFAULT_MODEL_TIMEOUT_S, Budget
+
 DEFAULT_DATABASE_URL = "sqlite:///./harness.db"
 MIN_KEY_CHARS = 16
 RESERVED_NAMES = frozenset({"local"})
@@ -125,12 +127,24 @@ class Settings(BaseSettings):
         default=SecretStr(""), description="API key for the OpenAI-compatible server."
     )
     openai_model: str = Field(default="gpt-4o-mini", description="Model name to request.")
-    model_timeout: float = Field(default=30.0, gt=0, description="Seconds per model call.")
-    run_deadline: float = Field(default=120.0, gt=0, description="Seconds a run may take.")
-    budget_model_calls: int = Field(default=20, ge=1, description="Model calls per run.")
-    budget_tool_calls: int = Field(default=12, ge=0, description="Tool calls per run.")
-    budget_tokens: int = Field(default=60_000, ge=1, description="Tokens (in + out) per run.")
-    budget_bytes: int = Field(default=512_000, ge=0, description="Tool-output bytes per run.")
+    model_timeout: float = Field(
+        default=DEFAULT_MODEL_TIMEOUT_S, gt=0, description="Seconds per model call."
+    )
+    run_deadline: float = Field(
+        default=DEFAULT_DEADLINE_S, gt=0, description="Seconds a run may take."
+    )
+    budget_model_calls: int = Field(
+        default=DEFAULT_LIMITS.model_calls, ge=1, description="Model calls per run."
+    )
+    budget_tool_calls: int = Field(
+        default=DEFAULT_LIMITS.tool_calls, ge=0, description="Tool calls per run."
+    )
+    budget_tokens: int = Field(
+        default=DEFAULT_LIMITS.tokens, ge=1, description="Tokens (in + out) per run."
+    )
+    budget_bytes: int = Field(
+        default=DEFAULT_LIMITS.bytes, ge=0, description="Tool-output bytes per run."
+    )
     projections_in_process: bool = Field(
         default=True,
         description="Run the projections inside the service; false when `harness projections run`"
@@ -237,6 +251,13 @@ class Settings(BaseSettings):
     def database(self) -> DatabaseTarget:
         """The parsed database target."""
         return parse_database_url(self.database_url)
+
+    @property
+    def limits(self) -> Budget:
+        """The run budget limits (HARNESS_BUDGET_*): every run's, and a request's ceiling."""
+        return Budget(
+            self.budget_model_calls, self.budget_tool_calls, self.budget_tokens, self.budget_bytes
+        )
 
 
 def check_api_keys(keys: list[ApiKey]) -> None:

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from api.auth import Auditor
-from api.deps import ServicesDep
+from api.deps import WorkerDep
 from api.errors import error_responses
 from api.schemas import AuditEventPublic, AuditEventsPublic
 from application.audit.records import store_records
@@ -21,7 +21,7 @@ MAX_POSITION = 2**63 - 1
 
 @router.get("/events", summary="Audit events", responses=error_responses(401, 403, 503))
 def events(
-    services: ServicesDep,
+    worker: WorkerDep,
     _auditor: Auditor,
     after: Annotated[
         int, Query(ge=0, le=MAX_POSITION, description="Only events after this log position.")
@@ -33,10 +33,10 @@ def events(
     The same records as `harness audit export --all`; save the pages as JSON Lines to verify
     them offline with `harness audit verify`.
     """
-    head = services.store.head()
+    head = worker.store.head()
     page = [
         AuditEventPublic.model_validate(record.to_json())
-        for record in store_records(services.store, after, limit)
+        for record in store_records(worker.store, after, limit)
     ]
     return AuditEventsPublic(
         data=page,

@@ -9,7 +9,7 @@ import anyio
 from fastapi import APIRouter
 
 from api.auth import Writer
-from api.deps import ServicesDep
+from api.deps import WorkerDep
 from api.errors import error_responses
 from api.feed import EventStream, follow
 from api.routes.starting import start_run
@@ -19,7 +19,7 @@ from domain.states import CancellationReason
 if TYPE_CHECKING:
     from uuid import UUID
 
-    from api.deps import Services
+    from api.deps import Worker
 
 log = logging.getLogger(__name__)
 
@@ -58,23 +58,23 @@ STREAM_DOC = {
     response_class=EventStream,
     responses={200: STREAM_DOC, **error_responses(401, 403, 404, 413, 429, 503, streaming=True)},
 )
-async def chat(body: ChatCreate, services: ServicesDep, caller: Writer) -> EventStream:
+async def chat(body: ChatCreate, worker: WorkerDep, caller: Writer) -> EventStream:
     """Start a run and stream its public events (SPEC §11) until ``done``.
 
     Leaving early cancels the run (CLIENT_DISCONNECTED) and nothing more is sent; a cancelled
     run ends with a ``failure`` and no ``done``. Use ``POST /v1/runs`` to start a run that
     outlives its first watcher.
     """
-    started = await anyio.to_thread.run_sync(start_run, services, body, caller)
-    feed = follow(services.hub, str(started.run_id), 0, services.settings.sse_keepalive)
-    stream = EventStream(feed, on_abandon=lambda: _abandoned(services, started.run_id))
+    started = await anyio.to_thread.run_sync(start_run, worker, body, caller)
+    feed = follow(worker.hub, str(started.run_id), 0, worker.settings.sse_keepalive)
+    stream = EventStream(feed, on_abandon=lambda: _abandoned(worker, started.run_id))
     stream.headers["Location"] = f"/v1/runs/{started.run_id}"
     return stream
 
 
-def _abandoned(services: Services, run_id: UUID) -> None:
+def _abandoned(worker: Worker, run_id: UUID) -> None:
     """The client left mid-run: the seed's rule cancels it (a no-op once it has ended)."""
     try:
-        services.store.cancel(run_id, CancellationReason.CLIENT_DISCONNECTED)
+        worker.store.cancel(run_id, CancellationReason.CLIENT_DISCONNECTED)
     except Exception:  # a thread of its own: log, never raise into nowhere
         log.exception("run %s: the client left, and cancelling the run failed", run_id)

@@ -10,7 +10,7 @@ import anyio
 from fastapi import APIRouter, Header, Query, Response, status
 
 from api.auth import Caller, Writer
-from api.deps import ServicesDep
+from api.deps import WorkerDep
 from api.errors import BadRequest, error_responses
 from api.feed import EventStream, feed_ended, follow
 from api.params import SessionId, UtcTime
@@ -50,10 +50,10 @@ TEXT = {"schema": {"type": "string"}}
     },
 )
 def create_run(
-    body: ChatCreate, services: ServicesDep, caller: Writer, response: Response
+    body: ChatCreate, worker: WorkerDep, caller: Writer, response: Response
 ) -> RunCreated:
     """Start a run and return at once; watch it at ``stream``. No watcher ever cancels it."""
-    started = start_run(services, body, caller)
+    started = start_run(worker, body, caller)
     response.headers["Location"] = f"/v1/runs/{started.run_id}"
     return RunCreated(
         run_id=started.run_id,
@@ -65,7 +65,7 @@ def create_run(
 
 @router.get("", summary="List runs", responses=error_responses(401, 503))
 def list_all(
-    services: ServicesDep,
+    worker: WorkerDep,
     caller: Caller,
     session_id: Annotated[SessionId | None, Query(description="Only this session's runs.")] = None,
     state: Annotated[RunState | None, Query(description="Termination state.")] = None,
@@ -91,8 +91,8 @@ def list_all(
         created_after=created_after,
         created_before=created_before,
     )
-    services.fresh("diagnosis_run")
-    with services.engine.connect() as connection:
+    worker.fresh("diagnosis_run")
+    with worker.engine.connect() as connection:
         rows, count = list_runs(connection, where, limit, offset)
     return RunsPublic(
         data=[RunPublic.model_validate(r) for r in rows], count=count, limit=limit, offset=offset
@@ -100,9 +100,9 @@ def list_all(
 
 
 @router.get("/{run_id}", summary="One run", responses=error_responses(401, 404, 503))
-def get_run(run_id: UUID, services: ServicesDep, caller: Caller) -> RunPublic:
+def get_run(run_id: UUID, worker: WorkerDep, caller: Caller) -> RunPublic:
     """The run's row: status, release outcome, fallback type, termination, usage (SPEC §12)."""
-    return RunPublic.model_validate(services.visible_run(run_id, caller))
+    return RunPublic.model_validate(worker.visible_run(run_id, caller))
 
 
 @router.get(
@@ -118,7 +118,7 @@ def get_run(run_id: UUID, services: ServicesDep, caller: Caller) -> RunPublic:
 )
 async def stream(
     run_id: UUID,
-    services: ServicesDep,
+    worker: WorkerDep,
     caller: Caller,
     last_event_id: Annotated[
         str,
@@ -136,10 +136,10 @@ async def stream(
     Any number of watchers see the same feed; a watcher leaving never cancels the run.
     """
     after = _event_id(last_event_id)
-    await anyio.to_thread.run_sync(services.visible_run, run_id, caller)
-    if await anyio.to_thread.run_sync(feed_ended, services.hub.engine, str(run_id), after):
+    await anyio.to_thread.run_sync(worker.visible_run, run_id, caller)
+    if await anyio.to_thread.run_sync(feed_ended, worker.hub.engine, str(run_id), after):
         return Response(status_code=status.HTTP_204_NO_CONTENT)
-    return EventStream(follow(services.hub, str(run_id), after, services.settings.sse_keepalive))
+    return EventStream(follow(worker.hub, str(run_id), after, worker.settings.sse_keepalive))
 
 
 def _event_id(value: str) -> int:
@@ -158,10 +158,10 @@ def _event_id(value: str) -> int:
     summary="Cancel a run",
     responses=error_responses(401, 403, 404, 503),
 )
-def cancel(run_id: UUID, services: ServicesDep, caller: Writer) -> CancelPublic:
+def cancel(run_id: UUID, worker: WorkerDep, caller: Writer) -> CancelPublic:
     """Cancel (USER_REQUESTED) from any worker; the executing one stops at its next boundary."""
-    services.visible_run(run_id, caller)
-    result = services.store.cancel(run_id, CancellationReason.USER_REQUESTED)
+    worker.visible_run(run_id, caller)
+    result = worker.store.cancel(run_id, CancellationReason.USER_REQUESTED)
     termination = result.termination
     return CancelPublic(
         run_id=run_id,
@@ -173,11 +173,11 @@ def cancel(run_id: UUID, services: ServicesDep, caller: Writer) -> CancelPublic:
 
 
 @router.get("/{run_id}/trace", summary="A run's timeline", responses=error_responses(401, 404, 503))
-def trace(run_id: UUID, services: ServicesDep, caller: Caller) -> TracePublic:
+def trace(run_id: UUID, worker: WorkerDep, caller: Caller) -> TracePublic:
     """Every event of the run in log order, with its TracePhase and status (SPEC §13)."""
-    services.visible_run(run_id, caller)
-    services.fresh("trace_event")
-    with services.engine.connect() as connection:
+    worker.visible_run(run_id, caller)
+    worker.fresh("trace_event")
+    with worker.engine.connect() as connection:
         rows = trace_rows(connection, str(run_id))
     return TracePublic(
         run_id=run_id, data=[TraceEventPublic.model_validate(r) for r in rows], count=len(rows)
@@ -187,7 +187,7 @@ def trace(run_id: UUID, services: ServicesDep, caller: Caller) -> TracePublic:
 @router.get(
     "/{run_id}/explain", summary="Why it ended so", responses=error_responses(401, 404, 503)
 )
-def explain(run_id: UUID, services: ServicesDep, caller: Caller) -> RunExplanation:
+def explain(run_id: UUID, worker: WorkerDep, caller: Caller) -> RunExplanation:
     """Every troubleshooting question of SPEC §15, answered from the log in words and fields."""
-    services.visible_run(run_id, caller)
-    return explain_run(services.store, run_id)
+    worker.visible_run(run_id, caller)
+    return explain_run(worker.store, run_id)

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path
 
 from api.auth import Caller
-from api.deps import ServicesDep
+from api.deps import WorkerDep
 from api.errors import error_responses, no_session
 from api.params import SessionId
 from api.schemas import SessionPublic, TurnPublic
@@ -18,13 +18,13 @@ router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 
 @router.get("/{session_id}", summary="A session", responses=error_responses(401, 404, 503))
 def get_session(
-    services: ServicesDep,
+    worker: WorkerDep,
     caller: Caller,
     session_id: Annotated[SessionId, Path()],
 ) -> SessionPublic:
     """The session's turns in order, each with what it published (the PreviousTurn policy)."""
-    services.fresh("session_turn")
-    with services.engine.connect() as connection:
+    worker.fresh("session_turn")
+    with worker.engine.connect() as connection:
         rows = session_rows(connection, session_id)
     if not rows or not caller.owns(str(rows[0]["owner"])):
         raise no_session(session_id)

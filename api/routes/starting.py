@@ -13,29 +13,29 @@ from domain.values import Budget
 
 if TYPE_CHECKING:
     from api.auth import Principal
-    from api.deps import Services
+    from api.deps import Worker
     from api.schemas import ChatCreate
     from application.dispatch import Started
 
 
-def start_run(services: Services, body: ChatCreate, caller: Principal) -> Started:
+def start_run(worker: Worker, body: ChatCreate, caller: Principal) -> Started:
     """Admit and start a run for ``caller`` (blocking: call it from a worker thread).
 
     A session is its first run's owner's (the store claims it with that run); a run of someone
     else's session is refused in the very words of a session that does not exist.
     """
-    deadline_s, limits = _checked(services, body)
+    deadline_s, limits = _checked(worker, body)
     session = body.session_id or uuid4().hex
     try:
-        return services.dispatcher.submit(
+        return worker.dispatcher.submit(
             session, body.query, owner=caller.name, deadline_s=deadline_s, limits=limits
         )
     except SessionNotYoursError:
         raise no_session(session) from None
 
 
-def _checked(services: Services, body: ChatCreate) -> tuple[float | None, Budget | None]:
-    settings = services.settings
+def _checked(worker: Worker, body: ChatCreate) -> tuple[float | None, Budget | None]:
+    settings = worker.settings
     errors: list[dict[str, Any]] = []
     if len(body.query) > settings.max_query_chars:
         errors.append(
@@ -45,12 +45,7 @@ def _checked(services: Services, body: ChatCreate) -> tuple[float | None, Budget
         errors.append(
             _error(("deadline_s",), f"at most {settings.run_deadline} seconds", body.deadline_s)
         )
-    configured = Budget(
-        settings.budget_model_calls,
-        settings.budget_tool_calls,
-        settings.budget_tokens,
-        settings.budget_bytes,
-    )
+    configured = settings.limits
     limits: Budget | None = None
     if body.budget is not None:
         asked = body.budget.model_dump()

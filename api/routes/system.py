@@ -8,7 +8,7 @@ import anyio
 from fastapi import APIRouter, HTTPException, Query, Request
 
 from api.auth import Admin, Caller
-from api.deps import ServicesDep
+from api.deps import WorkerDep
 from api.errors import RETRY_AFTER, error_responses
 from api.schemas import (
     HealthPublic,
@@ -34,29 +34,29 @@ def healthz() -> HealthPublic:
 @router.get("/readyz", summary="Readiness", responses=error_responses(503))
 def readyz(request: Request) -> ReadinessPublic:
     """The event store answers and this worker's lease is renewed; else 503 with Retry-After."""
-    services = request.app.state.services
+    worker = request.app.state.worker
     try:
-        head = services.store.head()
+        head = worker.store.head()
     except StoreError as error:
         raise HTTPException(
             status_code=503,
             detail=f"event store unavailable: {error}",
             headers={"Retry-After": RETRY_AFTER},
         ) from error
-    unsure = services.dispatcher.unsure
+    unsure = worker.dispatcher.unsure
     why = unsure() if unsure else None
     if why is not None:  # runs started here could be swept as a lost worker's
         raise HTTPException(
             status_code=503, detail=f"not ready: {why}", headers={"Retry-After": RETRY_AFTER}
         )
-    return ReadinessPublic(status="ready", backend=services.settings.database.kind, head=head)
+    return ReadinessPublic(status="ready", backend=worker.settings.database.kind, head=head)
 
 
 @router.get("/v1/projections", summary="Projection lag", responses=error_responses(401, 503))
-def projections(services: ServicesDep, _caller: Caller) -> ProjectionsPublic:
+def projections(worker: WorkerDep, _caller: Caller) -> ProjectionsPublic:
     """Each projection's position against the log's head."""
-    found = services.projector.status()
-    head = found[0].head if found else services.store.head()
+    found = worker.projector.status()
+    head = found[0].head if found else worker.store.head()
     return ProjectionsPublic(
         head=head,
         data=[
@@ -72,14 +72,14 @@ def projections(services: ServicesDep, _caller: Caller) -> ProjectionsPublic:
     responses=error_responses(401, 403, 503),
 )
 async def rebuild(
-    services: ServicesDep,
+    worker: WorkerDep,
     _admin: Admin,
     name: Annotated[
         list[ProjectionName] | None, Query(description="Projections to rebuild (all: omit).")
     ] = None,
 ) -> RebuildPublic:
     """Empty the named projections and apply the log again from position 0 (admins only)."""
-    projector = services.projector
+    projector = worker.projector
     chosen = list(dict.fromkeys(name)) if name else list(projector.names)
     entries = await anyio.to_thread.run_sync(projector.rebuild, chosen)
     return RebuildPublic(names=chosen, entries=entries)

@@ -19,7 +19,7 @@ from fastapi import FastAPI
 
 from api.main import create_app
 from application.store import HarnessStore
-from infrastructure.composition import load_sample_data
+from infrastructure.composition import bootstrap
 from infrastructure.database import create_sql_engine
 from infrastructure.eventstore import init_store
 from infrastructure.settings import Settings
@@ -115,7 +115,7 @@ def db_init_sample(settings: Settings) -> None:
     """What `harness db init --sample` does: event and read tables, the sample data."""
     store = init_store(settings)
     store.close()
-    load_sample_data(settings)
+    bootstrap(settings, create=True, sample=True).close()
     engine = create_sql_engine(settings)
     create_read_tables(engine)
     engine.dispose()

@@ -23,8 +23,7 @@ from api.auth import LOCAL, Role
 from api.main import create_app
 from application.audit.records import store_records
 from application.store import HarnessStore
-from infrastructure.composition import live_projections, load_sample_data
-from infrastructure.database import create_sql_engine
+from infrastructure.composition import Overrides, bootstrap
 from infrastructure.eventstore import init_store
 from infrastructure.settings import ApiKey, Settings
 from projections.live import LiveProjections
@@ -200,7 +199,9 @@ def _keys() -> list[ApiKey]:
 @contextmanager
 def _served(settings: Settings) -> Iterator[tuple[httpx.Client, HarnessStore]]:
     store = init_store(settings)
-    load_sample_data(settings)  # what `harness serve` does on the embedded default
+    bootstrap(
+        settings, create=True, sample=True
+    ).close()  # what `harness serve` does on the embedded default
     try:
         with serving(settings, store) as base, httpx.Client(base_url=base, timeout=TIMEOUT) as c:
             yield c, store
@@ -552,13 +553,12 @@ def test_without_keys_the_local_principal_may_do_everything(local: Server, route
 @contextmanager
 def projecting(settings: Settings, store: HarnessStore) -> Iterator[LiveProjections]:
     """What `harness projections run` does: follow the log into the read tables."""
-    engine = create_sql_engine(settings)
-    live = live_projections(settings, store, engine, poll_interval=0.05).start()
-    try:
-        yield live
-    finally:
-        live.close()
-        engine.dispose()
+    with bootstrap(settings, overrides=Overrides(store=store)) as services:
+        live = services.live_projections(poll_interval=0.05).start()
+        try:
+            yield live
+        finally:
+            live.close()
 
 
 def test_a_new_session_is_its_owners_even_before_the_projections_reach_it(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ from sqlalchemy import Engine, Table, select
 from api.feed import FeedHub, follow, frame
 from application.store import HarnessStore
 from domain.run import Run
-from infrastructure.composition import load_sample_data
+from infrastructure.composition import bootstrap
 from infrastructure.database import create_sql_engine
 from infrastructure.eventstore import init_store, open_store
 from infrastructure.settings import Settings
@@ -72,7 +72,7 @@ def served(cluster: PrivatePostgres) -> Settings:
         feed_poll=0.2,
     )
     init_store(chosen).close()  # what `harness db init --sample` does
-    load_sample_data(chosen)
+    bootstrap(chosen, create=True, sample=True).close()
     return chosen
 
 

@@ -14,7 +14,7 @@ from pydantic import SecretStr
 
 from api.routes.system import ProjectionName
 from application.store import HarnessStore
-from infrastructure.composition import load_sample_data
+from infrastructure.composition import bootstrap
 from infrastructure.eventstore import init_store
 from infrastructure.settings import ApiKey, Settings
 from projections.runner import all_projections
@@ -28,7 +28,7 @@ UNKNOWN = "00000000-0000-4000-8000-000000000000"
 @pytest.fixture
 def served(sqlite_settings: Settings) -> Iterator[tuple[httpx.Client, HarnessStore]]:
     store = init_store(sqlite_settings)
-    load_sample_data(sqlite_settings)
+    bootstrap(sqlite_settings, create=True, sample=True).close()
     try:
         with (
             serving(sqlite_settings, store) as base,
@@ -218,7 +218,7 @@ def test_an_unavailable_database_is_a_503_with_retry_after_and_keys_stay_out_of_
         update={"api_keys": [ApiKey(key=SecretStr(key), name="ann", role="user")]}
     )
     store = init_store(settings)
-    load_sample_data(settings)
+    bootstrap(settings, create=True, sample=True).close()
     auth = {"Authorization": f"Bearer {key}"}
     try:
         with (

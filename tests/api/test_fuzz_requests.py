@@ -24,7 +24,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from application.store import HarnessStore
-from infrastructure.composition import load_sample_data
+from infrastructure.composition import bootstrap
 from infrastructure.eventstore import init_store
 from infrastructure.settings import Settings
 from tests._fuzz import fuzz_settings
@@ -203,7 +203,7 @@ def served(
 
 def _serve(config: Settings) -> Iterator[Served]:
     store = init_store(config)
-    load_sample_data(config)
+    bootstrap(config, create=True, sample=True).close()
     try:
         with (
             serving(config, store) as base,

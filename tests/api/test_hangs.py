@@ -18,7 +18,7 @@ import pytest
 from fastapi import FastAPI
 
 from api.main import create_app
-from infrastructure.composition import load_sample_data
+from infrastructure.composition import bootstrap
 from infrastructure.eventstore import init_store
 from infrastructure.settings import Settings
 from tests.api._serve import read_all, serving_app
@@ -50,7 +50,7 @@ def test_a_hanging_port_is_ended_by_the_run_deadline_through_the_service(
 ) -> None:
     settings = sqlite_settings.model_copy(update={"model": f"scripted:{HANGING[where]}"})
     init_store(settings).close()
-    load_sample_data(settings)
+    bootstrap(settings, create=True, sample=True).close()
     with _service(settings) as (base, app), httpx.Client(base_url=base, timeout=TIMEOUT) as client:
         feed = read_all(client, "POST", "/v1/chat", json={"query": QUESTION})
         check_feed(feed, "FAILED")  # metadata, status*, failure, done — the stream ended

@@ -19,7 +19,7 @@ from sqlalchemy.exc import DataError
 
 from api.main import create_app
 from application.store import HarnessStore
-from infrastructure.composition import load_sample_data
+from infrastructure.composition import bootstrap
 from infrastructure.eventstore import init_store
 from infrastructure.settings import Settings
 from tests.api._serve import read_all, serving, serving_app
@@ -35,7 +35,7 @@ OUTAGE = "database is unavailable"
 @pytest.fixture
 def served(settings: Settings) -> Iterator[tuple[httpx.Client, HarnessStore]]:
     store = init_store(settings)
-    load_sample_data(settings)
+    bootstrap(settings, create=True, sample=True).close()
     try:
         with (
             serving(settings, store) as base,

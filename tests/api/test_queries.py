@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from infrastructure.composition import load_sample_data
+from infrastructure.composition import bootstrap
 from infrastructure.eventstore import init_store
 from infrastructure.settings import Settings
 from tests.api._serve import read_all, serving
@@ -20,7 +20,7 @@ HELLO = "hello"
 @pytest.fixture
 def client(sqlite_settings: Settings) -> Iterator[httpx.Client]:
     store = init_store(sqlite_settings)
-    load_sample_data(sqlite_settings)
+    bootstrap(sqlite_settings, create=True, sample=True).close()
     try:
         with (
             serving(sqlite_settings, store) as base,

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from pydantic import SecretStr
 from schemathesis.core.result import Ok
 
-from infrastructure.composition import load_sample_data
+from infrastructure.composition import bootstrap
 from infrastructure.eventstore import init_store
 from infrastructure.settings import ApiKey, Settings
 from tests.api._serve import serving
@@ -35,7 +35,7 @@ def api_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[schemathesi
         api_keys=[ApiKey(key=SecretStr(ADMIN_KEY), name="root", role="admin")],
     )
     store = init_store(config)
-    load_sample_data(config)
+    bootstrap(config, create=True, sample=True).close()
     try:
         with serving(config, store) as base:
             yield schemathesis.openapi.from_url(f"{base}/openapi.json")

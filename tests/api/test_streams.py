@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from application.store import HarnessStore
-from infrastructure.composition import load_sample_data
+from infrastructure.composition import bootstrap
 from infrastructure.eventstore import init_store
 from infrastructure.settings import Settings
 from tests.api._serve import Event, events, read_all, serving
@@ -30,7 +30,9 @@ TIMEOUT = httpx.Timeout(60.0)
 
 def _store(settings: Settings) -> Iterator[HarnessStore]:
     store = init_store(settings)
-    load_sample_data(settings)  # what `harness serve` does on the embedded default
+    bootstrap(
+        settings, create=True, sample=True
+    ).close()  # what `harness serve` does on the embedded default
     yield store
     store.close()
 

@@ -7,12 +7,8 @@ from pathlib import Path
 import yaml
 
 from domain.states import ReleaseOutcome
-from infrastructure.composition import build_runtime
-from infrastructure.database import create_sql_engine
-from infrastructure.eventstore import init_store
-from infrastructure.leases import SqlLeases
+from infrastructure.composition import bootstrap
 from infrastructure.settings import Settings
-from projections.runner import Projector
 from tests.integration._cli import harness, store_env
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
@@ -55,16 +51,7 @@ def test_every_run_of_a_process_plays_the_whole_scenario(
     path = tmp_path / "scenario.yaml"
     path.write_text(yaml.safe_dump(scenario))
     scripted = settings.model_copy(update={"model": f"scripted:{path}"})
-    store = init_store(scripted)
-    engine = create_sql_engine(scripted)
-    Projector(store, engine).ensure_tracking()
-    SqlLeases(engine).create()
-    runtime = build_runtime(scripted, store)
-    try:
-        results = [runtime.service.ask("s", "why is checkout slow?") for _ in range(2)]
-    finally:
-        runtime.close()
-        engine.dispose()
-        store.close()
+    with bootstrap(scripted, create=True) as services:
+        results = [services.chat.ask("s", "why is checkout slow?") for _ in range(2)]
     assert [r.release_outcome for r in results] == [ReleaseOutcome.SUCCESS] * 2
     assert all(r.content and r.content["kind"] == "diagnosis" for r in results)

@@ -16,6 +16,7 @@ import pytest
 import typer
 
 from api.cli_reads import lookup_run_id
+from infrastructure.composition import bootstrap
 from infrastructure.eventstore import init_store
 from infrastructure.settings import Settings
 from tests.integration._cli import harness, store_env
@@ -211,11 +212,8 @@ def test_lookup_run_id_serves_commands_that_hold_only_a_store(
     sqlite_settings: Settings, sqlite_env: dict[str, str]
 ) -> None:
     _start_runs(sqlite_settings, *TWINS)
-    store = init_store(sqlite_settings)
-    try:
-        assert lookup_run_id(sqlite_settings, store, str(TWINS[1])[:10]) == TWINS[1]
+    with bootstrap(sqlite_settings) as services:
+        assert lookup_run_id(services, str(TWINS[1])[:10]) == TWINS[1]
         with pytest.raises(typer.Exit) as ambiguous:
-            lookup_run_id(sqlite_settings, store, "abcd")
-    finally:
-        store.close()
+            lookup_run_id(services, "abcd")
     assert ambiguous.value.exit_code == 2

@@ -30,7 +30,7 @@ from domain.states import (
     ReleaseOutcome,
     RunState,
 )
-from infrastructure.composition import build_runtime
+from infrastructure.composition import Overrides, bootstrap
 from infrastructure.model_scripted import ScriptedProvider, scripted_tools
 from infrastructure.settings import Settings
 
@@ -78,11 +78,8 @@ def _ask(
     file = tmp_path / "scenario.yaml"
     file.write_text(yaml.safe_dump(scenario), encoding="utf-8")
     configured = settings.model_copy(update={"model": f"scripted:{file}", "model_timeout": 1.0})
-    runtime = build_runtime(configured, store)
-    try:
-        result = runtime.service.ask("session-1", QUERY)
-    finally:
-        runtime.close()
+    with bootstrap(configured, overrides=Overrides(store=store)) as services:
+        result = services.chat.ask("session-1", QUERY)
     notifications = store.recorder.select_notifications(start=1, limit=10_000)
     return result, [store.mapper.to_domain_event(n) for n in notifications]
 

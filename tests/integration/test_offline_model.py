@@ -18,28 +18,23 @@ from application.replies import reply_text
 from domain.answers import ChatReply
 from domain.grounding import DEFAULT_RULES, occurs
 from domain.states import FallbackType, ReleaseOutcome, RunState
-from infrastructure.composition import Runtime, build_runtime, load_sample_data
-from infrastructure.eventstore import init_store
+from infrastructure.composition import Services, bootstrap
 from infrastructure.knowledge import load_runbooks
 from infrastructure.ops_data import SampleIncident, sample_incidents
 from infrastructure.settings import Settings
 
 
 @pytest.fixture
-def runtime(settings: Settings) -> Iterator[Runtime]:
-    store = init_store(settings)
-    load_sample_data(settings)
-    runtime = build_runtime(settings, store)
-    yield runtime
-    runtime.close()
-    store.close()
+def runtime(settings: Settings) -> Iterator[Services]:
+    with bootstrap(settings, create=True, sample=True) as services:
+        yield services
 
 
 @pytest.mark.parametrize("incident", sample_incidents(), ids=lambda i: i.id)
 def test_each_planted_incident_is_diagnosed_citing_its_evidence(
-    runtime: Runtime, incident: SampleIncident
+    runtime: Services, incident: SampleIncident
 ) -> None:
-    service: ChatService = runtime.service
+    service: ChatService = runtime.chat
     result = service.ask("s", incident.question)
 
     assert result.termination.state is RunState.SUCCESS
@@ -61,9 +56,9 @@ def test_each_planted_incident_is_diagnosed_citing_its_evidence(
     ],
 )
 def test_a_question_the_data_cannot_answer_gets_a_safe_fallback(
-    runtime: Runtime, question: str
+    runtime: Services, question: str
 ) -> None:
-    result = runtime.service.ask("s", question)
+    result = runtime.chat.ask("s", question)
 
     assert result.termination.state is RunState.SUCCESS
     assert result.release_outcome is ReleaseOutcome.FALLBACK
@@ -91,13 +86,13 @@ class ThreadRecorder:
 
 @pytest.mark.parametrize("blocking", [False, True], ids=["in-process", "blocking"])
 def test_only_a_blocking_provider_is_called_from_a_watchdog_thread(
-    runtime: Runtime, blocking: bool
+    runtime: Services, blocking: bool
 ) -> None:
-    assert runtime.service.provider.blocking is False  # the offline model never waits
-    recorder = ThreadRecorder(runtime.service.provider, blocking=blocking)
-    runtime.service.provider = recorder
+    assert runtime.chat.provider.blocking is False  # the offline model never waits
+    recorder = ThreadRecorder(runtime.chat.provider, blocking=blocking)
+    runtime.chat.provider = recorder
 
-    result = runtime.service.ask("s", sample_incidents()[0].question)
+    result = runtime.chat.ask("s", sample_incidents()[0].question)
 
     assert result.release_outcome is ReleaseOutcome.SUCCESS
     caller = threading.get_ident()
@@ -123,12 +118,12 @@ class ToolThreads:
         return self.inner.run(arguments)
 
 
-def test_sample_tools_run_inline_only_on_sqlite(runtime: Runtime, settings: Settings) -> None:
+def test_sample_tools_run_inline_only_on_sqlite(runtime: Services, settings: Settings) -> None:
     """An SQLite read in WAL mode cannot wait on a lock; a PostgreSQL query gets a watchdog."""
-    wrapped = {name: ToolThreads(tool) for name, tool in runtime.service.tools.items()}
-    runtime.service.tools = wrapped
+    wrapped = {name: ToolThreads(tool) for name, tool in runtime.chat.tools.items()}
+    runtime.chat.tools = wrapped
 
-    result = runtime.service.ask("s", sample_incidents()[0].question)
+    result = runtime.chat.ask("s", sample_incidents()[0].question)
 
     assert result.release_outcome is ReleaseOutcome.SUCCESS
     threads = set().union(*(t.threads for t in wrapped.values()))
@@ -142,9 +137,9 @@ def test_sample_tools_run_inline_only_on_sqlite(runtime: Runtime, settings: Sett
     ["How do I restart the checkout service?", "How do I renew an expired TLS certificate?"],
 )
 def test_a_how_to_question_is_answered_with_a_grounded_citation(
-    runtime: Runtime, question: str
+    runtime: Services, question: str
 ) -> None:
-    result = runtime.service.ask("s", question)
+    result = runtime.chat.ask("s", question)
 
     content = result.content
     assert result.release_outcome is ReleaseOutcome.SUCCESS
@@ -163,8 +158,8 @@ def test_a_how_to_question_is_answered_with_a_grounded_citation(
     ("message", "reply"),
     [("hello", "GREETING"), ("thanks!", "THANKS"), ("what can you do?", "CAPABILITIES")],
 )
-def test_small_talk_gets_a_system_reply(runtime: Runtime, message: str, reply: str) -> None:
-    result = runtime.service.ask("s", message)
+def test_small_talk_gets_a_system_reply(runtime: Services, message: str, reply: str) -> None:
+    result = runtime.chat.ask("s", message)
 
     assert result.release_outcome is ReleaseOutcome.SUCCESS
     content = result.content

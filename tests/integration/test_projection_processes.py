@@ -27,7 +27,7 @@ from sqlalchemy import Engine, Table, func, select
 from application.store import HarnessStore
 from domain.checkpoint import CHECKPOINTS_ID
 from domain.run import Run
-from infrastructure.composition import live_projections
+from infrastructure.composition import bootstrap
 from infrastructure.database import create_sql_engine
 from infrastructure.eventstore import init_store, open_store
 from infrastructure.pg_listen import LISTEN_APPLICATION_NAME, PgNotifyWake
@@ -334,11 +334,11 @@ def _terminate(admin: psycopg.Connection[Any], pids: list[int]) -> None:
 def test_live_projections_survive_a_lost_listen_connection_under_concurrent_writers(
     pg_settings: Settings,
 ) -> None:
-    store = init_store(pg_settings)
-    engine = create_sql_engine(pg_settings)
+    services = bootstrap(pg_settings, create=True)
+    store, engine = services.store, services.engine
     # A poll interval far beyond the test's deadline: catching up must come from NOTIFY and
     # from the wake-up of the LISTEN connection's own reconnection.
-    live = live_projections(pg_settings, store, engine, poll_interval=3600, batch_size=BATCH)
+    live = services.live_projections(poll_interval=3600, batch_size=BATCH)
     listener = live.listener
     assert isinstance(listener, PgNotifyWake)
     ctx = multiprocessing.get_context("spawn")
@@ -417,7 +417,7 @@ def test_live_projections_survive_a_lost_listen_connection_under_concurrent_writ
         Projector(store, engine).rebuild()
         _assert_same_rows(followed, _dump(engine))
     finally:
-        engine.dispose()
+        services.close()
         store.close()
 
 

@@ -36,7 +36,7 @@ from domain.states import (
     TraceEventStatus,
     TracePhase,
 )
-from infrastructure.composition import live_projections
+from infrastructure.composition import Overrides, bootstrap
 from infrastructure.database import create_sql_engine
 from infrastructure.settings import Settings
 from projections.base import Positioned
@@ -500,7 +500,8 @@ def test_the_runner_that_loses_a_race_counts_a_conflict_and_carries_on(
 def test_a_reader_waits_for_its_own_write_to_be_projected(
     settings: Settings, store: HarnessStore, engine: Engine
 ) -> None:
-    live = live_projections(settings, store, engine).start()
+    services = bootstrap(settings, overrides=Overrides(store=store))
+    live = services.live_projections().start()
     reader = Projector(store, engine)  # not following: it polls the tracking rows
     try:
         result = run_scenario(store, "conclusion_supported")
@@ -515,6 +516,7 @@ def test_a_reader_waits_for_its_own_write_to_be_projected(
         assert not reader.wait_for(store.head() + 1000, timeout=0.2)  # a bound, not a timing
     finally:
         live.close()
+        services.close()
 
 
 # -- 8. run_daily -----------------------------------------------------------------------------

@@ -94,3 +94,49 @@ def later():
     names = _imported(ast.parse(source), "infrastructure.live")
     assert {"projections.runner", "api.main", COMPOSITION_ROOT} <= names
     assert {"projections", "api", COMPOSITION_ROOT} <= {_layer(name) for name in names}
+
+
+# -- one composition root ---------------------------------------------------------------------
+
+CONSTRUCTORS = frozenset({"open_store", "init_store", "create_sql_engine", "HarnessStore"})
+"""What opens an event store or a read-side engine: only the composition root calls these."""
+BUILDERS = {
+    "infrastructure/composition.py": "the composition root",
+    "infrastructure/eventstore.py": "defines open_store / init_store",
+    "infrastructure/database.py": "defines create_sql_engine",
+}
+
+
+def _calls(tree: ast.AST) -> set[str]:
+    """The names of every function called by name or attribute in ``tree``."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name):
+                found.add(func.id)
+            elif isinstance(func, ast.Attribute):
+                found.add(func.attr)
+    return found
+
+
+def constructions(folders: tuple[str, ...] = LAYERS) -> list[str]:
+    """``file: name`` for every store or engine constructed outside the composition root."""
+    found = []
+    for folder in folders:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            relative = path.relative_to(ROOT).as_posix()
+            if relative in BUILDERS:
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+            found += [f"{relative}: {name}" for name in sorted(_calls(tree) & CONSTRUCTORS)]
+    return found
+
+
+def test_only_the_composition_root_opens_stores_and_engines() -> None:
+    assert constructions() == []
+
+
+def test_the_construction_check_sees_a_call_by_attribute() -> None:
+    source = "import infrastructure.eventstore as es\nstore = es.open_store(settings)\n"
+    assert _calls(ast.parse(source)) >= {"open_store"}
