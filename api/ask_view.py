@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any, assert_never
 from rich.markup import escape
 
 from domain.catalogue import event_type_name
-from domain.states import ReleaseOutcome, RunState
+from domain.release_states import ReleaseOutcome
+from domain.states import RunState
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

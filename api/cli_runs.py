@@ -104,7 +104,8 @@ def list_command(
 ) -> None:
     """The newest runs with their query and how they ended (status, outcome, termination)."""
     from api.cli_runs_table import runs_table
-    from domain.states import DbStatus, ReleaseOutcome, RunState
+    from domain.release_states import ReleaseOutcome
+    from domain.states import DbStatus, RunState
     from projections.queries import RunFilter, list_runs
 
     chosen_state = _choice("--state", state, RunState)

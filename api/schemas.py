@@ -10,7 +10,8 @@ from uuid import UUID  # noqa: TC003
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from api.params import SessionId, as_utc
-from domain.states import FallbackType, ReleaseOutcome, RunState
+from domain.release_states import FallbackType, ReleaseOutcome
+from domain.states import RunState
 from domain.values import SESSION_ID_PATTERN
 
 if TYPE_CHECKING:

@@ -24,7 +24,8 @@ from domain.answers import (
     pick_reply,
     rejected_citations,
 )
-from domain.states import ChatApplicationStatus, ModelStepPurpose, ReleaseOutcome
+from domain.release_states import ReleaseOutcome
+from domain.states import ChatApplicationStatus, ModelStepPurpose
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -28,13 +28,7 @@ from domain.errors import ConcurrentWriteError
 from domain.grounding import DEFAULT_RULES, GroundingRules
 from domain.redaction import describe_error
 from domain.release import PUBLISHED
-from domain.states import (
-    ChatApplicationStatus,
-    FailureCode,
-    Intent,
-    ModelStepPurpose,
-    ReleaseOutcome,
-)
+from domain.states import ChatApplicationStatus, FailureCode, Intent, ModelStepPurpose
 from domain.values import DEFAULT_DEADLINE_S, DEFAULT_LIMITS, DEFAULT_MODEL_TIMEOUT_S, Budget
 
 if TYPE_CHECKING:
@@ -43,6 +37,7 @@ if TYPE_CHECKING:
 
     from application.ports import Clock, KnowledgeRetriever, ModelProvider, Tool
     from application.store import HarnessStore
+    from domain.release_states import ReleaseOutcome
     from domain.run import Run
     from domain.values import Termination
 

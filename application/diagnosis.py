@@ -22,14 +22,12 @@ from application.harness import RunAborted
 from application.ports import Message, ModelError, ModelRequest, ToolSpec
 from application.proposals import propose
 from domain.errors import ControlledStopError
-from domain.states import (
+from domain.states import DraftOutcome, ModelStepPurpose, RunState
+from domain.tool_states import (
     CollectionState,
     DiagnosisStopReason,
-    DraftOutcome,
     GainSource,
     InformationGain,
-    ModelStepPurpose,
-    RunState,
     ToolRejectionCode,
 )
 

@@ -2,9 +2,9 @@
 
 Nothing is filtered silently: a draft passes only when every citation of its conclusion and of
 its facts proves its excerpt (design §10.1), and every failing citation is returned with its
-statement and a :class:`~domain.states.CitationProblem`, to be recorded in the guard's event.
-Progress facts (reported during collection) are checked the same way; a failing one is never
-published, and is named in the event too.
+statement and a :class:`~domain.release_states.CitationProblem`, to be recorded in the guard's
+event. Progress facts (reported during collection) are checked the same way; a failing one is
+never published, and is named in the event too.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from domain.grounding import (
     RejectedCitation,
     statement_problems,
 )
-from domain.states import CitationProblem, EvidenceStatus, InvocationStatus
+from domain.release_states import CitationProblem
+from domain.tool_states import EvidenceStatus, InvocationStatus
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence

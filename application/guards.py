@@ -22,14 +22,8 @@ from application.ports import Message, ModelError, ModelRequest
 from application.proposals import record_draft
 from application.published import fallback, report
 from domain.grounding import DEFAULT_RULES, GroundingRules, restates
-from domain.states import (
-    FallbackType,
-    GuardStage,
-    ModelStepPurpose,
-    ReleaseOutcome,
-    RunState,
-    SemanticVerdict,
-)
+from domain.release_states import FallbackType, GuardStage, ReleaseOutcome, SemanticVerdict
+from domain.states import ModelStepPurpose, RunState
 from domain.values import Fact
 
 if TYPE_CHECKING:

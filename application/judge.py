@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 from application.drafts import loads_json
 from application.ports import Message, ModelError, ModelRequest
 from domain.grounding import JudgedStatement
-from domain.states import ModelStepPurpose, SemanticVerdict
+from domain.release_states import SemanticVerdict
+from domain.states import ModelStepPurpose
 
 if TYPE_CHECKING:
     from application.evidence import EvidenceGuard

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from application.store import StoreUnavailableError
 from domain.errors import ConcurrentWriteError, UnknownAggregateError
-from domain.states import InvocationStatus
+from domain.tool_states import InvocationStatus
 
 if TYPE_CHECKING:
     from collections.abc import Callable

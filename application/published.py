@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from domain.states import EvidenceStatus, FallbackType, InvocationStatus, MissingKind
+from domain.release_states import FallbackType
+from domain.states import MissingKind
+from domain.tool_states import EvidenceStatus, InvocationStatus
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from application.ports import Passage
     from domain.grounding import Citation
-    from domain.states import CitationProblem
+    from domain.release_states import CitationProblem
 
 EXAMPLE_DIAGNOSIS = "Why was checkout slow on 2026-11-29?"
 EXAMPLE_HOW_TO = "How do I restart the checkout service?"

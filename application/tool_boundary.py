@@ -11,15 +11,15 @@ from application.harness import RunAborted
 from application.ports import ToolArgumentsError, ToolExecutionError, ToolOutput
 from application.storable import NotStorable, storable_output, storable_text
 from application.store import StoreUnavailableError
-from domain.states import (
-    BudgetKind,
+from domain.states import BudgetKind
+from domain.tool_invocation import ToolInvocation
+from domain.tool_states import (
     EvidenceStatus,
     GainSource,
     InformationGain,
     ToolErrorCode,
     ToolRejectionCode,
 )
-from domain.tool_invocation import ToolInvocation
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

@@ -9,8 +9,8 @@ from uuid import UUID
 
 from eventsourcing.persistence import JSONTranscoder, Mapper, Transcoding
 
+from domain.catalogue import ALL_ENUMS
 from domain.grounding import Citation, JudgedStatement, RejectedCitation
-from domain.states import ALL_ENUMS
 from domain.values import Budget, Fact, Termination
 
 E = TypeVar("E", bound=Enum)

@@ -60,12 +60,8 @@ from bench.floor import (
     pg_conninfo,
 )
 from domain.run import Run
-from domain.states import (
-    ChatApplicationStatus,
-    Intent,
-    ModelStepPurpose,
-    ToolRejectionCode,
-)
+from domain.states import ChatApplicationStatus, Intent, ModelStepPurpose
+from domain.tool_states import ToolRejectionCode
 from domain.values import Budget
 from infrastructure.eventstore import init_store
 from infrastructure.settings import Settings

@@ -14,7 +14,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from domain.grounding import DEFAULT_RULES, Citation, GroundingRules, citation_problem, normalise
-from domain.states import CitationProblem
+from domain.release_states import CitationProblem
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

@@ -1,15 +1,50 @@
-"""The event catalogue: every domain event class and its trace type name (SPEC §13, §17)."""
+"""The event catalogue: every domain event class, its trace type name and the enums events carry."""
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eventsourcing.domain import CanMutateAggregate
 
 from domain.collection import Collection
+from domain.release_states import (
+    CitationProblem,
+    FallbackType,
+    GuardStage,
+    ReleaseOutcome,
+    SemanticVerdict,
+)
 from domain.run import Run
+from domain.states import (
+    BudgetKind,
+    CancellationReason,
+    ChatApplicationStatus,
+    CompletionReason,
+    DraftOutcome,
+    FailureCode,
+    Intent,
+    MissingKind,
+    ModelStepOutcome,
+    ModelStepPurpose,
+    RunState,
+    SseSessionState,
+    TraceEventStatus,
+    TracePhase,
+)
 from domain.tool_invocation import ToolInvocation
+from domain.tool_states import (
+    CollectionState,
+    DiagnosisStopReason,
+    EvidenceStatus,
+    GainSource,
+    InformationGain,
+    InvocationStatus,
+    ToolRejectionCode,
+)
+
+if TYPE_CHECKING:
+    from enum import Enum
 
 AGGREGATES = (Run, ToolInvocation, Collection)
 
@@ -25,6 +60,36 @@ def _event_classes() -> tuple[type[CanMutateAggregate[Any]], ...]:
 
 
 EVENT_CLASSES = _event_classes()
+
+ALL_ENUMS: tuple[type[Enum], ...] = (
+    RunState,
+    ChatApplicationStatus,
+    Intent,
+    InvocationStatus,
+    EvidenceStatus,
+    CollectionState,
+    DiagnosisStopReason,
+    SemanticVerdict,
+    ReleaseOutcome,
+    FallbackType,
+    SseSessionState,
+    CancellationReason,
+    FailureCode,
+    CompletionReason,
+    TracePhase,
+    TraceEventStatus,
+    InformationGain,
+    GainSource,
+    ToolRejectionCode,
+    BudgetKind,
+    ModelStepPurpose,
+    ModelStepOutcome,
+    DraftOutcome,
+    GuardStage,
+    CitationProblem,
+    MissingKind,
+)
+"""Every enum that may appear in an event; the store registers a transcoding for each."""
 
 
 def event_type_name(event_class: type[object]) -> str:

@@ -13,7 +13,7 @@ from domain.errors import (
     IllegalTransitionError,
     InvalidCommandError,
 )
-from domain.states import CollectionState, DiagnosisStopReason, GainSource, InformationGain
+from domain.tool_states import CollectionState, DiagnosisStopReason, GainSource, InformationGain
 
 if TYPE_CHECKING:
     from domain.values import Fact

@@ -18,7 +18,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from domain.states import CitationProblem, SemanticVerdict
+from domain.release_states import CitationProblem, SemanticVerdict
 
 _WHITESPACE = re.compile(r"\s+")
 _WORD = re.compile(r"\w+")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from domain.states import GuardStage
+from domain.release_states import GuardStage
 
 _S = GuardStage
 

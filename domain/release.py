@@ -13,15 +13,8 @@ from dataclasses import dataclass
 from typing import assert_never
 
 from domain.guard_stages import guard_step_refusal
-from domain.states import (
-    DbStatus,
-    FallbackType,
-    GuardStage,
-    Intent,
-    ReleaseOutcome,
-    RunState,
-    SemanticVerdict,
-)
+from domain.release_states import FallbackType, GuardStage, ReleaseOutcome, SemanticVerdict
+from domain.states import DbStatus, Intent, RunState
 
 
 @dataclass(frozen=True)

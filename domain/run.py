@@ -15,24 +15,20 @@ from domain.grounding import DEFAULT_RULES, GroundingRules, JudgedStatement, Rej
 from domain.guard_stages import guard_step_refusal
 from domain.redaction import failure_cause
 from domain.release import GuardProgress, final_outcome, release_refusal
+from domain.release_states import FallbackType, GuardStage, ReleaseOutcome, SemanticVerdict
 from domain.states import (
     BudgetKind,
     CancellationReason,
     ChatApplicationStatus,
     CompletionReason,
-    DiagnosisStopReason,
     DraftOutcome,
     FailureCode,
-    FallbackType,
-    GuardStage,
     Intent,
     ModelStepOutcome,
     ModelStepPurpose,
-    ReleaseOutcome,
     RunState,
-    SemanticVerdict,
-    ToolRejectionCode,
 )
+from domain.tool_states import DiagnosisStopReason, ToolRejectionCode
 from domain.values import DEFAULT_LIMITS, Budget, Termination
 
 if TYPE_CHECKING:

@@ -1,7 +1,9 @@
-"""Every state axis of SPEC §2 and the small enumerations the events carry.
+"""A run's state axes (SPEC §2) and the small enumerations its events carry.
 
-The axes are orthogonal and never merged (SPEC §2): each is its own ``StrEnum`` so that a value
-of one axis can never be mistaken for a value of another, and so that stored events stay readable.
+The axes are orthogonal and never merged (SPEC §2): each is its own ``Enum`` so that a value of
+one axis can never be mistaken for a value of another, and so that stored events stay readable.
+The axes of tools and evidence collection are in :mod:`domain.tool_states`, the release's words
+in :mod:`domain.release_states`; :data:`domain.catalogue.ALL_ENUMS` lists every one events carry.
 """
 
 from __future__ import annotations
@@ -51,63 +53,6 @@ class Intent(Enum):
     SYSTEM_CHAT = "SYSTEM_CHAT"
     KNOWLEDGE_QUERY = "KNOWLEDGE_QUERY"
     DIAGNOSIS = "DIAGNOSIS"
-
-
-class InvocationStatus(Enum):
-    """Lifecycle of a tool invocation that passed preflight (SPEC §8)."""
-
-    PROJECTING = "PROJECTING"
-    READY = "READY"
-    ERROR = "ERROR"
-
-
-class EvidenceStatus(Enum):
-    """What a tool invocation found; null while PROJECTING (SPEC §8)."""
-
-    EVIDENCE_FOUND = "EVIDENCE_FOUND"
-    NO_EVIDENCE = "NO_EVIDENCE"
-    ERROR = "ERROR"
-
-
-class CollectionState(Enum):
-    """Per-run evidence collection; SATURATED is terminal for collection only (SPEC §9)."""
-
-    COLLECTING = "COLLECTING"
-    SATURATED = "SATURATED"
-
-
-class DiagnosisStopReason(Enum):
-    """Why the tool loop stopped in a controlled way (SPEC §7, §9)."""
-
-    INFORMATION_SATURATED = "INFORMATION_SATURATED"
-    PROGRESS_PROTOCOL_VIOLATED = "PROGRESS_PROTOCOL_VIOLATED"
-    BUDGET_LIMIT_REACHED = "BUDGET_LIMIT_REACHED"
-
-
-class SemanticVerdict(Enum):
-    """The semantic judge's verdict; "unavailable" is a technical outcome, not a verdict."""
-
-    SUPPORTED = "SUPPORTED"
-    UNSUPPORTED = "UNSUPPORTED"
-
-
-class ReleaseOutcome(Enum):
-    """What the user was given (SPEC §10); not a RunState."""
-
-    SUCCESS = "SUCCESS"
-    FALLBACK = "FALLBACK"
-    FAILED = "FAILED"
-    CANCELLED = "CANCELLED"
-
-
-class FallbackType(Enum):
-    """Why a safe fallback was published instead of a conclusion (SPEC §10)."""
-
-    MISSING_REQUIRED_CONTEXT = "MISSING_REQUIRED_CONTEXT"
-    INSUFFICIENT_EVIDENCE = "INSUFFICIENT_EVIDENCE"
-    EVIDENCE_VALIDATION_FAILED = "EVIDENCE_VALIDATION_FAILED"
-    SEMANTIC_UNSUPPORTED = "SEMANTIC_UNSUPPORTED"
-    SEMANTIC_UNAVAILABLE = "SEMANTIC_UNAVAILABLE"
 
 
 class SseSessionState(Enum):
@@ -171,47 +116,6 @@ class TraceEventStatus(Enum):
     INFO = "INFO"
 
 
-class InformationGain(Enum):
-    """Whether a tool result added information (SPEC §9)."""
-
-    GAINED = "GAINED"
-    NO_GAIN = "NO_GAIN"
-
-
-class GainSource(Enum):
-    """Who decided a gain verdict: the harness (NO_EVIDENCE, exact repeat) or the agent."""
-
-    HARNESS = "HARNESS"
-    AGENT = "AGENT"
-
-
-class ToolRejectionCode(Enum):
-    """Why a tool request was rejected at preflight, before any invocation record (SPEC §8)."""
-
-    INVALID_RUN = "INVALID_RUN"
-    INVALID_ID = "INVALID_ID"
-    AUTH = "AUTH"
-    NOT_READ_ONLY = "NOT_READ_ONLY"
-    INVALID_REQUEST = "INVALID_REQUEST"
-    BUDGET = "BUDGET"
-    STORE = "STORE"
-
-
-class ToolErrorCode(Enum):
-    """The harness's own error codes of a failed tool invocation (SPEC §8).
-
-    ``TOOL_INVOCATION_FAILED`` stores its code as text, as it always has: a tool may also fail
-    with a code of its own, and logs written before this enum must read the same.
-    """
-
-    TIMEOUT = "TIMEOUT"
-    EXECUTION = "EXECUTION"
-    MALFORMED = "MALFORMED"
-    SIZE = "SIZE"
-    BUDGET = "BUDGET"
-    ABANDONED = "ABANDONED"
-
-
 class BudgetKind(Enum):
     """The four hard budgets of a run (SPEC §4)."""
 
@@ -248,37 +152,6 @@ class ModelStepOutcome(Enum):
     DISCARDED = "DISCARDED"
 
 
-class GuardStage(Enum):
-    """How far a run's release pipeline has gone; each stage is recorded by one event."""
-
-    NONE = "NONE"
-    EVIDENCE_CHECKED = "EVIDENCE_CHECKED"
-    REPAIRED = "REPAIRED"
-    RECHECKED = "RECHECKED"
-    SEMANTIC_ATTEMPTED = "SEMANTIC_ATTEMPTED"
-    SEMANTIC_DECIDED = "SEMANTIC_DECIDED"
-    DECIDED = "DECIDED"
-
-
-class CitationProblem(Enum):
-    """Why a citation does not prove its statement (design §10.1; recorded by the guard)."""
-
-    UNKNOWN_REFERENCE = "UNKNOWN_REFERENCE"
-    """Not the id of any source of this run (malformed, respelled or made up)."""
-    OTHER_RUN = "OTHER_RUN"
-    """A tool invocation of another run."""
-    NOT_EVIDENCE = "NOT_EVIDENCE"
-    """A source that holds no evidence: not READY + EVIDENCE_FOUND (NO_EVIDENCE, failed, open)."""
-    EXCERPT_ABSENT = "EXCERPT_ABSENT"
-    """The excerpt does not occur in the cited source's content (after normalisation)."""
-    EXCERPT_TOO_WEAK = "EXCERPT_TOO_WEAK"
-    """The excerpt is too short or holds only digits, punctuation or stop words."""
-    DUPLICATE = "DUPLICATE"
-    """The same reference and excerpt cited twice by one statement."""
-    NO_CITATION = "NO_CITATION"
-    """A statement without any citation."""
-
-
 class MissingKind(Enum):
     """What a draft may say is missing; the harness words it (never the model's prose)."""
 
@@ -286,37 +159,6 @@ class MissingKind(Enum):
     TIME_WINDOW = "TIME_WINDOW"
     SYMPTOM = "SYMPTOM"
     ENVIRONMENT = "ENVIRONMENT"
-
-
-ALL_ENUMS: tuple[type[Enum], ...] = (
-    RunState,
-    ChatApplicationStatus,
-    Intent,
-    InvocationStatus,
-    EvidenceStatus,
-    CollectionState,
-    DiagnosisStopReason,
-    SemanticVerdict,
-    ReleaseOutcome,
-    FallbackType,
-    SseSessionState,
-    CancellationReason,
-    FailureCode,
-    CompletionReason,
-    TracePhase,
-    TraceEventStatus,
-    InformationGain,
-    GainSource,
-    ToolRejectionCode,
-    BudgetKind,
-    ModelStepPurpose,
-    ModelStepOutcome,
-    DraftOutcome,
-    GuardStage,
-    CitationProblem,
-    MissingKind,
-)
-"""Every enum that may appear in an event; the store registers a transcoding for each."""
 
 
 def state_for_reason(reason: TerminationReason) -> RunState:

@@ -9,7 +9,7 @@ from uuid import UUID, uuid4
 from eventsourcing.domain import Aggregate
 
 from domain.errors import InvalidCommandError, InvocationClosedError
-from domain.states import EvidenceStatus, InvocationStatus, ToolErrorCode
+from domain.tool_states import EvidenceStatus, InvocationStatus, ToolErrorCode
 
 ReadyEvidence = Literal[EvidenceStatus.EVIDENCE_FOUND, EvidenceStatus.NO_EVIDENCE]
 """The only evidence statuses a READY invocation can carry (SPEC §16 invariant 4)."""

@@ -11,8 +11,9 @@ from sqlalchemy import select
 
 from domain.collection import Collection
 from domain.release import DB_STATUS, PUBLISHED
+from domain.release_states import ReleaseOutcome
 from domain.run import Run
-from domain.states import BudgetKind, DbStatus, Intent, ModelStepPurpose, ReleaseOutcome
+from domain.states import BudgetKind, DbStatus, Intent, ModelStepPurpose
 from projections.base import (
     Positioned,
     Row,

@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import func, select
 
+from domain.release_states import ReleaseOutcome
 from domain.run import Run
-from domain.states import Intent, ReleaseOutcome
+from domain.states import Intent
 from projections.base import IN_CHUNK, Positioned, Row, RowCache, jsonable, text
 from projections.tables import session_turn
 

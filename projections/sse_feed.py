@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from domain.release import PUBLISHED
+from domain.release_states import ReleaseOutcome
 from domain.run import Run
-from domain.states import ReleaseOutcome
 from projections.base import Positioned, Row, RowCache, insert_many, jsonable, text
 from projections.tables import sse_event, sse_run
 

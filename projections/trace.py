@@ -8,19 +8,18 @@ from typing import TYPE_CHECKING, Any
 from domain.catalogue import EVENT_CLASSES, event_type_name
 from domain.collection import Collection
 from domain.release import PUBLISHED
+from domain.release_states import ReleaseOutcome, SemanticVerdict
 from domain.run import Run
 from domain.states import (
     DraftOutcome,
-    InformationGain,
     ModelStepOutcome,
     ModelStepPurpose,
-    ReleaseOutcome,
     RunState,
-    SemanticVerdict,
     TraceEventStatus,
     TracePhase,
 )
 from domain.tool_invocation import ToolInvocation
+from domain.tool_states import InformationGain
 from projections.base import Positioned, RowCache, insert_values, payload, uuid_text
 from projections.tables import trace_event, trace_stream
 

@@ -26,7 +26,8 @@ from api.schemas import (
     TracePublic,
 )
 from application.explain import RunExplanation, explain_run
-from domain.states import CancellationReason, FallbackType, ReleaseOutcome, RunState
+from domain.release_states import FallbackType, ReleaseOutcome
+from domain.states import CancellationReason, RunState
 from projections.queries import RunFilter, list_runs, trace_rows
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])

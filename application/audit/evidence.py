@@ -17,8 +17,8 @@ from application.audit.rules import cited, no_evidence_notes
 from domain.collection import Collection
 from domain.grounding import occurs
 from domain.run import Run
-from domain.states import EvidenceStatus
 from domain.tool_invocation import ToolInvocation
+from domain.tool_states import EvidenceStatus
 
 if TYPE_CHECKING:
     from application.audit.replay import Entry, RunLog

@@ -26,9 +26,10 @@ from application.audit.rules import cited
 from application.published import missing_question, not_checked_note
 from domain.collection import Collection
 from domain.grounding import DEFAULT_RULES, GroundingRules, restates
+from domain.release_states import SemanticVerdict
 from domain.run import Run
-from domain.states import EvidenceStatus, SemanticVerdict
 from domain.tool_invocation import ToolInvocation
+from domain.tool_states import EvidenceStatus
 
 if TYPE_CHECKING:
     from application.audit.replay import Entry, RunLog

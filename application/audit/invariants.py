@@ -20,8 +20,9 @@ from application.audit.replay import Entry, RunLog, mutate
 from application.audit.rules import GUARD_CHAIN
 from domain.redaction import failure_cause
 from domain.release import OUTCOME_TABLE, PUBLISHED, final_outcome, is_legal_row, release_refusal
+from domain.release_states import ReleaseOutcome
 from domain.run import Run
-from domain.states import FailureCode, Intent, ReleaseOutcome, RunState, state_for_reason
+from domain.states import FailureCode, Intent, RunState, state_for_reason
 
 FeedOf = Callable[[str, Iterable[Any]], Sequence[tuple[Any, str, dict[str, Any]]]]
 """One run's public feed from its events: (event that wrote it, kind, data) per entry."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from domain.grounding import statement_problems
-from domain.states import CitationProblem
+from domain.release_states import CitationProblem
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping

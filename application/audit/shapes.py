@@ -15,11 +15,15 @@ from typing import Any, ClassVar, Union, get_args, get_origin, get_type_hints
 from uuid import UUID
 
 import domain.grounding
+import domain.release_states
 import domain.states
+import domain.tool_states
 import domain.values
 
 _NAMES: dict[str, Any] = {
     **vars(domain.states),
+    **vars(domain.tool_states),
+    **vars(domain.release_states),
     **vars(domain.values),
     **vars(domain.grounding),
     "datetime": datetime,

@@ -20,14 +20,10 @@ from application.explain.causes import (
 from application.explain.drafts import _draft_fields
 from application.explain.words import _answer, _ended, _line, _rejection, _spent, _v
 from domain.collection import Collection
+from domain.release_states import FallbackType, ReleaseOutcome
 from domain.run import Run
-from domain.states import (
-    EvidenceStatus,
-    FallbackType,
-    InvocationStatus,
-    ReleaseOutcome,
-    RunState,
-)
+from domain.states import RunState
+from domain.tool_states import EvidenceStatus, InvocationStatus
 
 if TYPE_CHECKING:
     from application.explain.log import _Log

@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING
 
 from application.explain.causes import _no_context
 from application.explain.words import _STATUS, _answer, _ended, _fallback_type, _reason, _v
+from domain.release_states import ReleaseOutcome
 from domain.run import Run
-from domain.states import CancellationReason, DbStatus, ReleaseOutcome, RunState, SseSessionState
+from domain.states import CancellationReason, DbStatus, RunState, SseSessionState
 
 if TYPE_CHECKING:
     from application.explain.log import _Log

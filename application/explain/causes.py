@@ -7,19 +7,11 @@ from typing import TYPE_CHECKING, Any, assert_never
 from application.explain.drafts import _draft_fields, _failed, _last_draft, _proposed
 from application.explain.words import _ended, _fallback_type, _published_list, _spent, _trailing, _v
 from domain.collection import Collection
+from domain.release_states import FallbackType, ReleaseOutcome
 from domain.run import Run
-from domain.states import (
-    DiagnosisStopReason,
-    FailureCode,
-    FallbackType,
-    InformationGain,
-    Intent,
-    InvocationStatus,
-    ModelStepOutcome,
-    ModelStepPurpose,
-    ReleaseOutcome,
-)
+from domain.states import FailureCode, Intent, ModelStepOutcome, ModelStepPurpose
 from domain.tool_invocation import ToolInvocation
+from domain.tool_states import DiagnosisStopReason, InformationGain, InvocationStatus
 
 if TYPE_CHECKING:
     from application.explain.log import _Log

@@ -14,11 +14,12 @@ from application.store import events_of
 from domain.collection import Collection
 from domain.errors import UnknownAggregateError
 from domain.run import Run
-from domain.states import BudgetKind, DiagnosisStopReason
+from domain.states import BudgetKind
 
 if TYPE_CHECKING:
     from application.store import HarnessStore
     from domain.tool_invocation import ToolInvocation
+    from domain.tool_states import DiagnosisStopReason
 
 E = TypeVar("E")
 

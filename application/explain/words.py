@@ -7,14 +7,8 @@ from typing import TYPE_CHECKING, Any
 from application.explain.model import QUESTIONS, Answer, EventRef, FieldValue
 from domain.catalogue import event_type_name
 from domain.release import DB_STATUS
-from domain.states import (
-    CancellationReason,
-    CompletionReason,
-    FailureCode,
-    FallbackType,
-    ReleaseOutcome,
-    TerminationReason,
-)
+from domain.release_states import FallbackType, ReleaseOutcome
+from domain.states import CancellationReason, CompletionReason, FailureCode, TerminationReason
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable

@@ -21,20 +21,11 @@ from uuid import UUID
 from application.published import MISSING_QUESTIONS
 from domain.collection import Collection, collection_id
 from domain.grounding import Citation, citation_problem, restates
+from domain.release_states import FallbackType, ReleaseOutcome, SemanticVerdict
 from domain.run import Run
-from domain.states import (
-    ChatApplicationStatus,
-    DiagnosisStopReason,
-    EvidenceStatus,
-    FailureCode,
-    FallbackType,
-    Intent,
-    ReleaseOutcome,
-    RunState,
-    SemanticVerdict,
-    state_for_reason,
-)
+from domain.states import ChatApplicationStatus, FailureCode, Intent, RunState, state_for_reason
 from domain.tool_invocation import ToolInvocation
+from domain.tool_states import DiagnosisStopReason, EvidenceStatus
 from tests.unit.test_invariants_stateful import (
     check_collection,
     check_guard_chain,

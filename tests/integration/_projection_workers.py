@@ -12,21 +12,18 @@ import traceback
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from domain.release_states import ReleaseOutcome, SemanticVerdict
 from domain.run import Run
 from domain.states import (
     BudgetKind,
     CancellationReason,
     ChatApplicationStatus,
-    EvidenceStatus,
     FailureCode,
-    GainSource,
-    InformationGain,
     Intent,
     ModelStepPurpose,
-    ReleaseOutcome,
-    SemanticVerdict,
 )
 from domain.tool_invocation import ToolInvocation
+from domain.tool_states import EvidenceStatus, GainSource, InformationGain
 from infrastructure.eventstore import open_store
 from infrastructure.settings import Settings
 

@@ -17,7 +17,8 @@ from application.replies import EXAMPLE_DIAGNOSIS
 from application.store import HarnessStore
 from domain.answers import ChatReply, first_sentence
 from domain.grounding import occurs
-from domain.states import Intent, ReleaseOutcome, RunState
+from domain.release_states import ReleaseOutcome
+from domain.states import Intent, RunState
 from infrastructure.model_scripted import ScriptedProvider, scripted_tools
 
 MISROUTED = "Why was checkout slow on 2026-11-29?"

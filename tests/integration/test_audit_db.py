@@ -18,8 +18,9 @@ from sqlalchemy import Engine, text
 
 from application.audit.records import store_records
 from domain.run import Run
-from domain.states import EvidenceStatus, FailureCode, RunState
+from domain.states import FailureCode, RunState
 from domain.tool_invocation import ToolInvocation
+from domain.tool_states import EvidenceStatus
 from infrastructure.database import create_sql_engine
 from infrastructure.eventstore import init_store
 from infrastructure.settings import Settings

@@ -24,7 +24,8 @@ from pydantic import SecretStr
 from application.audit.records import FIELDS, AuditRecord, type_of
 from application.audit.replay import EVENT_TOPICS
 from application.audit.verify import verify_records
-from domain.states import ReleaseOutcome, RunState
+from domain.release_states import ReleaseOutcome
+from domain.states import RunState
 from infrastructure.eventstore import init_store
 from infrastructure.settings import Settings
 from projections.sse_feed import run_feed

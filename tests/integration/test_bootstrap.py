@@ -22,7 +22,8 @@ from application.ports import (
     StoreNotInitialisedError,
     ToolOutput,
 )
-from domain.states import Intent, ReleaseOutcome, RunState
+from domain.release_states import ReleaseOutcome
+from domain.states import Intent, RunState
 from domain.values import Budget
 from infrastructure.composition import Overrides, bootstrap
 from infrastructure.eventstore import init_store

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from domain.states import ReleaseOutcome
+from domain.release_states import ReleaseOutcome
 from infrastructure.composition import bootstrap
 from infrastructure.settings import Settings
 from tests.integration._cli import harness, store_env

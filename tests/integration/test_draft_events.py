@@ -20,8 +20,9 @@ from application.chat import ChatResult, ChatService
 from application.explain import Answer, explain_run
 from application.store import HarnessStore, events_of
 from domain.catalogue import event_type_name
+from domain.release_states import FallbackType, ReleaseOutcome
 from domain.run import Run
-from domain.states import DraftOutcome, FallbackType, ModelStepPurpose, ReleaseOutcome
+from domain.states import DraftOutcome, ModelStepPurpose
 from infrastructure.composition import SystemClock, chat_config
 from infrastructure.model_scripted import ScriptedProvider, load_scenario, scripted_tools
 

@@ -12,15 +12,9 @@ from application.store import HarnessStore, events_of
 from domain.catalogue import event_type_name
 from domain.collection import collection_id
 from domain.errors import UnknownAggregateError
+from domain.release_states import FallbackType, ReleaseOutcome
 from domain.run import Run
-from domain.states import (
-    BudgetKind,
-    CancellationReason,
-    FallbackType,
-    Intent,
-    ReleaseOutcome,
-    RunState,
-)
+from domain.states import BudgetKind, CancellationReason, Intent, RunState
 from tests.integration._projection_helpers import (
     QUERY,
     collection_stop_reason,

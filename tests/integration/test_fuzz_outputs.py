@@ -29,8 +29,9 @@ from application.chat import ChatResult, ChatService
 from application.ports import ToolExecutionError, ToolOutput
 from domain.collection import Collection
 from domain.run import Run
-from domain.states import CompletionReason, FailureCode, ToolRejectionCode
+from domain.states import CompletionReason, FailureCode
 from domain.tool_invocation import ToolInvocation
+from domain.tool_states import ToolRejectionCode
 from infrastructure.composition import chat_config
 from infrastructure.eventstore import init_store
 from infrastructure.model_openai import _parse_arguments

@@ -21,15 +21,9 @@ from application.chat import ChatConfig, ChatResult, ChatService
 from application.ports import ModelRequest, ModelResponse
 from application.store import HarnessStore
 from domain.catalogue import event_type_name
+from domain.release_states import FallbackType, ReleaseOutcome
 from domain.run import Run
-from domain.states import (
-    FailureCode,
-    FallbackType,
-    ModelStepOutcome,
-    ModelStepPurpose,
-    ReleaseOutcome,
-    RunState,
-)
+from domain.states import FailureCode, ModelStepOutcome, ModelStepPurpose, RunState
 from infrastructure.composition import Overrides, bootstrap
 from infrastructure.model_scripted import ScriptedProvider, scripted_tools
 from infrastructure.settings import Settings

@@ -11,8 +11,9 @@ from uuid import UUID
 import pytest
 
 from application.store import events_of
+from domain.release_states import ReleaseOutcome
 from domain.run import Run
-from domain.states import Intent, ReleaseOutcome
+from domain.states import Intent
 from infrastructure.eventstore import init_store
 from infrastructure.settings import Settings
 from tests.integration._race_workers import race_terminations, start_service_process

@@ -17,7 +17,8 @@ from application.ports import JSON, ModelProvider, ModelRequest, ModelResponse, 
 from application.replies import reply_text
 from domain.answers import ChatReply
 from domain.grounding import DEFAULT_RULES, occurs
-from domain.states import FallbackType, ReleaseOutcome, RunState
+from domain.release_states import FallbackType, ReleaseOutcome
+from domain.states import RunState
 from infrastructure.composition import Services, bootstrap
 from infrastructure.knowledge import load_runbooks
 from infrastructure.ops_data import SampleIncident, sample_incidents

@@ -12,8 +12,9 @@ import pytest
 from application.chat import ChatResult, ChatService
 from application.store import HarnessStore
 from domain.catalogue import event_type_name
-from domain.states import CancellationReason, FallbackType, ReleaseOutcome, RunState
-from domain.states import FallbackType as FT
+from domain.release_states import FallbackType, ReleaseOutcome
+from domain.release_states import FallbackType as FT
+from domain.states import CancellationReason, RunState
 from infrastructure.composition import chat_config
 from infrastructure.model_scripted import ScriptedProvider, load_scenario, scripted_tools
 

@@ -9,7 +9,8 @@ from pathlib import Path
 from application.chat import ChatService
 from application.ports import ModelRequest, ModelResponse
 from application.store import HarnessStore
-from domain.states import ModelStepPurpose, ReleaseOutcome
+from domain.release_states import ReleaseOutcome
+from domain.states import ModelStepPurpose
 from infrastructure.model_scripted import ScriptedProvider, load_scenario, scripted_tools
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"

@@ -25,17 +25,17 @@ from sqlalchemy import Engine, event
 from application.chat import ChatResult
 from application.store import HarnessStore, events_of
 from domain.catalogue import EVENT_CLASSES, event_type_name
+from domain.release_states import ReleaseOutcome
 from domain.run import Run
 from domain.states import (
     CancellationReason,
     CompletionReason,
-    DiagnosisStopReason,
     FailureCode,
     Intent,
-    ReleaseOutcome,
     TraceEventStatus,
     TracePhase,
 )
+from domain.tool_states import DiagnosisStopReason
 from infrastructure.composition import Overrides, bootstrap
 from infrastructure.database import create_sql_engine
 from infrastructure.settings import Settings

@@ -29,22 +29,23 @@ from application.ports import Clock
 from application.store import HarnessStore
 from domain.catalogue import event_type_name
 from domain.collection import Collection
+from domain.release_states import FallbackType, ReleaseOutcome
 from domain.run import Run
 from domain.states import (
     BudgetKind,
     CancellationReason,
-    DiagnosisStopReason,
-    EvidenceStatus,
     FailureCode,
-    FallbackType,
-    InvocationStatus,
     ModelStepOutcome,
     ModelStepPurpose,
-    ReleaseOutcome,
     RunState,
-    ToolRejectionCode,
 )
 from domain.tool_invocation import ToolInvocation
+from domain.tool_states import (
+    DiagnosisStopReason,
+    EvidenceStatus,
+    InvocationStatus,
+    ToolRejectionCode,
+)
 from infrastructure.composition import chat_config
 from infrastructure.eventstore import init_store
 from infrastructure.model_scripted import (

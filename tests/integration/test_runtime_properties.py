@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from application.chat import ChatResult
 from application.store import HarnessStore
-from domain.states import ReleaseOutcome
+from domain.release_states import ReleaseOutcome
 from domain.tool_invocation import ToolInvocation
 from infrastructure.eventstore import init_store
 from infrastructure.settings import Settings

@@ -20,24 +20,19 @@ from domain.errors import (
     UnknownAggregateError,
 )
 from domain.grounding import Citation
+from domain.release_states import FallbackType, ReleaseOutcome, SemanticVerdict
 from domain.run import Run
 from domain.session import Session
 from domain.states import (
     BudgetKind,
     CancellationReason,
-    EvidenceStatus,
     FailureCode,
-    FallbackType,
-    GainSource,
-    InformationGain,
     Intent,
     ModelStepPurpose,
-    ReleaseOutcome,
     RunState,
-    SemanticVerdict,
-    ToolRejectionCode,
 )
 from domain.tool_invocation import ToolInvocation
+from domain.tool_states import EvidenceStatus, GainSource, InformationGain, ToolRejectionCode
 from domain.values import Budget, Fact
 from infrastructure.eventstore import init_store, open_store
 from infrastructure.settings import Settings

@@ -17,7 +17,7 @@ from domain.answers import (
     sentences,
 )
 from domain.grounding import Citation, occurs
-from domain.states import CitationProblem
+from domain.release_states import CitationProblem
 
 RUNBOOK = (
     "1. With cert-manager, trigger renewal with `cmctl renew <name>`; check the ACME challenge\n"

@@ -15,7 +15,7 @@ from domain.errors import (
     InvalidCommandError,
 )
 from domain.grounding import Citation
-from domain.states import CollectionState, DiagnosisStopReason, GainSource, InformationGain
+from domain.tool_states import CollectionState, DiagnosisStopReason, GainSource, InformationGain
 from domain.values import Fact
 from tests.unit.gwt import Payloads, replay, then_events, then_refused
 

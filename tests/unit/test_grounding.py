@@ -15,7 +15,7 @@ from domain.grounding import (
     occurs,
     restates,
 )
-from domain.states import CitationProblem
+from domain.release_states import CitationProblem
 
 LINE = "2026-11-29T10:05:00Z checkout ERROR upstream timeout after 30s calling pricing-service"
 

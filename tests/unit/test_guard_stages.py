@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from domain.guard_stages import GUARD_STEPS, guard_step_refusal
-from domain.states import GuardStage
+from domain.release_states import GuardStage
 
 ORDER = list(GuardStage)
 """The stages in the order the chain reaches them (their declaration order)."""

@@ -34,32 +34,31 @@ from domain.errors import (
     InvocationClosedError,
 )
 from domain.grounding import Citation, citation_problem
+from domain.release_states import FallbackType, GuardStage, ReleaseOutcome, SemanticVerdict
 from domain.run import Run
 from domain.states import (
     BudgetKind,
     CancellationReason,
     ChatApplicationStatus,
-    CollectionState,
     CompletionReason,
-    DiagnosisStopReason,
-    EvidenceStatus,
     FailureCode,
-    FallbackType,
-    GainSource,
-    GuardStage,
-    InformationGain,
     Intent,
-    InvocationStatus,
     ModelStepOutcome,
     ModelStepPurpose,
-    ReleaseOutcome,
     RunState,
-    SemanticVerdict,
     TerminationReason,
-    ToolRejectionCode,
     state_for_reason,
 )
 from domain.tool_invocation import ReadyEvidence, ToolInvocation
+from domain.tool_states import (
+    CollectionState,
+    DiagnosisStopReason,
+    EvidenceStatus,
+    GainSource,
+    InformationGain,
+    InvocationStatus,
+    ToolRejectionCode,
+)
 from domain.values import Budget, Fact, Termination
 
 Event = CanMutateAggregate[UUID]

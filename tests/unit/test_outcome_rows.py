@@ -11,7 +11,8 @@ from enum import Enum
 import pytest
 
 from domain.release import OUTCOME_TABLE, PUBLISHED, final_outcome, is_legal_row
-from domain.states import FallbackType, ReleaseOutcome, RunState
+from domain.release_states import FallbackType, ReleaseOutcome
+from domain.states import RunState
 
 Release = tuple[ReleaseOutcome, FallbackType | None] | None
 

@@ -12,7 +12,8 @@ from dataclasses import replace
 import pytest
 
 from domain.release import GuardProgress, release_refusal
-from domain.states import FallbackType, GuardStage, Intent, ReleaseOutcome, SemanticVerdict
+from domain.release_states import FallbackType, GuardStage, ReleaseOutcome, SemanticVerdict
+from domain.states import Intent
 
 Decision = FallbackType | None
 """A release decision: None is SUCCESS, a fallback type is a FALLBACK of that type."""

@@ -19,24 +19,20 @@ from domain.errors import (
     InvalidCommandError,
     RunNotActiveError,
 )
+from domain.release_states import FallbackType, GuardStage, ReleaseOutcome, SemanticVerdict
 from domain.run import Run
 from domain.states import (
     BudgetKind,
     CancellationReason,
     ChatApplicationStatus,
     CompletionReason,
-    DiagnosisStopReason,
     FailureCode,
-    FallbackType,
-    GuardStage,
     Intent,
     ModelStepOutcome,
     ModelStepPurpose,
-    ReleaseOutcome,
     RunState,
-    SemanticVerdict,
-    ToolRejectionCode,
 )
+from domain.tool_states import DiagnosisStopReason, ToolRejectionCode
 from domain.values import DEFAULT_LIMITS, Budget, Termination
 from tests.unit.gwt import Payloads, replay, then_events, then_refused
 

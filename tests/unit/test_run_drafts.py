@@ -7,14 +7,9 @@ import hashlib
 import pytest
 
 from domain.errors import IllegalTransitionError, InvalidCommandError, RunNotActiveError
+from domain.release_states import FallbackType, ReleaseOutcome
 from domain.run import Run
-from domain.states import (
-    CancellationReason,
-    DraftOutcome,
-    FallbackType,
-    ModelStepPurpose,
-    ReleaseOutcome,
-)
+from domain.states import CancellationReason, DraftOutcome, ModelStepPurpose
 from tests.unit.gwt import then_events, then_refused
 from tests.unit.test_run import PROGRESS_ONLY, ROUTE_DIAGNOSIS, Step, exhaust, given, released
 

@@ -6,16 +6,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
+from domain.release_states import FallbackType, ReleaseOutcome
 from domain.run import Run
-from domain.states import (
-    BudgetKind,
-    CancellationReason,
-    FailureCode,
-    FallbackType,
-    Intent,
-    ReleaseOutcome,
-    RunState,
-)
+from domain.states import BudgetKind, CancellationReason, FailureCode, Intent, RunState
 from domain.values import Budget, Termination
 from tests.unit.gwt import replay, then_events
 

@@ -10,8 +10,8 @@ from uuid import UUID
 import pytest
 
 from domain.errors import InvalidCommandError, InvocationClosedError
-from domain.states import EvidenceStatus, InvocationStatus, ToolErrorCode
 from domain.tool_invocation import ReadyEvidence, ToolInvocation
+from domain.tool_states import EvidenceStatus, InvocationStatus, ToolErrorCode
 from tests.unit.gwt import replay, then_events, then_refused
 
 RUN_ID = UUID("00000000-0000-4000-8000-000000000001")
