@@ -1,0 +1,236 @@
+"""What a run records while it works: routing, status, model steps, drafts, charges, rejections.
+
+Model steps and tool charges count against the run's budget: the one that takes it over a limit
+ends the run BUDGET_EXHAUSTED (:meth:`domain.run_termination.RunTermination.exhaust_budget`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING, Any
+
+from eventsourcing.domain import Aggregate
+
+from domain.run_termination import RunTermination
+from domain.states import (
+    BudgetKind,
+    ChatApplicationStatus,
+    DraftOutcome,
+    Intent,
+    ModelStepOutcome,
+    ModelStepPurpose,
+)
+
+if TYPE_CHECKING:
+    from domain.tool_states import ToolRejectionCode
+
+
+class RunSteps(RunTermination):
+    """The routing, status, model-step, draft and budget commands of a run, and their events."""
+
+    class RoutingAttempt(Aggregate.Event):
+        """The router was asked to classify the query."""
+
+        class_version = 1
+        attempt: int
+
+        def apply(self, aggregate: RunSteps) -> None:
+            """Count the attempt."""
+            aggregate.routing_attempts = self.attempt
+
+    class RoutingDecision(Aggregate.Event):
+        """The router decided an intent, or failed with an error."""
+
+        class_version = 1
+        intent: Intent | None
+        error: str
+
+        def apply(self, aggregate: RunSteps) -> None:
+            """Remember the intent."""
+            aggregate.routing_decided = True
+            aggregate.intent = self.intent
+
+    class ApplicationStatusChanged(Aggregate.Event):
+        """A user-visible phase began (the SSE ``status``)."""
+
+        class_version = 1
+        status: ChatApplicationStatus
+
+        def apply(self, aggregate: RunSteps) -> None:
+            """Remember the last phase."""
+            aggregate.status = self.status
+
+    class AgentModelStep(Aggregate.Event):
+        """One model call with its purpose, usage, latency and outcome; charges the budget."""
+
+        class_version = 2
+        purpose: ModelStepPurpose
+        tokens_in: int
+        tokens_out: int
+        latency_ms: int
+        outcome: ModelStepOutcome
+        detail: str
+        bound_ms: int
+        """The longest the harness would wait for this answer (0: not recorded, before v2)."""
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            """Version 1 did not record the bound of the wait."""
+            state["bound_ms"] = 0
+
+        def apply(self, aggregate: RunSteps) -> None:
+            """Charge one model call and its tokens."""
+            tokens = self.tokens_in + self.tokens_out
+            aggregate.usage = aggregate.usage.add(model_calls=1, tokens=tokens)
+
+    class BudgetCharged(Aggregate.Event):
+        """A tool call or tool-output bytes were charged to the run's budget."""
+
+        class_version = 1
+        kind: BudgetKind
+        amount: int
+        ref: str
+
+        def apply(self, aggregate: RunSteps) -> None:
+            """Add the charge to the usage."""
+            aggregate.usage = aggregate.usage.plus(self.kind, self.amount)
+
+    class ToolRequestRejected(Aggregate.Event):
+        """A tool request failed preflight; there is no invocation record (SPEC §8)."""
+
+        class_version = 2
+        tool: str
+        code: ToolRejectionCode
+        detail: str
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            """Version 1 had no ``detail``; old rejections read as having none."""
+            state["detail"] = ""
+
+    # -- routing, status and model steps -------------------------------------------------------
+
+    def attempt_routing(self) -> None:
+        """Record a routing attempt (``ROUTING_ATTEMPT``)."""
+        self.check_active()
+        self._refuse_if(self.routing_decided, "routing was already decided")
+        self.trigger_event(self.RoutingAttempt, attempt=self.routing_attempts + 1)
+
+    def decide_routing(self, intent: Intent | None, error: str = "") -> None:
+        """Record the router's intent or its error (``ROUTING_DECISION``)."""
+        self.check_active()
+        self._refuse_if(self.routing_attempts == 0, "no routing attempt was recorded")
+        self._refuse_if(self.routing_decided, "routing was already decided")
+        self._invalid_if((intent is None) == (not error), "give exactly one of intent and error")
+        self.trigger_event(self.RoutingDecision, intent=intent, error=error)
+
+    def change_status(self, status: ChatApplicationStatus) -> None:
+        """Record a user-visible phase (``APPLICATION_STATUS_CHANGED``)."""
+        if not (status is ChatApplicationStatus.SAFETY_VALIDATING and self._in_release_window()):
+            self.check_active()
+        self._refuse_if(self.is_finished, "the run is finished")
+        self.trigger_event(self.ApplicationStatusChanged, status=status)
+
+    def record_model_step(
+        self,
+        purpose: ModelStepPurpose,
+        tokens_in: int,
+        tokens_out: int,
+        latency_ms: int,
+        outcome: ModelStepOutcome = ModelStepOutcome.OK,
+        detail: str = "",
+        bound_ms: int = 0,
+    ) -> None:
+        """Record one model call and charge it (``AGENT_MODEL_STEP``); exhaust if over budget.
+
+        ``bound_ms`` is the longest the harness waited for it (the model timeout or the
+        deadline, whichever came first), so an auditor can see no late answer was used.
+        """
+        self.check_active()
+        self._refuse_if(self.release is not None, "the release was already decided")
+        self._invalid_if(min(tokens_in, tokens_out, latency_ms, bound_ms) < 0, "must be >= 0")
+        self.trigger_event(
+            self.AgentModelStep,
+            purpose=purpose,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            latency_ms=latency_ms,
+            outcome=outcome,
+            detail=detail,
+            bound_ms=bound_ms,
+        )
+        self._exhaust_if_over()
+
+    def charge(self, kind: BudgetKind, amount: int, ref: str = "") -> None:
+        """Charge a tool call or tool-output bytes (``BUDGET_CHARGED``); exhaust if over budget."""
+        self.check_active()
+        self._refuse_if(self.release is not None, "the release was already decided")
+        self._invalid_if(amount < 0, "a charge must be >= 0")
+        self.trigger_event(self.BudgetCharged, kind=kind, amount=amount, ref=ref)
+        self._exhaust_if_over()
+
+    def reject_tool_request(self, tool: str, code: ToolRejectionCode, detail: str) -> None:
+        """Audit a preflight rejection (``TOOL_REQUEST_REJECTED``); no invocation record exists."""
+        self._refuse_if(self.is_finished, "the run is finished")
+        self.trigger_event(self.ToolRequestRejected, tool=tool, code=code, detail=detail)
+
+    # -- drafts the model proposed -------------------------------------------------------------
+
+    MAX_DRAFT_CHARS = 8000
+    """How much of a proposed draft's text its event keeps (length and hash cover all of it)."""
+
+    MAX_DRAFT_DETAIL = 300
+    """How much of a failed draft's parse failure its event keeps."""
+
+    DRAFT_PURPOSES = (ModelStepPurpose.AGENT, ModelStepPurpose.REPAIR)
+    """The model steps that propose a draft: the agent's final answer and the repair."""
+
+    class DraftProposed(Aggregate.Event):
+        """The model proposed a draft: its text (bounded), length, hash and how it parsed."""
+
+        class_version = 1
+        purpose: ModelStepPurpose
+        text: str
+        """The draft's text, its first ``MAX_DRAFT_CHARS`` characters."""
+        length: int
+        """The full text's length in characters."""
+        sha256: str
+        """The hex SHA-256 of the full text, UTF-8 encoded."""
+        outcome: DraftOutcome
+        detail: str
+        """Why it failed to parse, bounded ('' when VALID)."""
+
+    def propose_draft(
+        self, purpose: ModelStepPurpose, text: str, outcome: DraftOutcome, detail: str = ""
+    ) -> None:
+        """Record a draft the model proposed and how it parsed (``DRAFT_PROPOSED``).
+
+        The text is kept bounded, with the full text's length and SHA-256, so an auditor sees
+        what was proposed, and what was withheld, without the log holding unbounded text.
+        """
+        self.check_active()
+        self._refuse_if(self.release is not None, "the release was already decided")
+        self._invalid_if(
+            purpose not in self.DRAFT_PURPOSES,
+            f"only {' or '.join(p.value for p in self.DRAFT_PURPOSES)} propose a draft, "
+            f"not {purpose.value}",
+        )
+        failed = outcome is not DraftOutcome.VALID
+        self._invalid_if(failed != bool(detail), "a failed draft says why, a valid one nothing")
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        self.trigger_event(
+            self.DraftProposed,
+            purpose=purpose,
+            text=text[: self.MAX_DRAFT_CHARS],
+            length=len(text),
+            sha256=digest,
+            outcome=outcome,
+            detail=detail[: self.MAX_DRAFT_DETAIL],
+        )
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _exhaust_if_over(self) -> None:
+        kind = self.usage.first_exceeded(self.limits)
+        if kind is not None:
+            self.exhaust_budget(kind)

@@ -1,0 +1,226 @@
+"""Stored topics never change: every record ever written must still decode to the same class.
+
+A stored event names its class by topic (``module:qualname``) and each aggregate's first event
+names the aggregate's. Moving an event class, or splitting an aggregate's module, must keep
+these strings; the Run aggregate, whose events are declared in layers (``domain.run_core``,
+``run_steps``, ``run_guards``, ``run_termination``), relies on eventsourcing redefining each of
+them on ``Run`` itself. Enums are stored by class name and value, so their names are pinned too.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate, CanMutateAggregate
+from eventsourcing.persistence import (
+    DatetimeAsISO,
+    DecimalAsStr,
+    JSONTranscoder,
+    Mapper,
+    StoredEvent,
+    UUIDAsHex,
+)
+from eventsourcing.utils import get_topic, resolve_topic
+
+from application.transcodings import register_all
+from domain.catalogue import ALL_ENUMS
+from domain.checkpoint import AuditCheckpoint
+from domain.collection import Collection
+from domain.grounding import Citation, JudgedStatement, RejectedCitation
+from domain.release_states import CitationProblem, ReleaseOutcome, SemanticVerdict
+from domain.run import Run
+from domain.session import Session
+from domain.states import (
+    BudgetKind,
+    ChatApplicationStatus,
+    DraftOutcome,
+    Intent,
+    ModelStepPurpose,
+)
+from domain.tool_invocation import ToolInvocation
+from domain.tool_states import ToolRejectionCode
+from domain.values import Budget
+
+AGGREGATES: tuple[type[Aggregate], ...] = (
+    Run,
+    ToolInvocation,
+    Collection,
+    Session,
+    AuditCheckpoint,
+)
+
+STORED_TOPICS = {
+    "domain.run:Run",
+    "domain.run:Run.RunStarted",
+    "domain.run:Run.RoutingAttempt",
+    "domain.run:Run.RoutingDecision",
+    "domain.run:Run.ApplicationStatusChanged",
+    "domain.run:Run.AgentModelStep",
+    "domain.run:Run.BudgetCharged",
+    "domain.run:Run.BudgetExhausted",
+    "domain.run:Run.ToolRequestRejected",
+    "domain.run:Run.EvidenceGuardInitial",
+    "domain.run:Run.EvidenceRepair",
+    "domain.run:Run.EvidenceGuardRecheck",
+    "domain.run:Run.SemanticGuardAttempt",
+    "domain.run:Run.SemanticGuardDecision",
+    "domain.run:Run.ReleaseDecision",
+    "domain.run:Run.CancellationRequested",
+    "domain.run:Run.RunTerminated",
+    "domain.run:Run.RunFinished",
+    "domain.run:Run.DraftProposed",
+    "domain.tool_invocation:ToolInvocation",
+    "domain.tool_invocation:ToolInvocation.ToolInvocationStarted",
+    "domain.tool_invocation:ToolInvocation.ToolInvocationReady",
+    "domain.tool_invocation:ToolInvocation.ToolInvocationFailed",
+    "domain.collection:Collection",
+    "domain.collection:Collection.CollectionStarted",
+    "domain.collection:Collection.ToolProgress",
+    "domain.collection:Collection.ProgressProtocolViolation",
+    "domain.collection:Collection.CollectionStop",
+    "domain.collection:Collection.StopRequiredDelivered",
+    "domain.session:Session",
+    "domain.session:Session.SessionClaimed",
+    "domain.checkpoint:AuditCheckpoint",
+    "domain.checkpoint:AuditCheckpoint.CheckpointsStarted",
+    "domain.checkpoint:AuditCheckpoint.CheckpointRecorded",
+}
+"""Every topic a record may name: the aggregates' and their events' (a record's own class)."""
+
+STORED_ENUM_NAMES = {
+    "RunState",
+    "ChatApplicationStatus",
+    "Intent",
+    "InvocationStatus",
+    "EvidenceStatus",
+    "CollectionState",
+    "DiagnosisStopReason",
+    "SemanticVerdict",
+    "ReleaseOutcome",
+    "FallbackType",
+    "SseSessionState",
+    "CancellationReason",
+    "FailureCode",
+    "CompletionReason",
+    "TracePhase",
+    "TraceEventStatus",
+    "InformationGain",
+    "GainSource",
+    "ToolRejectionCode",
+    "BudgetKind",
+    "ModelStepPurpose",
+    "ModelStepOutcome",
+    "DraftOutcome",
+    "GuardStage",
+    "CitationProblem",
+    "MissingKind",
+}
+"""The ``_type_`` a stored enum value is written under: its class name, whatever its module."""
+
+DEADLINE = datetime(2030, 1, 1, tzinfo=UTC)
+LIMITS = Budget(model_calls=3, tool_calls=2, tokens=100, bytes=1_000)
+
+
+def _event_classes(aggregate: type[Aggregate]) -> dict[str, type[Any]]:
+    return {
+        name: value
+        for name, value in vars(aggregate).items()
+        if isinstance(value, type)
+        and issubclass(value, CanMutateAggregate)
+        and name not in ("Event", "Created")
+    }
+
+
+def _mapper() -> Mapper[UUID]:
+    transcoder = JSONTranscoder()
+    for transcoding in (UUIDAsHex(), DecimalAsStr(), DatetimeAsISO()):
+        transcoder.register(transcoding)
+    register_all(transcoder)
+    return Mapper(transcoder=transcoder)
+
+
+def _released_diagnosis() -> Run:
+    """A run through every step, guard and release event to its finish."""
+    run = Run.start("s", "why?", DEADLINE, limits=LIMITS, run_id=UUID(int=1), owner="ann")
+    run.attempt_routing()
+    run.decide_routing(Intent.DIAGNOSIS)
+    run.change_status(ChatApplicationStatus.DIAGNOSIS_RUNNING)
+    run.record_model_step(ModelStepPurpose.AGENT, 10, 5, 7)
+    run.charge(BudgetKind.TOOL_CALLS, 1, "ref")
+    run.reject_tool_request("logs", ToolRejectionCode.AUTH, "no")
+    run.propose_draft(ModelStepPurpose.AGENT, "{}", DraftOutcome.VALID)
+    rejected = RejectedCitation("conclusion", "ref", "excerpt", CitationProblem.OTHER_RUN)
+    run.check_evidence(True, False, ("ref",), 1, (rejected,))
+    run.repair_evidence("fixed")
+    run.recheck_evidence(True)
+    run.attempt_semantic_guard()
+    judged = JudgedStatement("c", (Citation("ref", "excerpt"),), SemanticVerdict.SUPPORTED)
+    run.decide_semantic_guard(SemanticVerdict.SUPPORTED, judged=(judged,))
+    run.decide_release(ReleaseOutcome.SUCCESS, None, {"conclusion": "c"})
+    run.complete()
+    run.finish(DEADLINE)
+    return run
+
+
+def _exhausted() -> Run:
+    """A run whose charge takes it over its budget: exhausted, cancelled, finished."""
+    run = Run.start("s", "why?", DEADLINE, limits=LIMITS, run_id=UUID(int=2))
+    run.charge(BudgetKind.BYTES, 5_000)
+    run.finish(DEADLINE)
+    return run
+
+
+def test_every_stored_topic_is_pinned() -> None:
+    topics = {get_topic(aggregate) for aggregate in AGGREGATES}
+    for aggregate in AGGREGATES:
+        topics |= {get_topic(cls) for cls in _event_classes(aggregate).values()}
+    assert topics == STORED_TOPICS
+
+
+def test_every_pinned_topic_resolves_to_the_class_its_aggregate_records() -> None:
+    for aggregate in AGGREGATES:
+        assert resolve_topic(get_topic(aggregate)) is aggregate
+        for name, cls in _event_classes(aggregate).items():
+            topic = f"{get_topic(aggregate)}.{name}"
+            assert topic in STORED_TOPICS
+            assert resolve_topic(topic) is cls is getattr(aggregate, name)
+
+
+def test_every_run_event_is_recorded_and_read_back_under_its_pinned_topic() -> None:
+    mapper = _mapper()
+    recorded: set[str] = set()
+    for run in (_released_diagnosis(), _exhausted()):
+        for event in run.collect_events():
+            stored = mapper.to_stored_event(event)
+            assert stored.topic in STORED_TOPICS
+            assert type(mapper.to_domain_event(stored)) is type(event)
+            recorded.add(type(event).__name__)
+    assert recorded == set(_event_classes(Run))
+
+
+def test_a_record_written_before_the_split_still_decodes() -> None:
+    state = {
+        "timestamp": {"_type_": "datetime_iso", "_data_": DEADLINE.isoformat()},
+        "kind": {"_type_": "BudgetKind", "_data_": "BYTES"},
+        "limit": 1000,
+        "used": 5000,
+        "stop_reason": {"_type_": "DiagnosisStopReason", "_data_": "BUDGET_LIMIT_REACHED"},
+    }
+    topic = "domain.run:Run.BudgetExhausted"
+    stored = StoredEvent(UUID(int=3), 2, topic, json.dumps(state).encode())
+    event = _mapper().to_domain_event(stored)
+    assert type(event) is Run.BudgetExhausted
+    assert (event.kind, event.used) == (BudgetKind.BYTES, 5000)
+
+
+def test_enums_are_stored_under_their_class_names() -> None:
+    assert {enum.__name__ for enum in ALL_ENUMS} == STORED_ENUM_NAMES
+    transcoder = JSONTranscoder()
+    register_all(transcoder)
+    for enum in ALL_ENUMS:
+        member = next(iter(enum))
+        encoded = json.loads(transcoder.encode({"v": member}))["v"]
+        assert encoded == {"_type_": enum.__name__, "_data_": member.value}
