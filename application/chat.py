@@ -16,13 +16,20 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from application.answers import answer_chat, answer_knowledge
+from application.conflicts import MAX_CONFLICT_RETRIES
 from application.diagnosis import AgentFailure, AgentFault, run_agent
 from application.drafts import loads_json
 from application.guards import NoSafeContent, Publication, release
 from application.harness import RunAborted, RunContext
 from application.outage import end_after_outage, resync
-from application.ports import Message, ModelError, ModelRequest, choice_schema
-from application.store import MAX_CONFLICT_RETRIES, StoreClosedError, StoreUnavailableError
+from application.ports import (
+    Message,
+    ModelError,
+    ModelRequest,
+    StoreClosedError,
+    StoreUnavailableError,
+    choice_schema,
+)
 from application.tool_boundary import ToolBoundary
 from domain.errors import ConcurrentWriteError
 from domain.grounding import DEFAULT_RULES, GroundingRules

@@ -14,7 +14,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from application.store import StoreUnavailableError
+from application.ports import StoreUnavailableError
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -8,9 +8,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from application.harness import RunAborted
-from application.ports import ToolArgumentsError, ToolExecutionError, ToolOutput
+from application.ports import (
+    StoreUnavailableError,
+    ToolArgumentsError,
+    ToolExecutionError,
+    ToolOutput,
+)
 from application.storable import NotStorable, storable_output, storable_text
-from application.store import StoreUnavailableError
 from domain.states import (
     BudgetKind,
     EvidenceStatus,

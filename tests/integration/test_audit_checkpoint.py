@@ -14,7 +14,8 @@ from pydantic import SecretStr
 from sqlalchemy import text
 
 from application.audit.checkpoints import record_checkpoint
-from application.store import HarnessStore, events_of
+from application.store import HarnessStore
+from application.store_reads import events_of
 from domain.checkpoint import CHECKPOINTS_ID, AuditCheckpoint
 from domain.states import CancellationReason
 from infrastructure.database import create_sql_engine

@@ -8,7 +8,8 @@ from uuid import UUID, uuid4
 import pytest
 
 from application.explain import QUESTIONS, Answer, RunExplanation, explain_run
-from application.store import HarnessStore, events_of
+from application.store import HarnessStore
+from application.store_reads import events_of
 from domain.catalogue import event_type_name
 from domain.collection import collection_id
 from domain.errors import UnknownAggregateError

@@ -10,7 +10,7 @@ from uuid import UUID
 
 import pytest
 
-from application.store import events_of
+from application.store_reads import events_of
 from domain.run import Run
 from domain.states import Intent, ReleaseOutcome
 from infrastructure.eventstore import init_store
