@@ -102,7 +102,7 @@ class RunDispatcher:
 
     def _execute(self, run: Run, context: str) -> ChatResult:
         try:
-            return self.service.execute_started(run, context)
+            return self.service.execute(run, context)
         finally:
             with self._lock:
                 self._running.pop(run.id, None)

@@ -298,7 +298,7 @@ def test_an_unknown_run_is_refused(store: HarnessStore) -> None:
 
 def test_a_running_run_has_no_done_yet(store: HarnessStore) -> None:
     with harness(store, "limited_checks") as made:
-        run_id = made.service.start("session-9", QUERY)
+        run_id = made.service.begin("session-9", QUERY)[0].id
     explanation = explain_run(store, run_id)
     answers = answers_of(explanation)
 
