@@ -85,7 +85,7 @@ def opened(
     """
     from sqlalchemy.exc import SQLAlchemyError
 
-    from application.store import StoreError
+    from application.ports import StoreError
     from infrastructure.composition import bootstrap
     from projections.runner import brief
 

@@ -35,7 +35,7 @@ def run() -> None:
     """
     from sqlalchemy.exc import SQLAlchemyError
 
-    from application.store import StoreError
+    from application.ports import StoreError
     from projections.runner import brief
 
     stopped = threading.Event()
@@ -62,7 +62,7 @@ def rebuild(
     """Empty a projection's tables and apply the whole log again from position 0."""
     from sqlalchemy.exc import SQLAlchemyError
 
-    from application.store import StoreError
+    from application.ports import StoreError
     from projections.runner import brief
 
     with opened() as services:
@@ -112,7 +112,7 @@ def status() -> None:
     from sqlalchemy.exc import SQLAlchemyError
 
     from api.cli_reads import read_tables_missing
-    from application.store import StoreError
+    from application.ports import StoreError
     from projections.runner import ProjectionStatus, brief
 
     with opened() as services:

@@ -62,7 +62,7 @@ def bring_up_to_date(services: Services) -> Freshness:
     from eventsourcing.persistence import PersistenceError
     from sqlalchemy.exc import SQLAlchemyError
 
-    from application.store import StoreError
+    from application.ports import StoreError
     from projections.runner import brief
 
     store, where = services.store, services.settings.database.describe()

@@ -20,7 +20,7 @@ from sqlalchemy.exc import DataError, SQLAlchemyError
 
 from api.schemas import ProblemPublic
 from application.dispatch import AdmissionRefused
-from application.store import StoreError, StoreNotInitialisedError
+from application.ports import StoreError, StoreNotInitialisedError
 from domain.errors import (
     ConcurrentWriteError,
     InvalidCommandError,

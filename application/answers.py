@@ -14,12 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from application.drafts import loads_json
 from application.guards import Publication
-from application.ports import Message, ModelRequest, choice_schema
+from application.ports import Message, ModelRequest
+from application.prompts import CHAT_PROMPT, CHAT_SCHEMA, KNOWLEDGE_PROMPT, KNOWLEDGE_SCHEMA
 from application.replies import grounded_content, reply_content, ungrounded_content
 from domain.answers import (
-    MAX_CITATIONS,
     AnswerRefusal,
-    ChatReply,
     knowledge_answer,
     pick_reply,
     rejected_citations,
@@ -33,40 +32,6 @@ if TYPE_CHECKING:
     from application.harness import RunContext
     from application.ports import KnowledgeRetriever, Passage
     from domain.grounding import GroundingRules
-
-CHAT_PROMPT = (
-    "You are the front desk of a diagnosis service for operated systems. You never answer a"
-    " question about the systems yourself: another route investigates those. Pick the one reply"
-    ' that fits the operator\'s message and answer JSON {"reply": "GREETING" | "CAPABILITIES" |'
-    ' "HOW_TO_ASK" | "THANKS" | "OUT_OF_SCOPE"}: GREETING for a greeting, CAPABILITIES when'
-    " asked what you can do, HOW_TO_ASK when the message is about a service, an incident or a"
-    " symptom, THANKS for thanks, OUT_OF_SCOPE for anything else. The harness writes the text."
-)
-CHAT_SCHEMA = choice_schema("reply", [r.value for r in ChatReply])
-KNOWLEDGE_PROMPT = (
-    "Answer the operator's question from the given runbook passages only. Answer JSON"
-    ' {"text": your answer, "citations": [{"reference": a passage id, "excerpt": a sentence'
-    " copied verbatim from that passage}]}. Cite every passage you use; an answer whose"
-    " citations are missing, not verbatim or of a passage not given is not published."
-)
-KNOWLEDGE_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "text": {"type": "string"},
-        "citations": {
-            "type": "array",
-            "maxItems": MAX_CITATIONS,
-            "items": {
-                "type": "object",
-                "properties": {"reference": {"type": "string"}, "excerpt": {"type": "string"}},
-                "required": ["reference", "excerpt"],
-                "additionalProperties": False,
-            },
-        },
-    },
-    "required": ["text", "citations"],
-    "additionalProperties": False,
-}
 
 
 def answer_chat(ctx: RunContext) -> Publication:

@@ -16,15 +16,21 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from application.answers import answer_chat, answer_knowledge
+from application.conflicts import MAX_CONFLICT_RETRIES, retry_on_conflict
 from application.diagnosis import AgentFailure, AgentFault, run_agent
 from application.drafts import loads_json
 from application.guards import NoSafeContent, Publication, release
 from application.harness import RunAborted, RunContext
 from application.outage import end_after_outage, resync
-from application.ports import Message, ModelError, ModelRequest, choice_schema
-from application.store import MAX_CONFLICT_RETRIES, StoreClosedError, StoreUnavailableError
+from application.ports import (
+    Message,
+    ModelError,
+    ModelRequest,
+    StoreClosedError,
+    StoreUnavailableError,
+)
+from application.prompts import ROUTE_SCHEMA, ROUTER_PROMPT
 from application.tool_boundary import ToolBoundary
-from domain.errors import ConcurrentWriteError
 from domain.grounding import DEFAULT_RULES, GroundingRules
 from domain.redaction import describe_error
 from domain.release import PUBLISHED
@@ -42,14 +48,6 @@ if TYPE_CHECKING:
     from domain.values import Termination
 
 log = logging.getLogger(__name__)
-
-ROUTER_PROMPT = (
-    'Classify the operator\'s message. Answer JSON {"intent": "SYSTEM_CHAT" | '
-    '"KNOWLEDGE_QUERY" | "DIAGNOSIS"}: DIAGNOSIS for a question about what is happening or '
-    "happened in the systems, KNOWLEDGE_QUERY for how-to and policy questions, SYSTEM_CHAT "
-    "otherwise."
-)
-ROUTE_SCHEMA = choice_schema("intent", [i.value for i in Intent])
 
 
 class RoutingFailed(Exception):
@@ -92,32 +90,6 @@ class ChatService:
     config: ChatConfig = field(default_factory=ChatConfig)
     pool: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(8, "harness"))
 
-    def ask(
-        self, session_id: str, query: str, previous_run: UUID | None = None, owner: str = ""
-    ) -> ChatResult:
-        """Start and execute a run in the calling thread.
-
-        ``previous_run`` is the session's previous run; only its published DIAGNOSIS + SUCCESS
-        result is carried into this run (the PreviousTurn policy, :attr:`Run.previous_turn`).
-        """
-        context = self.store.get_run(previous_run).previous_turn if previous_run else None
-        return self._execute(self.begin(session_id, query, owner=owner)[0], context or "")
-
-    def start(
-        self,
-        session_id: str,
-        query: str,
-        run_id: UUID | None = None,
-        *,
-        owner: str = "",
-        deadline_s: float | None = None,
-        limits: Budget | None = None,
-    ) -> UUID:
-        """Record ``RUN_STARTED`` (the run is RUNNING from here on)."""
-        return self.begin(
-            session_id, query, run_id, owner=owner, deadline_s=deadline_s, limits=limits
-        )[0].id
-
     def begin(
         self,
         session_id: str,
@@ -128,26 +100,22 @@ class ChatService:
         deadline_s: float | None = None,
         limits: Budget | None = None,
     ) -> tuple[Run, int]:
-        """Start a run for ``owner``; the saved run and the log position of ``RUN_STARTED``.
+        """Record ``RUN_STARTED`` for ``owner``: the saved run and the log position of the event.
 
+        The run is RUNNING from here on; a caller streams its events from that position.
         ``deadline_s`` and ``limits`` replace the configured ones for this run. The run returned
-        is current: hand it to :meth:`execute_started` without reading it again.
+        is current: hand it to :meth:`execute` without reading it again.
         """
         deadline = self.clock.now() + timedelta(seconds=deadline_s or self.config.deadline_s)
         return self.store.begin_run(
             session_id, query, deadline, limits or self.config.limits, run_id, owner
         )
 
-    def execute(self, run_id: UUID, context: str = "") -> ChatResult:
-        """Route and execute a started run to its one termination and ``RUN_FINISHED``."""
-        return self._execute(self.store.get_run(run_id), context)
+    def execute(self, run: Run, context: str = "") -> ChatResult:
+        """Route and execute a run from :meth:`begin` to its termination and ``RUN_FINISHED``.
 
-    def execute_started(self, run: Run, context: str = "") -> ChatResult:
-        """Execute a run just returned by :meth:`begin` (current: no need to read it again)."""
-        return self._execute(run, context)
-
-    def _execute(self, run: Run, context: str) -> ChatResult:
-        """Execute ``run``, which was just read or started here (so it is current)."""
+        ``context`` is the session's previous turn, carried into a diagnosis (PreviousTurn).
+        """
         ctx = RunContext(
             self.store, self.clock, self.provider, run, self.pool, self.config.model_timeout_s
         )
@@ -180,6 +148,17 @@ class ChatService:
             return self._close(ctx, failure, content, cause)
         except StoreUnavailableError as error:
             return self._after_outage(ctx, error)
+
+    def ask(
+        self, session_id: str, query: str, previous_run: UUID | None = None, owner: str = ""
+    ) -> ChatResult:
+        """:meth:`begin` and :meth:`execute` a run in the calling thread.
+
+        ``previous_run`` is the session's previous run; only its published DIAGNOSIS + SUCCESS
+        result is carried into this run (the PreviousTurn policy, :attr:`Run.previous_turn`).
+        """
+        context = self.store.get_run(previous_run).previous_turn if previous_run else None
+        return self.execute(self.begin(session_id, query, owner=owner)[0], context or "")
 
     # -- phases ------------------------------------------------------------------------------------
 
@@ -256,20 +235,22 @@ class ChatService:
 
         ``cause`` is what failed, recorded with a FAILED termination (redacted by the run).
         """
-        run = self.store.get_run(ctx.run.id) if ctx.run.pending_events else ctx.run
-        for _ in range(MAX_CONFLICT_RETRIES):
+        if ctx.run.pending_events:
+            ctx.reload()
+
+        def attempt() -> ChatResult:
+            run = ctx.run
             termination = run.complete() if failure is None else run.fail(failure, cause)
             outcome = run.finished_outcome or run.finish(self.clock.now())
-            try:
-                position = self.store.save_all(run) or ctx.last_position
-            except ConcurrentWriteError:  # e.g. a cancel landed first: decide again on it
-                run = self.store.get_run(run.id)
-                continue
+            position = self.store.save_all(run) or ctx.last_position
             published = content if outcome in PUBLISHED else None
             return ChatResult(run.id, run.session_id, termination, outcome, published, position)
-        raise StoreUnavailableError(
-            f"run {run.id!r}: could not record its end after {MAX_CONFLICT_RETRIES} conflicts"
+
+        giving_up = (
+            f"run {ctx.run.id!r}: could not record its end after {MAX_CONFLICT_RETRIES} conflicts"
         )
+        # e.g. a cancel landed first: decide again on the latest run
+        return retry_on_conflict(attempt, giving_up=giving_up, on_conflict=lambda _: ctx.reload())
 
 
 def _failure_code(cause: BaseException | None) -> FailureCode:

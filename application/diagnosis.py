@@ -12,7 +12,6 @@ from enum import Enum
 from typing import TYPE_CHECKING, NoReturn
 
 from application.drafts import (
-    DRAFT_SCHEMA,
     DraftError,
     DraftFailure,
     parse_agent_text,
@@ -20,6 +19,7 @@ from application.drafts import (
 )
 from application.harness import RunAborted
 from application.ports import Message, ModelError, ModelRequest, ToolSpec
+from application.prompts import AGENT_PROMPT, STOP_INSTRUCTION
 from application.proposals import propose
 from domain.errors import ControlledStopError
 from domain.states import DraftOutcome, ModelStepPurpose, RunState
@@ -49,23 +49,6 @@ class AgentFault(Enum):
 
 FailureKind = DraftFailure | AgentFault
 """Why the agent ended in neither legal shape: a broken draft, or a fault."""
-
-AGENT_PROMPT = (
-    "You diagnose operational incidents with read-only tools. Call at most one tool per step. "
-    "After every tool result, your next answer's text MUST be JSON with a progress report: "
-    '{"progress": {"gain": "GAINED" | "NO_GAIN", "facts": [{"statement": …, "citations": '
-    '[{"reference": invocation id, "excerpt": text copied exactly from that result}]}]}}. '
-    'When done, answer {"draft": {"conclusion": {"statement": …, "citations": [...]} | null, '
-    '"facts": [...], "missing_info": [{"kind": "SERVICE" | "TIME_WINDOW" | "SYMPTOM" | '
-    '"ENVIRONMENT", "service": …, "start": …, "end": …}]}} and no tool call. Cite every result '
-    "a statement relies on, each with an excerpt of at least three words copied exactly from "
-    "it; cite only invocation ids you were given; a result marked NO_EVIDENCE only says its "
-    "scope was empty and proves nothing."
-)
-STOP_INSTRUCTION = (
-    "STOP_REQUIRED: evidence collection is closed ({reason}). Do not call tools. "
-    "Answer now with your draft."
-)
 
 
 @dataclass(frozen=True)
@@ -240,4 +223,4 @@ def _save(ctx: RunContext, boundary: ToolBoundary) -> None:
         raise AgentFailure(AgentFault.RUN_ABORTED, str(aborted)) from aborted
 
 
-__all__ = ["DRAFT_SCHEMA", "AgentFailure", "AgentFault", "Completed", "ControlledStop", "run_agent"]
+__all__ = ["AgentFailure", "AgentFault", "Completed", "ControlledStop", "run_agent"]

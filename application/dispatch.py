@@ -14,7 +14,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from application.store import StoreUnavailableError
+from application.ports import StoreUnavailableError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -102,7 +102,7 @@ class RunDispatcher:
 
     def _execute(self, run: Run, context: str) -> ChatResult:
         try:
-            return self.service.execute_started(run, context)
+            return self.service.execute(run, context)
         finally:
             with self._lock:
                 self._running.pop(run.id, None)

@@ -173,7 +173,3 @@ def _first_problem(error: ValidationError) -> str:
     problem = error.errors()[0]
     where = ".".join(str(p) for p in problem["loc"]) or "(root)"
     return f"{where}: {problem['msg']}"
-
-
-DRAFT_SCHEMA: dict[str, Any] = DiagnosisDraft.model_json_schema()
-"""The JSON schema given to models that support structured output."""

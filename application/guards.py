@@ -9,16 +9,16 @@ withholds.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from application.diagnosis import AgentFailure, Completed, ControlledStop
-from application.drafts import DRAFT_SCHEMA, DraftError
+from application.drafts import DraftError
 from application.evidence import Checked, EvidenceGuard, labelled
 from application.harness import RunAborted
 from application.judge import judge
 from application.ports import Message, ModelError, ModelRequest
+from application.prompts import DRAFT_SCHEMA, repair_prompt
 from application.proposals import record_draft
 from application.published import fallback, report
 from domain.grounding import DEFAULT_RULES, GroundingRules, restates
@@ -173,12 +173,7 @@ def _repair(
     request = ModelRequest(
         ModelStepPurpose.REPAIR,
         (
-            Message(
-                "system",
-                "Repair the draft: every citation must copy an excerpt of at least three words "
-                f"exactly from the result it cites. Cite only these results: {json.dumps(usable)}"
-                f"\nThese citations failed: {_failures(checked)}",
-            ),
+            Message("system", repair_prompt(usable, _failures(checked))),
             Message("user", draft.model_dump_json()),
         ),
         json_schema=DRAFT_SCHEMA,

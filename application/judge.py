@@ -10,10 +10,11 @@ what was published is what was judged SUPPORTED.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from application.drafts import loads_json
 from application.ports import Message, ModelError, ModelRequest
+from application.prompts import JUDGE_PROMPT, JUDGE_SCHEMA
 from domain.grounding import JudgedStatement
 from domain.release_states import SemanticVerdict
 from domain.states import ModelStepPurpose
@@ -22,32 +23,6 @@ if TYPE_CHECKING:
     from application.evidence import EvidenceGuard
     from application.harness import RunContext
     from domain.values import Fact
-
-JUDGE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "verdicts": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "statement": {"type": "integer", "minimum": 0},
-                    "verdict": {"enum": ["SUPPORTED", "UNSUPPORTED"]},
-                },
-                "required": ["statement", "verdict"],
-                "additionalProperties": False,
-            },
-        },
-        "reason": {"type": "string"},
-    },
-    "required": ["verdicts"],
-    "additionalProperties": False,
-}
-JUDGE_PROMPT = (
-    "For each numbered statement, answer whether the cited evidence supports it as stated. "
-    'Answer JSON {"verdicts": [{"statement": N, "verdict": "SUPPORTED" | "UNSUPPORTED"}]} with '
-    "exactly one verdict for every statement."
-)
 
 
 def judge(

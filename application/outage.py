@@ -17,7 +17,7 @@ import time
 from contextlib import suppress
 from typing import TYPE_CHECKING, TypeVar
 
-from application.store import StoreUnavailableError
+from application.ports import StoreUnavailableError
 from domain.errors import ConcurrentWriteError, UnknownAggregateError
 from domain.tool_states import InvocationStatus
 

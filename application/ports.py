@@ -221,13 +221,3 @@ class Clock(Protocol):
     def now(self) -> datetime:
         """The current time, timezone-aware."""
         ...
-
-
-def choice_schema(field: str, values: list[str]) -> dict[str, Any]:
-    """The JSON schema of an answer that only picks one word: ``{field: one of values}``."""
-    return {
-        "type": "object",
-        "properties": {field: {"enum": values}},
-        "required": [field],
-        "additionalProperties": False,
-    }

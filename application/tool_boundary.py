@@ -8,9 +8,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from application.harness import RunAborted
-from application.ports import ToolArgumentsError, ToolExecutionError, ToolOutput
+from application.ports import (
+    StoreUnavailableError,
+    ToolArgumentsError,
+    ToolExecutionError,
+    ToolOutput,
+)
 from application.storable import NotStorable, storable_output, storable_text
-from application.store import StoreUnavailableError
 from domain.states import BudgetKind
 from domain.tool_invocation import ToolInvocation
 from domain.tool_states import (
@@ -97,8 +101,37 @@ class ToolBoundary:
         return self._invoke(call, tool, scope)
 
     def _invoke(self, call: ToolCall, tool: Tool, scope: str) -> ToolResult:
+        """Begin, run and project a call that passed the preflight."""
         invocation = ToolInvocation.begin(self.ctx.run.id, tool.name, scope, dict(call.arguments))
         self.ctx.run.charge(BudgetKind.TOOL_CALLS, 1, str(invocation.id))
+        refused = self._record_begin(call, tool, invocation)
+        if refused is not None:
+            return refused
+        self.ctx.invocations[invocation.id] = invocation
+        repeat = (tool.name, scope) in self.seen
+        self.seen.add((tool.name, scope))
+        try:
+            output = self._run_or_abandon(tool, call, invocation)
+        except ToolExecutionError as error:
+            return self._failed(call, invocation, error.code, str(error))
+        if not output.scope_description.strip():  # NO_EVIDENCE must always name its scope
+            output = ToolOutput(output.lines, f"{tool.name} with {scope}")
+        content, size = _project(output, tool.max_result_bytes)
+        self._check_still_active(invocation, output, content, size)
+        if content is None:
+            too_big = f"one record exceeds {size} bytes"
+            return self._failed(call, invocation, ToolErrorCode.SIZE.value, too_big)
+        if self.ctx.run.would_exceed(BudgetKind.BYTES, len(content.encode())):
+            # One transaction: the invocation's failure and the run's exhaustion (SPEC §9).
+            invocation.fail(ToolErrorCode.BUDGET, "the byte budget is spent")
+            self.ctx.run.exhaust_budget(BudgetKind.BYTES)
+            self.ctx.save(invocation, self.collection)
+        return self._ready(call, invocation, output, content, repeat)
+
+    def _record_begin(
+        self, call: ToolCall, tool: Tool, invocation: ToolInvocation
+    ) -> ToolResult | None:
+        """Save the invocation's begin with the run's charge; the STORE rejection if it failed."""
         try:
             self.ctx.save(invocation)
         except RunAborted:  # another writer ended the run first: the begin was not recorded
@@ -114,22 +147,23 @@ class ToolBoundary:
             self.ctx.reload()
             detail = f"the invocation could not be recorded: {error}"[:500]
             return self._reject(call, ToolRejectionCode.STORE, detail)
-        self.ctx.invocations[invocation.id] = invocation
-        repeat = (tool.name, scope) in self.seen
-        self.seen.add((tool.name, scope))
+        return None
+
+    def _run_or_abandon(self, tool: Tool, call: ToolCall, invocation: ToolInvocation) -> ToolOutput:
+        """Run the tool; when the run ends meanwhile, close its invocation ABANDONED."""
         try:
-            output = self._run(tool, call)
-        except ToolExecutionError as error:
-            return self._failed(call, invocation, error.code, str(error))
+            return self._run(tool, call)
         except RunAborted:
             # The run ended (a cancel) while the tool ran: the call is abandoned and its
             # invocation closed, so no record is left STARTED; nothing else is recorded.
             invocation.fail(ToolErrorCode.ABANDONED, "the run ended before the tool answered")
             self.ctx.save(invocation)
             raise
-        if not output.scope_description.strip():  # NO_EVIDENCE must always name its scope
-            output = ToolOutput(output.lines, f"{tool.name} with {scope}")
-        content, size = _project(output, tool.max_result_bytes)
+
+    def _check_still_active(
+        self, invocation: ToolInvocation, output: ToolOutput, content: str | None, size: int
+    ) -> None:
+        """Raise RunAborted if the run ended while the tool ran, its result closing the call."""
         try:
             self.ctx.check_active()
         except RunAborted:
@@ -141,15 +175,6 @@ class ToolBoundary:
                 _mark_ready(invocation, output, content)
             self.ctx.save(invocation)
             raise
-        if content is None:
-            too_big = f"one record exceeds {size} bytes"
-            return self._failed(call, invocation, ToolErrorCode.SIZE.value, too_big)
-        if self.ctx.run.would_exceed(BudgetKind.BYTES, len(content.encode())):
-            # One transaction: the invocation's failure and the run's exhaustion (SPEC §9).
-            invocation.fail(ToolErrorCode.BUDGET, "the byte budget is spent")
-            self.ctx.run.exhaust_budget(BudgetKind.BYTES)
-            self.ctx.save(invocation, self.collection)
-        return self._ready(call, invocation, output, content, repeat)
 
     def _run(self, tool: Tool, call: ToolCall) -> ToolOutput:
         try:

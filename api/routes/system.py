@@ -17,7 +17,7 @@ from api.schemas import (
     ReadinessPublic,
     RebuildPublic,
 )
-from application.store import StoreError
+from application.ports import StoreError
 
 router = APIRouter(tags=["system"])
 

@@ -20,11 +20,11 @@ from application.audit.replay import replay
 from domain.checkpoint import CHECKPOINTS_ID
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Collection, Iterable, Mapping
 
     from application.audit.invariants import FeedOf
     from application.audit.records import AuditRecord
-    from application.audit.replay import Stream
+    from application.audit.replay import RunLog, Stream
 
 Heads = dict[str, tuple[int, str]]
 """Each stream's last version and chain link."""
@@ -144,19 +144,9 @@ def verify_records(
     runs = replayed.runs()
     for log in runs.values():
         found += check_run(log, feed)
-    finished = sum(1 for log in runs.values() if _finished(log.run))
-    running = sum(1 for log in runs.values() if not _terminated(log.run))
-    report = Report(
-        events=len(kept),
-        streams=len(chain.streams),
-        runs=len(runs),
-        finished=finished,
-        running=running,
-        unfinished=len(runs) - finished - running,
-        checkpointed=upto,
-        violations=_in_log_order(found),
-        heads=chain.heads(),
-    )
+    report = Report(events=len(kept), streams=len(chain.streams), checkpointed=upto)
+    _count_runs(report, runs.values())
+    report.violations, report.heads = _in_log_order(found), chain.heads()
     report.checks.append(
         f"stream heads at the audit checkpoints (up to log position {upto})"
         if upto
@@ -165,6 +155,14 @@ def verify_records(
     if feed is None:
         report.checks.append("(SPEC §16.2 skipped: no feed given)")
     return report
+
+
+def _count_runs(report: Report, runs: Collection[RunLog]) -> None:
+    """Count the runs by how far they got: finished, still running, or ended without finishing."""
+    report.runs = len(runs)
+    report.finished = sum(1 for log in runs if _finished(log.run))
+    report.running = sum(1 for log in runs if not _terminated(log.run))
+    report.unfinished = report.runs - report.finished - report.running
 
 
 def _terminated(stream: Stream | None) -> bool:

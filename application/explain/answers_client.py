@@ -58,16 +58,8 @@ def _why_no_done(log: _Log) -> Answer:
     run, term, finished = log.run, log.run.termination, log.last(Run.RunFinished)
     cancelled = term is not None and term.state is RunState.CANCELLED
     disconnected = cancelled and run.cancellation is CancellationReason.CLIENT_DISCONNECTED
-    open_feed = finished is None and not cancelled
-    session = (
-        SseSessionState.DISCONNECTED
-        if disconnected
-        else SseSessionState.OPEN
-        if open_feed
-        else SseSessionState.TERMINAL
-    )
     fields: dict[str, FieldValue] = {
-        "sse_session_state": session.value,
+        "sse_session_state": _sse_state(finished is not None, cancelled, disconnected).value,
         "done_sent": finished is not None and not cancelled,
         "terminal_sse_event": None if finished is None else "failure" if cancelled else "done",
         "release_outcome": _v(run.finished_outcome),
@@ -95,6 +87,15 @@ def _why_no_done(log: _Log) -> Answer:
         "connection first (send failures are not in the run's log) and can resume the stream."
     )
     return _answer("why_no_done", False, text, fields, evidence)
+
+
+def _sse_state(finished: bool, cancelled: bool, disconnected: bool) -> SseSessionState:
+    """The state the run's public stream is in, from how the run ended (if it did)."""
+    if disconnected:
+        return SseSessionState.DISCONNECTED
+    if not finished and not cancelled:
+        return SseSessionState.OPEN
+    return SseSessionState.TERMINAL
 
 
 def _why_no_previous_turn(log: _Log) -> Answer:

@@ -89,9 +89,10 @@ def run_scenario(store: HarnessStore, name: str, session_id: str = "session-1") 
             return made.service.ask(session_id, QUERY)
         where, reason = CANCELS[name]
         hanging = made.provider.hanging if where == "model" else made.tools["search_logs"].hanging
-        run_id = made.service.start(session_id, QUERY)
+        run, _ = made.service.begin(session_id, QUERY)
+        run_id = run.id
         results: list[ChatResult] = []
-        worker = threading.Thread(target=lambda: results.append(made.service.execute(run_id)))
+        worker = threading.Thread(target=lambda: results.append(made.service.execute(run)))
         worker.start()
         try:
             assert hanging.wait(timeout=60)
@@ -111,8 +112,8 @@ def run_interleaved(store: HarnessStore, session_id: str) -> list[ChatResult]:
         harness(store, INTERLEAVED[2]) as third,
     ):
         made = [first, second, third]
-        run_ids = [h.service.start(session_id, QUERY) for h in made]
-        results = [h.service.execute(r) for h, r in reversed(list(zip(made, run_ids, strict=True)))]
+        runs = [h.service.begin(session_id, QUERY)[0] for h in made]
+        results = [h.service.execute(r) for h, r in reversed(list(zip(made, runs, strict=True)))]
     return results[::-1]
 
 

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
     from multiprocessing.synchronize import Barrier
     from queue import Queue
 
-    from application.store import HarnessStore, TerminalResult
+    from application.store import HarnessStore
+    from application.store_commands import TerminalResult
 
 
 def _terminal_command(store: HarnessStore, run_id: UUID, worker: int, index: int) -> TerminalResult:

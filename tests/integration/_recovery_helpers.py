@@ -19,7 +19,8 @@ from uuid import UUID
 from sqlalchemy import Engine
 
 from application.recovery import RecoverySweep, SweepReport, Unfinished
-from application.store import HarnessStore, events_of
+from application.store import HarnessStore
+from application.store_reads import events_of
 from infrastructure.leases import SqlLeases, WorkerIdentity, process_identity
 from projections.queries import unfinished_runs
 from projections.runner import Projector

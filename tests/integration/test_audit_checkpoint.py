@@ -14,7 +14,8 @@ from pydantic import SecretStr
 from sqlalchemy import text
 
 from application.audit.checkpoints import record_checkpoint
-from application.store import HarnessStore, events_of
+from application.store import HarnessStore
+from application.store_reads import events_of
 from domain.checkpoint import CHECKPOINTS_ID, AuditCheckpoint
 from domain.states import CancellationReason
 from infrastructure.database import create_sql_engine
@@ -128,7 +129,7 @@ def test_a_run_terminated_without_run_finished_is_not_counted_finished(
     try:
         run_scenario(store, "conclusion_supported", "session-1")
         with harness(store, "conclusion_supported") as made:
-            started = made.service.start("session-2", QUERY)
+            started = made.service.begin("session-2", QUERY)[0].id
         store.cancel(started, CancellationReason.USER_REQUESTED)  # its worker never finishes it
         store.start_run("session-3", QUERY, datetime.now(UTC) + timedelta(minutes=5))
     finally:

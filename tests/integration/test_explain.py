@@ -8,7 +8,8 @@ from uuid import UUID, uuid4
 import pytest
 
 from application.explain import QUESTIONS, Answer, RunExplanation, explain_run
-from application.store import HarnessStore, events_of
+from application.store import HarnessStore
+from application.store_reads import events_of
 from domain.catalogue import event_type_name
 from domain.collection import collection_id
 from domain.errors import UnknownAggregateError
@@ -291,7 +292,7 @@ def test_an_unknown_run_is_refused(store: HarnessStore) -> None:
 
 def test_a_running_run_has_no_done_yet(store: HarnessStore) -> None:
     with harness(store, "limited_checks") as made:
-        run_id = made.service.start("session-9", QUERY)
+        run_id = made.service.begin("session-9", QUERY)[0].id
     explanation = explain_run(store, run_id)
     answers = answers_of(explanation)
 

@@ -14,7 +14,8 @@ from application.audit.verify import verify_records
 from application.chat import ChatService
 from application.explain import explain_run
 from application.ports import ModelRequest, ModelResponse
-from application.store import HarnessStore, events_of
+from application.store import HarnessStore
+from application.store_reads import events_of
 from domain.run import Run
 from domain.states import FailureCode, ModelStepPurpose, RunState
 from infrastructure.composition import SystemClock, chat_config

@@ -219,9 +219,10 @@ def _run(store: HarnessStore, name: str) -> ChatResult:
     try:
         if name != "client_disconnected":
             return service.ask("session-1", "why is it broken?")
-        run_id = service.start("session-1", "why is checkout slow?")
+        run, _ = service.begin("session-1", "why is checkout slow?")
+        run_id = run.id
         results: list[ChatResult] = []
-        worker = threading.Thread(target=lambda: results.append(service.execute(run_id)))
+        worker = threading.Thread(target=lambda: results.append(service.execute(run)))
         worker.start()
         assert provider.hanging.wait(timeout=60)
         store.cancel(run_id, CancellationReason.CLIENT_DISCONNECTED)

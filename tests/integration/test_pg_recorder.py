@@ -19,7 +19,8 @@ import pytest
 from eventsourcing.persistence import IntegrityError, OperationalError
 from psycopg import sql
 
-from application.store import HarnessStore, StoreUnavailableError
+from application.ports import StoreUnavailableError
+from application.store import HarnessStore
 from domain.run import Run
 from infrastructure.eventstore import init_store, open_store
 from infrastructure.pg_recorder import FailFastRecorder, connection_lost

@@ -23,7 +23,8 @@ import pytest
 from sqlalchemy import Engine, event
 
 from application.chat import ChatResult
-from application.store import HarnessStore, events_of
+from application.store import HarnessStore
+from application.store_reads import events_of
 from domain.catalogue import EVENT_CLASSES, event_type_name
 from domain.release_states import ReleaseOutcome
 from domain.run import Run

@@ -232,9 +232,10 @@ def test_a_live_worker_whose_lease_lapsed_is_fenced_off_its_swept_run(
     leases.beat(worker("stalled"), ttl=0)
     with harness(store, "client_disconnected") as made:
         store.worker = "stalled"
-        run_id = made.service.start("ops", QUERY)
+        run, _ = made.service.begin("ops", QUERY)
+        run_id = run.id
         results = []
-        executing = threading.Thread(target=lambda: results.append(made.service.execute(run_id)))
+        executing = threading.Thread(target=lambda: results.append(made.service.execute(run)))
         executing.start()
         assert made.provider.hanging.wait(timeout=60)
         (ended,) = sweep(store, engine).ended

@@ -17,8 +17,9 @@ from eventsourcing.persistence import StoredEvent
 from sqlalchemy import Engine
 
 from application.dispatch import RunDispatcher
+from application.ports import StoreUnavailableError
 from application.recovery import Liveness, RecoveryLoop, Unfinished
-from application.store import HarnessStore, StoreUnavailableError
+from application.store import HarnessStore
 from domain.states import FailureCode, RunState
 from infrastructure.database import create_sql_engine
 from infrastructure.eventstore import init_store

@@ -122,9 +122,10 @@ def _cancel_while(
     harness: Harness, hanging: threading.Event, release: Callable[[], None]
 ) -> ChatResult:
     """Execute in a worker; cancel (USER_REQUESTED) from this thread once ``hanging`` is set."""
-    run_id = harness.service.start("session-1", QUERY)
+    run, _ = harness.service.begin("session-1", QUERY)
+    run_id = run.id
     results: list[ChatResult] = []
-    worker = threading.Thread(target=lambda: results.append(harness.service.execute(run_id)))
+    worker = threading.Thread(target=lambda: results.append(harness.service.execute(run)))
     worker.start()
     try:
         assert hanging.wait(timeout=60)
@@ -383,8 +384,9 @@ def test_a_cancel_that_wins_the_canonical_begin_rejects_the_request_invalid_run(
 
     clock = TriggeredClock(_agent_asked_for_a_tool(store), cancel)
     with _harness(store, "reject_invalid_run", clock) as harness:
-        run_ids.append(harness.service.start("session-1", QUERY))
-        result = harness.service.execute(run_ids[0])  # no exception escapes
+        run, _ = harness.service.begin("session-1", QUERY)
+        run_ids.append(run.id)
+        result = harness.service.execute(run)  # no exception escapes
         calls = harness.tools["search_logs"].calls
     events = _events(store)
 
@@ -575,9 +577,10 @@ def test_a_tool_still_hanging_when_the_run_is_cancelled_is_abandoned(
 ) -> None:
     with _harness(store, "cancel_during_tool") as harness:
         tool = harness.tools["search_logs"]
-        run_id = harness.service.start("session-1", QUERY)
+        run, _ = harness.service.begin("session-1", QUERY)
+        run_id = run.id
         results: list[ChatResult] = []
-        worker = threading.Thread(target=lambda: results.append(harness.service.execute(run_id)))
+        worker = threading.Thread(target=lambda: results.append(harness.service.execute(run)))
         worker.start()
         try:
             assert tool.hanging.wait(timeout=60)
@@ -617,8 +620,9 @@ def test_a_cancel_that_wins_the_write_race_at_completion_keeps_the_invocation(
     clock = TriggeredClock(lambda: bool(tools) and tools[0].calls >= 1, cancel)
     with _harness(store, "conflict_at_completion", clock) as harness:
         tools.append(harness.tools["search_logs"])
-        run_ids.append(harness.service.start("session-1", QUERY))
-        result = harness.service.execute(run_ids[0])  # no exception escapes
+        run, _ = harness.service.begin("session-1", QUERY)
+        run_ids.append(run.id)
+        result = harness.service.execute(run)  # no exception escapes
     events = _events(store)
 
     assert clock.fired

@@ -10,7 +10,9 @@ from uuid import UUID, uuid4
 import pytest
 from eventsourcing.persistence import StoredEvent
 
-from application.store import HarnessStore, StoreNotInitialisedError, events_of
+from application.ports import StoreNotInitialisedError
+from application.store import HarnessStore
+from application.store_reads import events_of
 from domain.collection import Collection
 from domain.errors import (
     ConcurrentWriteError,

@@ -12,7 +12,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from application.closing import UseGate
-from application.store import HarnessStore, StoreClosedError
+from application.ports import StoreClosedError
+from application.store import HarnessStore
 from domain.run import Run
 
 

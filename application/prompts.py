@@ -1,0 +1,137 @@
+"""What the harness tells the model, and the JSON schemas its answers must follow, in one place.
+
+One prompt (and schema) per model step: routing (ROUTE), the diagnosis agent and its stop
+instruction (AGENT), the draft's repair (REPAIR), the semantic judge (JUDGE), and the answer
+routes' system chat and knowledge answers (ANSWER). A schema is given to providers that support
+structured output; every answer is still parsed and checked strictly where it is used.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from application.drafts import DiagnosisDraft
+from domain.answers import MAX_CITATIONS, ChatReply
+from domain.states import Intent
+
+
+def choice_schema(field: str, values: list[str]) -> dict[str, Any]:
+    """The JSON schema of an answer that only picks one word: ``{field: one of values}``."""
+    return {
+        "type": "object",
+        "properties": {field: {"enum": values}},
+        "required": [field],
+        "additionalProperties": False,
+    }
+
+
+# -- routing -----------------------------------------------------------------------------------
+
+ROUTER_PROMPT = (
+    'Classify the operator\'s message. Answer JSON {"intent": "SYSTEM_CHAT" | '
+    '"KNOWLEDGE_QUERY" | "DIAGNOSIS"}: DIAGNOSIS for a question about what is happening or '
+    "happened in the systems, KNOWLEDGE_QUERY for how-to and policy questions, SYSTEM_CHAT "
+    "otherwise."
+)
+ROUTE_SCHEMA = choice_schema("intent", [i.value for i in Intent])
+
+# -- diagnosis ---------------------------------------------------------------------------------
+
+AGENT_PROMPT = (
+    "You diagnose operational incidents with read-only tools. Call at most one tool per step. "
+    "After every tool result, your next answer's text MUST be JSON with a progress report: "
+    '{"progress": {"gain": "GAINED" | "NO_GAIN", "facts": [{"statement": …, "citations": '
+    '[{"reference": invocation id, "excerpt": text copied exactly from that result}]}]}}. '
+    'When done, answer {"draft": {"conclusion": {"statement": …, "citations": [...]} | null, '
+    '"facts": [...], "missing_info": [{"kind": "SERVICE" | "TIME_WINDOW" | "SYMPTOM" | '
+    '"ENVIRONMENT", "service": …, "start": …, "end": …}]}} and no tool call. Cite every result '
+    "a statement relies on, each with an excerpt of at least three words copied exactly from "
+    "it; cite only invocation ids you were given; a result marked NO_EVIDENCE only says its "
+    "scope was empty and proves nothing."
+)
+STOP_INSTRUCTION = (
+    "STOP_REQUIRED: evidence collection is closed ({reason}). Do not call tools. "
+    "Answer now with your draft."
+)
+DRAFT_SCHEMA: dict[str, Any] = DiagnosisDraft.model_json_schema()
+"""The JSON schema of a draft, given to models that support structured output."""
+
+
+def repair_prompt(usable: dict[str, str], failures: str) -> str:
+    """The system prompt of the one repair: which results may be cited, which citations failed.
+
+    Args:
+        usable: The content of every result a citation may quote, by invocation id.
+        failures: The rejected citations, one after another, as the evidence guard found them.
+    """
+    return (
+        "Repair the draft: every citation must copy an excerpt of at least three words "
+        f"exactly from the result it cites. Cite only these results: {json.dumps(usable)}"
+        f"\nThese citations failed: {failures}"
+    )
+
+
+# -- the semantic judge ------------------------------------------------------------------------
+
+JUDGE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "verdicts": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "statement": {"type": "integer", "minimum": 0},
+                    "verdict": {"enum": ["SUPPORTED", "UNSUPPORTED"]},
+                },
+                "required": ["statement", "verdict"],
+                "additionalProperties": False,
+            },
+        },
+        "reason": {"type": "string"},
+    },
+    "required": ["verdicts"],
+    "additionalProperties": False,
+}
+JUDGE_PROMPT = (
+    "For each numbered statement, answer whether the cited evidence supports it as stated. "
+    'Answer JSON {"verdicts": [{"statement": N, "verdict": "SUPPORTED" | "UNSUPPORTED"}]} with '
+    "exactly one verdict for every statement."
+)
+
+# -- the answer routes -------------------------------------------------------------------------
+
+CHAT_PROMPT = (
+    "You are the front desk of a diagnosis service for operated systems. You never answer a"
+    " question about the systems yourself: another route investigates those. Pick the one reply"
+    ' that fits the operator\'s message and answer JSON {"reply": "GREETING" | "CAPABILITIES" |'
+    ' "HOW_TO_ASK" | "THANKS" | "OUT_OF_SCOPE"}: GREETING for a greeting, CAPABILITIES when'
+    " asked what you can do, HOW_TO_ASK when the message is about a service, an incident or a"
+    " symptom, THANKS for thanks, OUT_OF_SCOPE for anything else. The harness writes the text."
+)
+CHAT_SCHEMA = choice_schema("reply", [r.value for r in ChatReply])
+KNOWLEDGE_PROMPT = (
+    "Answer the operator's question from the given runbook passages only. Answer JSON"
+    ' {"text": your answer, "citations": [{"reference": a passage id, "excerpt": a sentence'
+    " copied verbatim from that passage}]}. Cite every passage you use; an answer whose"
+    " citations are missing, not verbatim or of a passage not given is not published."
+)
+KNOWLEDGE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "text": {"type": "string"},
+        "citations": {
+            "type": "array",
+            "maxItems": MAX_CITATIONS,
+            "items": {
+                "type": "object",
+                "properties": {"reference": {"type": "string"}, "excerpt": {"type": "string"}},
+                "required": ["reference", "excerpt"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    "required": ["text", "citations"],
+    "additionalProperties": False,
+}
