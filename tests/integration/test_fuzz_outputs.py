@@ -34,7 +34,8 @@ from domain.tool_invocation import ToolInvocation
 from infrastructure.composition import chat_config
 from infrastructure.eventstore import init_store
 from infrastructure.model_openai import _parse_arguments
-from infrastructure.model_scripted import ScriptedProvider, scripted_tools
+from infrastructure.model_scripted import ScriptedProvider
+from infrastructure.scripted_tools import scripted_tools
 from infrastructure.settings import Settings
 from tests._fuzz import fuzz_settings
 from tests.integration._fuzz_outputs import (

@@ -31,7 +31,8 @@ from domain.states import (
     RunState,
 )
 from infrastructure.composition import build_runtime
-from infrastructure.model_scripted import ScriptedProvider, scripted_tools
+from infrastructure.model_scripted import ScriptedProvider
+from infrastructure.scripted_tools import scripted_tools
 from infrastructure.settings import Settings
 
 QUERY = "why is checkout slow?"

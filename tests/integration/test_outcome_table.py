@@ -15,7 +15,8 @@ from domain.catalogue import event_type_name
 from domain.states import CancellationReason, FallbackType, ReleaseOutcome, RunState
 from domain.states import FallbackType as FT
 from infrastructure.composition import chat_config
-from infrastructure.model_scripted import ScriptedProvider, load_scenario, scripted_tools
+from infrastructure.model_scripted import ScriptedProvider, load_scenario
+from infrastructure.scripted_tools import scripted_tools
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 

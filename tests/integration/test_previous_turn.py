@@ -10,7 +10,8 @@ from application.chat import ChatService
 from application.ports import ModelRequest, ModelResponse
 from application.store import HarnessStore
 from domain.states import ModelStepPurpose, ReleaseOutcome
-from infrastructure.model_scripted import ScriptedProvider, load_scenario, scripted_tools
+from infrastructure.model_scripted import ScriptedProvider, load_scenario
+from infrastructure.scripted_tools import scripted_tools
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 
