@@ -33,8 +33,8 @@ from domain.states import CompletionReason, FailureCode, ToolRejectionCode
 from domain.tool_invocation import ToolInvocation
 from infrastructure.composition import chat_config
 from infrastructure.eventstore import init_store
-from infrastructure.model_openai import _parse_arguments
 from infrastructure.model_scripted import ScriptedProvider
+from infrastructure.openai_wire import parse_arguments
 from infrastructure.scripted_tools import scripted_tools
 from infrastructure.settings import Settings
 from tests._fuzz import fuzz_settings
@@ -168,7 +168,7 @@ def test_json_nested_deeper_than_the_parser_goes_is_just_invalid_json(
     result, _ = _run({**scenario, "repair": {"text": DEEP}, **where})
     assert result.termination.reason is reason
     assert (result.content or {}).get("fallback_type") == fallback
-    assert _parse_arguments(DEEP) == ({}, DEEP)  # the OpenAI adapter's tool-call arguments
+    assert parse_arguments(DEEP) == ({}, DEEP)  # the OpenAI adapter's tool-call arguments
 
 
 def test_lone_surrogates_and_nuls_from_the_model_are_stored_as_replacement_characters() -> None:
