@@ -7,30 +7,40 @@ from typing import TYPE_CHECKING
 from sqlalchemy import URL, Engine, create_engine, event
 
 if TYPE_CHECKING:
-    from infrastructure.settings import Settings
+    from infrastructure.settings import DatabaseTarget, Settings
 
 
 def create_sql_engine(settings: Settings) -> Engine:
     """An engine on the same database as the event store (PostgreSQL: the configured schema)."""
     target = settings.database
     if target.kind == "sqlite":
-        engine = create_engine(
-            URL.create("sqlite+pysqlite", database=target.path),
-            connect_args={"timeout": settings.db_lock_timeout, "check_same_thread": False},
-        )
+        return _sqlite_engine(settings, target.path)
+    return _postgres_engine(settings, target)
 
-        @event.listens_for(engine, "connect")
-        def _sqlite_pragmas(dbapi_connection: object, _record: object) -> None:
-            cursor = dbapi_connection.cursor()  # type: ignore[attr-defined]
-            cursor.execute("PRAGMA journal_mode=WAL")
-            # In WAL mode NORMAL never corrupts and never reorders: a read-side commit lost to a
-            # power cut takes its tracking position with it (so it is applied again), and the
-            # event store's own connections still sync every append.
-            cursor.execute("PRAGMA synchronous=NORMAL")
-            cursor.execute("PRAGMA foreign_keys=ON")
-            cursor.close()
 
-        return engine
+def _sqlite_engine(settings: Settings, path: str) -> Engine:
+    """The SQLite file at ``path``, in WAL mode with foreign keys enforced."""
+    engine = create_engine(
+        URL.create("sqlite+pysqlite", database=path),
+        connect_args={"timeout": settings.db_lock_timeout, "check_same_thread": False},
+    )
+
+    @event.listens_for(engine, "connect")
+    def _sqlite_pragmas(dbapi_connection: object, _record: object) -> None:
+        cursor = dbapi_connection.cursor()  # type: ignore[attr-defined]
+        cursor.execute("PRAGMA journal_mode=WAL")
+        # In WAL mode NORMAL never corrupts and never reorders: a read-side commit lost to a
+        # power cut takes its tracking position with it (so it is applied again), and the
+        # event store's own connections still sync every append.
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    return engine
+
+
+def _postgres_engine(settings: Settings, target: DatabaseTarget) -> Engine:
+    """A pooled psycopg engine on the configured schema, with UTC sessions and lock timeouts."""
     url = URL.create(
         "postgresql+psycopg",
         username=target.user,

@@ -8,9 +8,9 @@ beating. On PostgreSQL the database's clock stamps and judges the beats, so work
 whose clocks disagree still agree on expiry; SQLite serves one machine, whose clock it uses.
 
 A lease can also be proved DEAD before it expires: its row names the process (boot id, pid
-namespace, pid and start time), and a sweeper on the same machine and pid namespace sees at once
-when that process no longer runs (kill -9, a crash) or the pid now belongs to another process.
-Elsewhere nothing is proved and only expiry counts.
+namespace, pid and start time; :mod:`infrastructure.processes`), and a sweeper on the same
+machine and pid namespace sees at once when that process no longer runs (kill -9, a crash) or the
+pid now belongs to another process. Elsewhere nothing is proved and only expiry counts.
 
 ``worker_lease`` is operational state, not a projection: it is not among the read tables, not
 in their fingerprint, and a rebuild never touches it.
@@ -43,6 +43,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 
 from application.recovery import Liveness
+from infrastructure.processes import process_identity, proven_dead
 
 if TYPE_CHECKING:
     from collections.abc import Collection
@@ -88,63 +89,6 @@ class WorkerIdentity:
         """This process, with a fresh random suffix (a restarted pid gets another id)."""
         host, pid = socket.gethostname()[:150] or "localhost", os.getpid()
         return cls(f"{host}:{pid}:{secrets.token_hex(4)}", host, pid, process_identity(pid))
-
-
-def process_identity(pid: int) -> str:
-    """``boot/pidns/pid/start`` of a process of this machine ('' where /proc cannot tell)."""
-    here, start = _machine(), _start_time(pid)
-    if here is None or start is None:
-        return ""
-    return f"{here}/{pid}/{start}"
-
-
-def proven_dead(process: str) -> bool:
-    """Whether ``process`` is a process of this machine and pid namespace that no longer runs.
-
-    False whenever it cannot be told (another machine or namespace, /proc hidden): only
-    expiry then says a worker is gone.
-    """
-    parts = process.rsplit("/", 2)
-    if len(parts) != 3 or parts[0] != _machine() or not parts[1].isdigit():
-        return False
-    pid = int(parts[1])
-    try:
-        os.kill(pid, 0)  # signal 0: only asks whether the pid exists
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        pass  # it exists, owned by someone else
-    stat = _stat(pid)
-    if stat is None:
-        return False
-    state, start = stat
-    return state in ("Z", "X") or start != parts[2]
-
-
-def _machine() -> str | None:
-    """This machine's boot id and this process's pid namespace (None off Linux)."""
-    try:
-        with open("/proc/sys/kernel/random/boot_id") as boot:
-            boot_id = boot.read().strip()
-        namespace = os.stat("/proc/self/ns/pid").st_ino
-    except OSError:
-        return None
-    return f"{boot_id}/{namespace}"
-
-
-def _stat(pid: int) -> tuple[str, str] | None:
-    """A process's state letter and start time (clock ticks after boot) from /proc."""
-    try:
-        with open(f"/proc/{pid}/stat") as found:
-            fields = found.read().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return (fields[0], fields[19]) if len(fields) > 19 else None
-
-
-def _start_time(pid: int) -> str | None:
-    stat = _stat(pid)
-    return stat[1] if stat else None
 
 
 class SqlLeases:

@@ -23,12 +23,8 @@ from domain.run import Run
 from domain.states import CancellationReason
 from domain.tool_invocation import ToolInvocation
 from infrastructure.composition import SystemClock, chat_config
-from infrastructure.model_scripted import (
-    ScriptedProvider,
-    ScriptedTool,
-    load_scenario,
-    scripted_tools,
-)
+from infrastructure.model_scripted import ScriptedProvider, load_scenario
+from infrastructure.scripted_tools import ScriptedTool, scripted_tools
 from projections.base import Positioned, positioned
 from projections.runner import Projector
 from projections.tables import diagnosis_run, metadata

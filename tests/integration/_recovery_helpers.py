@@ -21,7 +21,8 @@ from sqlalchemy import Engine
 from application.recovery import RecoverySweep, SweepReport, Unfinished
 from application.store import HarnessStore
 from application.store_reads import events_of
-from infrastructure.leases import SqlLeases, WorkerIdentity, process_identity
+from infrastructure.leases import SqlLeases, WorkerIdentity
+from infrastructure.processes import process_identity
 from projections.queries import unfinished_runs
 from projections.runner import Projector
 from projections.tables import sse_event

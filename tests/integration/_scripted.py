@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from application.chat import ChatService
 from infrastructure.composition import chat_config
-from infrastructure.model_scripted import ScriptedProvider, scripted_tools
+from infrastructure.model_scripted import ScriptedProvider
+from infrastructure.scripted_tools import scripted_tools
 
 if TYPE_CHECKING:
     from application.chat import ChatResult

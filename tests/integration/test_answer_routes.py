@@ -19,7 +19,8 @@ from domain.answers import ChatReply, first_sentence
 from domain.grounding import occurs
 from domain.release_states import ReleaseOutcome
 from domain.states import Intent, RunState
-from infrastructure.model_scripted import ScriptedProvider, scripted_tools
+from infrastructure.model_scripted import ScriptedProvider
+from infrastructure.scripted_tools import scripted_tools
 
 MISROUTED = "Why was checkout slow on 2026-11-29?"
 CLAIM = "checkout was slow because deploy v2.14.0 broke pricing"

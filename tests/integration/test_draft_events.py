@@ -25,7 +25,8 @@ from domain.release_states import FallbackType, ReleaseOutcome
 from domain.run import Run
 from domain.states import DraftOutcome, ModelStepPurpose
 from infrastructure.composition import SystemClock, chat_config
-from infrastructure.model_scripted import ScriptedProvider, load_scenario, scripted_tools
+from infrastructure.model_scripted import ScriptedProvider, load_scenario
+from infrastructure.scripted_tools import scripted_tools
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 QUERY = "why is checkout slow?"

@@ -19,7 +19,8 @@ from application.store_reads import events_of
 from domain.run import Run
 from domain.states import FailureCode, ModelStepPurpose, RunState
 from infrastructure.composition import SystemClock, chat_config
-from infrastructure.model_scripted import ScriptedProvider, load_scenario, scripted_tools
+from infrastructure.model_scripted import ScriptedProvider, load_scenario
+from infrastructure.scripted_tools import scripted_tools
 from tests.integration._projection_helpers import QUERY, SCENARIOS, run_scenario
 
 SECRETS = ("hunter2", "sk-live-0123456789", "eyJhbGciOi.payload")

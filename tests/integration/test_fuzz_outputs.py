@@ -34,8 +34,9 @@ from domain.tool_invocation import ToolInvocation
 from domain.tool_states import ToolRejectionCode
 from infrastructure.composition import chat_config
 from infrastructure.eventstore import init_store
-from infrastructure.model_openai import _parse_arguments
-from infrastructure.model_scripted import ScriptedProvider, scripted_tools
+from infrastructure.model_scripted import ScriptedProvider
+from infrastructure.openai_wire import parse_arguments
+from infrastructure.scripted_tools import scripted_tools
 from infrastructure.settings import Settings
 from tests._fuzz import fuzz_settings
 from tests.integration._fuzz_outputs import (
@@ -168,7 +169,7 @@ def test_json_nested_deeper_than_the_parser_goes_is_just_invalid_json(
     result, _ = _run({**scenario, "repair": {"text": DEEP}, **where})
     assert result.termination.reason is reason
     assert (result.content or {}).get("fallback_type") == fallback
-    assert _parse_arguments(DEEP) == ({}, DEEP)  # the OpenAI adapter's tool-call arguments
+    assert parse_arguments(DEEP) == ({}, DEEP)  # the OpenAI adapter's tool-call arguments
 
 
 def test_lone_surrogates_and_nuls_from_the_model_are_stored_as_replacement_characters() -> None:

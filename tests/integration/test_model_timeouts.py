@@ -25,7 +25,8 @@ from domain.release_states import FallbackType, ReleaseOutcome
 from domain.run import Run
 from domain.states import FailureCode, ModelStepOutcome, ModelStepPurpose, RunState
 from infrastructure.composition import Overrides, bootstrap
-from infrastructure.model_scripted import ScriptedProvider, scripted_tools
+from infrastructure.model_scripted import ScriptedProvider
+from infrastructure.scripted_tools import scripted_tools
 from infrastructure.settings import Settings
 
 QUERY = "why is checkout slow?"

@@ -16,7 +16,8 @@ from domain.release_states import FallbackType, ReleaseOutcome
 from domain.release_states import FallbackType as FT
 from domain.states import CancellationReason, RunState
 from infrastructure.composition import chat_config
-from infrastructure.model_scripted import ScriptedProvider, load_scenario, scripted_tools
+from infrastructure.model_scripted import ScriptedProvider, load_scenario
+from infrastructure.scripted_tools import scripted_tools
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 

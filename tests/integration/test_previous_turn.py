@@ -11,7 +11,8 @@ from application.ports import ModelRequest, ModelResponse
 from application.store import HarnessStore
 from domain.release_states import ReleaseOutcome
 from domain.states import ModelStepPurpose
-from infrastructure.model_scripted import ScriptedProvider, load_scenario, scripted_tools
+from infrastructure.model_scripted import ScriptedProvider, load_scenario
+from infrastructure.scripted_tools import scripted_tools
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 

@@ -23,14 +23,8 @@ from application.store import HarnessStore
 from domain.states import FailureCode, RunState
 from infrastructure.database import create_sql_engine
 from infrastructure.eventstore import init_store
-from infrastructure.leases import (
-    Heartbeat,
-    SqlLeases,
-    process_identity,
-    proven_dead,
-    start_heartbeat,
-    worker_lease,
-)
+from infrastructure.leases import Heartbeat, SqlLeases, start_heartbeat, worker_lease
+from infrastructure.processes import process_identity, proven_dead
 from infrastructure.settings import Settings
 from projections.runner import Projector
 from tests.integration._projection_helpers import QUERY, harness

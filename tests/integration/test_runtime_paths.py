@@ -48,12 +48,8 @@ from domain.tool_states import (
 )
 from infrastructure.composition import chat_config
 from infrastructure.eventstore import init_store
-from infrastructure.model_scripted import (
-    ScriptedProvider,
-    ScriptedTool,
-    load_scenario,
-    scripted_tools,
-)
+from infrastructure.model_scripted import ScriptedProvider, load_scenario
+from infrastructure.scripted_tools import ScriptedTool, scripted_tools
 from infrastructure.settings import Settings
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios" / "paths"

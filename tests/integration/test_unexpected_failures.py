@@ -12,7 +12,8 @@ from application.chat import ChatService
 from application.ports import ModelRequest, ModelResponse, Usage
 from domain.states import FailureCode, ModelStepPurpose, RunState
 from infrastructure.composition import SystemClock, chat_config
-from infrastructure.model_scripted import ScriptedProvider, load_scenario, scripted_tools
+from infrastructure.model_scripted import ScriptedProvider, load_scenario
+from infrastructure.scripted_tools import scripted_tools
 from tests.integration._projection_helpers import QUERY, SCENARIOS
 
 if TYPE_CHECKING:
