@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
 
     from api.auth import Principal
-    from api.feed import FeedHub
+    from api.feed_hub import FeedHub
     from application.dispatch import RunDispatcher
     from application.store import HarnessStore
     from infrastructure.settings import Settings

@@ -72,48 +72,12 @@ def install(app: FastAPI) -> None:
     """Register the handlers on ``app``."""
     for kind, status in PLAIN:
         app.add_exception_handler(kind, _plain(status))
-
-    @app.exception_handler(RequestValidationError)
-    async def unprocessable(_request: Request, error: RequestValidationError) -> JSONResponse:
-        # FastAPI's own 422, except that inputs JSON cannot carry are echoed printably
-        detail = jsonable_encoder(error.errors(), custom_encoder={bytes: _escaped})
-        return JSONResponse({"detail": _printable(detail)}, 422)
-
-    @app.exception_handler(InvalidCommandError)
-    async def invalid(_request: Request, error: InvalidCommandError) -> JSONResponse:
-        # the shape of FastAPI's own 422, so the one documented schema describes both
-        detail = [{"type": "value_error", "loc": ["body"], "msg": str(error), "input": None}]
-        return JSONResponse({"detail": detail}, status_code=422)
-
-    @app.exception_handler(AdmissionRefused)
-    async def busy(_request: Request, error: AdmissionRefused) -> JSONResponse:
-        return problem(429, str(error), {"Retry-After": str(error.retry_after)})
-
-    @app.exception_handler(StoreNotInitialisedError)
-    async def not_initialised(_request: Request, error: StoreNotInitialisedError) -> JSONResponse:
-        return problem(503, str(error), {"Retry-After": RETRY_AFTER})
-
-    async def unavailable(_request: Request, error: Exception) -> JSONResponse:
-        log.warning("database unavailable: %s", _first_line(error))
-        return problem(
-            503,
-            f"the database is unavailable ({type(error).__name__}); retry shortly",
-            {"Retry-After": RETRY_AFTER},
-        )
-
-    # A write conflict reaching a route: the commit could not be confirmed (its connection was
-    # lost as it committed and the retry found the row) or a writer raced; retrying is safe.
-    for kind in (StoreError, PersistenceError, SQLAlchemyError, ConcurrentWriteError):
-        app.add_exception_handler(kind, unavailable)
-
-    async def unexpected(request: Request, error: Exception) -> JSONResponse:
-        log.exception("unexpected error in %s %s", request.method, request.url.path)
-        return problem(500, "an unexpected error occurred; it was logged for the operators")
-
-    # A value the database refuses is no outage: retrying cannot help, and a client's bad input
-    # is refused with a 422 before it gets there (api.params), so reaching here is our bug.
-    for kind in (Exception, DataError, StoredDataError):
-        app.add_exception_handler(kind, unexpected)
+    for kind, handler in OWN:
+        app.exception_handler(kind)(handler)
+    for kind in UNAVAILABLE:
+        app.exception_handler(kind)(_unavailable)
+    for kind in UNEXPECTED:
+        app.exception_handler(kind)(_unexpected)
 
 
 def _plain(status: int) -> Callable[[Request, Exception], Awaitable[JSONResponse]]:
@@ -121,6 +85,63 @@ def _plain(status: int) -> Callable[[Request, Exception], Awaitable[JSONResponse
         return problem(status, str(error))
 
     return handler
+
+
+async def _unprocessable(_request: Request, error: RequestValidationError) -> JSONResponse:
+    """FastAPI's own 422, except that inputs JSON cannot carry are echoed printably."""
+    detail = jsonable_encoder(error.errors(), custom_encoder={bytes: _escaped})
+    return JSONResponse({"detail": _printable(detail)}, 422)
+
+
+async def _invalid(_request: Request, error: InvalidCommandError) -> JSONResponse:
+    """A 422 of the shape of FastAPI's own, so the one documented schema describes both."""
+    detail = [{"type": "value_error", "loc": ["body"], "msg": str(error), "input": None}]
+    return JSONResponse({"detail": detail}, status_code=422)
+
+
+async def _busy(_request: Request, error: AdmissionRefused) -> JSONResponse:
+    """A 429 that says when to try again."""
+    return problem(429, str(error), {"Retry-After": str(error.retry_after)})
+
+
+async def _not_initialised(_request: Request, error: StoreNotInitialisedError) -> JSONResponse:
+    """A 503 naming the store that is not initialised."""
+    return problem(503, str(error), {"Retry-After": RETRY_AFTER})
+
+
+async def _unavailable(_request: Request, error: Exception) -> JSONResponse:
+    """A 503: the database is away, retry shortly."""
+    log.warning("database unavailable: %s", first_line(error))
+    return problem(
+        503,
+        f"the database is unavailable ({type(error).__name__}); retry shortly",
+        {"Retry-After": RETRY_AFTER},
+    )
+
+
+async def _unexpected(request: Request, error: Exception) -> JSONResponse:
+    """A 500 with a plain sentence; the traceback goes to the log."""
+    log.exception("unexpected error in %s %s", request.method, request.url.path)
+    return problem(500, "an unexpected error occurred; it was logged for the operators")
+
+
+OWN: tuple[tuple[type[Exception], Callable[..., Awaitable[JSONResponse]]], ...] = (
+    (RequestValidationError, _unprocessable),
+    (InvalidCommandError, _invalid),
+    (AdmissionRefused, _busy),
+    (StoreNotInitialisedError, _not_initialised),
+)
+"""Errors with a handler of their own."""
+
+UNAVAILABLE = (StoreError, PersistenceError, SQLAlchemyError, ConcurrentWriteError)
+"""Errors answered 503. A write conflict reaching a route: the commit could not be confirmed (its
+connection was lost as it committed and the retry found the row) or a writer raced; retrying is
+safe."""
+
+UNEXPECTED = (Exception, DataError, StoredDataError)
+"""Errors answered 500. A value the database refuses is no outage: retrying cannot help, and a
+client's bad input is refused with a 422 before it gets there (api.params), so reaching here is
+our bug."""
 
 
 def _printable(value: Any) -> Any:
@@ -145,7 +166,8 @@ def _escaped(data: bytes) -> str:
     return data.decode("utf-8", "backslashreplace")
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException) -> str:
+    """The driver's first line of a database error (no SQL, no parameters)."""
     lines = str(getattr(error, "orig", None) or error).strip().splitlines()
     return lines[0] if lines else type(error).__name__
 

@@ -1,12 +1,9 @@
-"""Server-Sent Events from the ``sse_event`` projection: replay, resume and follow live.
+"""One run's feed as Server-Sent Events: replayed from the table, resumed, then followed live.
 
-A stream first reads its run's feed from the table (after ``Last-Event-ID``), then receives new
-entries from the :class:`FeedHub` of its worker: the in-process feed follower hands it every
-committed batch; otherwise (a PostgreSQL NOTIFY from a projection process, or a poll) it reads
-the new entries of every watched run in one query. Either way it hands them to the streams
-watching them, one call into their event loop per batch.
-Entries are numbered per run (the SSE ``id:``); a stream skips what it has already sent, so
-the replay and the live hand-over may overlap but never leave a gap.
+A stream first reads its run's feed from the ``sse_event`` table (after ``Last-Event-ID``), then
+receives new entries from the :class:`~api.feed_hub.FeedHub` of its worker. Entries are
+numbered per run (the SSE ``id:``); a stream skips what it has already sent, so the replay and
+the live hand-over may overlap but never leave a gap.
 
 While the database is away a stream stays open: a read that fails is tried again (a comment
 says so), and a stream waiting for entries keeps its keep-alives; it goes on where it was once
@@ -20,21 +17,23 @@ import asyncio
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.responses import StreamingResponse
 
-from api.errors import RETRY_AFTER
-from projections.base import encode_json
-from projections.queries import feed_after, feed_closed, feed_position, feed_since
+from api.errors import first_line
+from api.sse_wire import KEEPALIVE, RETRYING, frame, unavailable
+from projections.queries import feed_after, feed_closed
+from projections.sse_feed import ends_feed
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
 
     from sqlalchemy import Engine
+
+    from api.feed_hub import FeedHub
 
 log = logging.getLogger(__name__)
 
@@ -47,179 +46,6 @@ RETRY_PAUSE = 0.5
 
 class DatabaseAway(Exception):
     """The database has been unavailable for longer than a stream waits."""
-
-
-@dataclass(eq=False)
-class Subscription:
-    """One stream's interest in one run's feed."""
-
-    run_id: str
-    loop: asyncio.AbstractEventLoop
-    queue: asyncio.Queue[dict[str, Any]] = field(default_factory=asyncio.Queue)
-
-
-class FeedHub:
-    """Delivers new feed entries to the streams of this worker.
-
-    Entries arrive two ways. In process, the feed follower hands over each committed batch
-    (:meth:`publish`): no query at all. Otherwise (the projections in another process, a
-    missed hand-over, a poll), a wake-up reads the new entries of every watched run in one
-    query. The mark says up to which log position the watching streams have been served; a
-    hand-over that does not start at or before it is left to the query.
-    """
-
-    def __init__(self, engine: Engine, wake: threading.Event, poll_interval: float) -> None:
-        """Read from ``engine``; ``wake`` is set when the projections advanced."""
-        self.engine = engine
-        self.wake = wake
-        self.poll_interval = poll_interval
-        self._subscriptions: dict[str, set[Subscription]] = {}
-        self._lock = threading.Lock()
-        self._mark: int | None = None
-        """Every entry at or before this log position went to the streams that were watching."""
-        self._generation = 0
-        """Counts the times the mark was dropped (no stream left), so a delivery that read
-        before that never moves a mark set after it."""
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="harness-feed", daemon=True)
-        self._failing_since: float | None = None
-        """When the hub's reads began to fail (monotonic), None while they succeed."""
-
-    def start(self) -> FeedHub:
-        """Start delivering."""
-        self._thread.start()
-        return self
-
-    def close(self) -> None:
-        """Stop delivering (streams still open end at their next keep-alive)."""
-        self._stop.set()
-        self.wake.set()
-        self._thread.join(timeout=5)
-
-    def subscribe(self, run_id: str, loop: asyncio.AbstractEventLoop) -> Subscription:
-        """Watch a run's feed; call before reading its backlog (blocking: run it in a thread)."""
-        subscription = Subscription(run_id, loop)
-        with self._lock:
-            if self._mark is None:  # the first stream: entries after this point are delivered
-                with self.engine.connect() as connection:
-                    self._mark = feed_position(connection)
-            self._subscriptions.setdefault(run_id, set()).add(subscription)
-        return subscription
-
-    def unsubscribe(self, subscription: Subscription) -> None:
-        """Stop watching."""
-        with self._lock:
-            watching = self._subscriptions.get(subscription.run_id, set())
-            watching.discard(subscription)
-            if not watching:
-                self._subscriptions.pop(subscription.run_id, None)
-            if not self._subscriptions:
-                self._mark = None
-                self._generation += 1
-
-    def outage(self) -> float:
-        """Seconds the hub's reads of the feed have been failing (0 when they succeed)."""
-        since = self._failing_since
-        return 0.0 if since is None else time.monotonic() - since
-
-    @property
-    def watched(self) -> int:
-        """Streams watching now."""
-        with self._lock:
-            return sum(len(s) for s in self._subscriptions.values())
-
-    def publish(self, after: int, last: int, rows: list[dict[str, Any]]) -> None:
-        """A committed feed batch that applied the log entries ``(after, last]``, and its entries.
-
-        Called by the in-process feed follower, in its thread, right after the commit.
-        """
-        with self._lock:
-            mark = self._mark
-            if mark is None:
-                return  # nobody is watching
-            if mark < after:  # entries between the mark and this batch never came by here
-                self.wake.set()
-                return
-            self._hand_over([row for row in rows if row["position"] > mark])
-            self._mark = max(mark, last)
-            self._failing_since = None  # a batch committed: the database answers
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.wake.wait(self.poll_interval)
-            self.wake.clear()
-            try:
-                self._deliver()
-            except SQLAlchemyError as error:
-                if self._failing_since is None:
-                    self._failing_since = time.monotonic()
-                log.warning("feed: reading new entries failed (%s); retrying", _brief(error))
-            else:
-                self._failing_since = None
-
-    def _deliver(self) -> None:
-        with self._lock:
-            mark, runs, generation = self._mark, list(self._subscriptions), self._generation
-        if mark is None or not runs:
-            return
-        with self.engine.connect() as connection:
-            # The position first: the entries read next include every one committed up to it.
-            reached = feed_position(connection)
-            rows = feed_since(connection, min(mark, reached), runs)
-        with self._lock:
-            if self._generation != generation or self._mark is None:
-                return  # every stream left meanwhile; a new one started from a fresh mark
-            if reached < mark:  # the feed was rebuilt: deliver again from where it is now
-                self._mark = mark = reached
-            current = self._mark
-            self._hand_over([row for row in rows if row["position"] > current])
-            self._mark = max(current, reached, *(row["position"] for row in rows))
-
-    def _hand_over(self, rows: list[dict[str, Any]]) -> None:
-        """Give each row to the streams watching its run: one call into each event loop.
-
-        Under the lock; the rows are in log order.
-        """
-        batches: dict[asyncio.AbstractEventLoop, list[tuple[Subscription, dict[str, Any]]]] = {}
-        for row in rows:
-            for subscription in self._subscriptions.get(row["run_id"], ()):
-                batches.setdefault(subscription.loop, []).append((subscription, row))
-        for loop, batch in batches.items():
-            loop.call_soon_threadsafe(_put_all, batch)
-
-
-def _put_all(batch: list[tuple[Subscription, dict[str, Any]]]) -> None:
-    """In a stream's event loop: queue each row for its stream."""
-    for subscription, row in batch:
-        subscription.queue.put_nowait(row)
-
-
-def ends_feed(row: dict[str, Any]) -> bool:
-    """Whether nothing follows this entry: ``done``, or a cancelled run's ``failure``."""
-    if row["event"] == "done":
-        return True
-    return bool(row["event"] == "failure" and row["data"].get("release_outcome") == "CANCELLED")
-
-
-def frame(row: dict[str, Any]) -> str:
-    """One entry in the WHATWG event-stream format (``id:`` is its number in the run's feed).
-
-    A row the hub hands to many streams is rendered once (its streams share the row and the
-    event loop's thread).
-    """
-    rendered: str | None = row.get(FRAME)
-    if rendered is None:
-        data = encode_json(row["data"]).translate(LINE_BREAKS)
-        rendered = row[FRAME] = f"id: {row['seq']}\nevent: {row['event']}\ndata: {data}\n\n"
-    return rendered
-
-
-LINE_BREAKS = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
-"""Escaped in a frame's JSON: the event-stream format ends lines only at CR and LF, but many
-line-based clients (Python's ``splitlines``, httpx's ``iter_lines``) also break at these."""
-
-FRAME = "_frame"
-"""Where a row keeps its rendered frame."""
 
 
 async def follow(hub: FeedHub, run_id: str, after_seq: int, keepalive: float) -> AsyncIterator[str]:
@@ -246,24 +72,10 @@ async def follow(hub: FeedHub, run_id: str, after_seq: int, keepalive: float) ->
             if now - failing_since >= limit:
                 yield unavailable(run_id, now - failing_since)
                 return
-            log.warning("stream of run %s: reading failed (%s); retrying", run_id, _brief(error))
-            yield ": the database is unavailable; retrying\n\n"
+            brief = first_line(error)
+            log.warning("stream of run %s: reading failed (%s); retrying", run_id, brief)
+            yield RETRYING
             await asyncio.sleep(min(keepalive, RETRY_PAUSE))
-
-
-def unavailable(run_id: str, seconds: float) -> str:
-    """The last event of a stream that gave up waiting for the database.
-
-    It has no ``id``: it is not a feed entry, so ``Last-Event-ID`` still names the last entry
-    the client got.
-    """
-    data = {
-        "run_id": run_id,
-        "detail": f"the database has been unavailable for {seconds:.0f}s; resume this stream"
-        " with Last-Event-ID after Retry-After seconds",
-        "retry_after": int(RETRY_AFTER),
-    }
-    return f"event: unavailable\nretry: {int(RETRY_AFTER) * 1000}\ndata: {encode_json(data)}\n\n"
 
 
 async def _follow(
@@ -288,7 +100,7 @@ async def _follow(
             except TimeoutError:
                 if hub.outage() > limit:
                     raise DatabaseAway from None
-                yield last, ": keep-alive\n\n"
+                yield last, KEEPALIVE
                 backlog = []
                 continue
             arrived = [row, *_drain(subscription.queue)]
@@ -308,15 +120,9 @@ def _frames(rows: list[dict[str, Any]], last: int) -> tuple[str, int, bool]:
             continue
         last = row["seq"]
         chunk.append(frame(row))
-        if ends_feed(row):
+        if ends_feed(row["event"], row["data"]):
             return "".join(chunk), last, True
     return "".join(chunk), last, False
-
-
-def _brief(error: BaseException) -> str:
-    """The driver's first line of a database error (no SQL, no parameters)."""
-    lines = str(getattr(error, "orig", None) or error).strip().splitlines()
-    return lines[0] if lines else type(error).__name__
 
 
 def _drain(queue: asyncio.Queue[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ from api import errors
 from api.access_log import redact_access_log
 from api.auth import LoopbackOnly, is_loopback
 from api.deps import Worker
-from api.feed import FeedHub
+from api.feed_hub import FeedHub
 from api.routes import audit, chat, runs, sessions, system
 from api.schemas import document_limits
 from application.dispatch import RunDispatcher

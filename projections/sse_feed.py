@@ -18,11 +18,9 @@ from projections.base import Positioned, Row, RowCache, insert_many, jsonable, t
 from projections.tables import sse_event, sse_run
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable, Mapping, Sequence
 
     from sqlalchemy import Connection
-
-TERMINAL_EVENTS = frozenset({"done", "failure"})
 
 
 class SseFeed:
@@ -92,6 +90,16 @@ def run_feed(run_id: str, events: Iterable[Any]) -> list[tuple[Any, str, dict[st
             identity = {"session_id": state["session_id"], "run_id": run_id}
             feed.append((event, kind, identity | data))
     return feed
+
+
+def ends_feed(kind: str, data: Mapping[str, Any]) -> bool:
+    """Whether nothing follows this entry: ``done``, or a cancelled run's ``failure``.
+
+    The last entry :func:`_ending` writes, told from the entry alone (a stream's end).
+    """
+    if kind == "done":
+        return True
+    return bool(kind == "failure" and data.get("release_outcome") == ReleaseOutcome.CANCELLED.value)
 
 
 def _new_state(run_id: str, session_id: str) -> Row:

@@ -1,7 +1,8 @@
-"""One router per resource: chat, runs, sessions, system and audit.
+"""One router per resource: chat, runs, sessions, system and audit (``api.main`` includes them).
 
-``chat`` (``POST /v1/chat``), ``runs`` (``/v1/runs``: detached runs, their trace and explanation),
-``sessions`` (``/v1/sessions``), ``system`` (health, readiness and the projections' positions) and
-``audit`` (``/v1/audit/events``, the log itself); ``starting`` holds the request limits the chat
-and runs routers share.
+``chat`` (``POST /v1/chat``: ask and stream the run), ``runs`` (``/v1/runs``: start a detached
+run, list runs, one run, its stream, cancel, its trace and explanation), ``sessions``
+(``/v1/sessions/{id}``), ``system`` (health, readiness, the projections' positions and their
+rebuild) and ``audit`` (``/v1/audit/events``, the log itself). ``starting`` is no router: it
+starts a run from a request, checking the limits, for the chat and runs routers.
 """

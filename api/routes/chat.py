@@ -14,6 +14,7 @@ from api.errors import error_responses
 from api.feed import EventStream, follow
 from api.routes.starting import start_run
 from api.schemas import ChatCreate
+from api.sse_wire import STREAM_DOC
 from domain.states import CancellationReason
 
 if TYPE_CHECKING:
@@ -24,31 +25,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/v1", tags=["chat"])
-
-SSE_EVENT = {
-    "type": "object",
-    "description": "One server-sent event; its `data` is JSON with the run's session and run id.",
-    "properties": {
-        "id": {
-            "type": "string",
-            "pattern": "^[0-9]+$",
-            "description": "Its number in the feed (every event but `unavailable`).",
-        },
-        "event": {
-            "type": "string",
-            "enum": ["metadata", "status", "content", "failure", "done", "unavailable"],
-        },
-        "data": {"type": "string", "contentMediaType": "application/json"},
-    },
-    "required": ["event", "data"],
-}
-STREAM_DOC = {
-    "content": {"text/event-stream": {"schema": SSE_EVENT}},
-    "description": "The run's feed: metadata → status* → (content | failure) → done, each "
-    "event with its id; keep-alive comments meanwhile. When the database has been away for "
-    "four keep-alive intervals the stream ends with `unavailable` (no id, with `retry`): "
-    "resume it with Last-Event-ID.",
-}
 
 
 @router.post(

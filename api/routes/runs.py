@@ -14,7 +14,6 @@ from api.deps import WorkerDep
 from api.errors import BadRequest, error_responses
 from api.feed import EventStream, feed_ended, follow
 from api.params import SessionId, UtcTime
-from api.routes.chat import STREAM_DOC
 from api.routes.starting import start_run
 from api.schemas import (
     CancelPublic,
@@ -25,6 +24,7 @@ from api.schemas import (
     TraceEventPublic,
     TracePublic,
 )
+from api.sse_wire import STREAM_DOC
 from application.explain import RunExplanation, explain_run
 from domain.release_states import FallbackType, ReleaseOutcome
 from domain.states import CancellationReason, RunState

@@ -26,7 +26,9 @@ import pytest
 from eventsourcing.utils import get_topic
 from sqlalchemy import Engine, Table, select
 
-from api.feed import FeedHub, follow, frame
+from api.feed import follow
+from api.feed_hub import FeedHub
+from api.sse_wire import frame
 from application.store import HarnessStore
 from domain.run import Run
 from infrastructure.composition import bootstrap

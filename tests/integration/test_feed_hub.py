@@ -12,7 +12,8 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from api.feed import FeedHub, Subscription, frame
+from api.feed_hub import FeedHub, Subscription
+from api.sse_wire import frame
 from application.store import HarnessStore
 from projections.runner import Projector
 from projections.sse_feed import SseFeed
