@@ -74,8 +74,8 @@ def _init_read_side(settings: Settings) -> None:
 
     from infrastructure.database import create_sql_engine
     from infrastructure.leases import SqlLeases
+    from infrastructure.read_tables import create_read_tables
     from projections.runner import brief
-    from projections.tables import create_read_tables
 
     engine = create_sql_engine(settings)
     try:

@@ -28,7 +28,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from starlette.responses import StreamingResponse
 
 from api.errors import RETRY_AFTER
-from projections.base import encode_json
+from application.views import encode_json
 from projections.queries import feed_after, feed_closed, feed_position, feed_since
 
 if TYPE_CHECKING:

@@ -29,9 +29,9 @@ from infrastructure.model_scripted import (
     load_scenario,
     scripted_tools,
 )
+from infrastructure.read_tables import diagnosis_run, metadata
 from projections.base import Positioned, positioned
 from projections.runner import Projector
-from projections.tables import diagnosis_run, metadata
 from tests.integration.test_outcome_table import ROWS
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"

@@ -21,9 +21,9 @@ from sqlalchemy import Engine
 from application.recovery import RecoverySweep, SweepReport, Unfinished
 from application.store import HarnessStore, events_of
 from infrastructure.leases import SqlLeases, WorkerIdentity, process_identity
+from infrastructure.read_tables import sse_event
 from projections.queries import unfinished_runs
 from projections.runner import Projector
-from projections.tables import sse_event
 from tests.integration._projection_helpers import QUERY, rows
 
 TTL = 30.0
