@@ -59,7 +59,7 @@ class Projection(Protocol):
 
     @property
     def tables(self) -> tuple[str, ...]:
-        """The tables it owns: emptied when it is rebuilt from position 0."""
+        """The names of the tables it owns: emptied when it is rebuilt from position 0."""
         ...
 
     @property
