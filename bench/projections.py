@@ -85,10 +85,10 @@ from infrastructure.composition import Overrides, bootstrap
 from infrastructure.database import create_sql_engine
 from infrastructure.eventstore import init_store, store_environment
 from infrastructure.ops_data import sample_incidents
+from infrastructure.read_tables import metadata, projection_tracking
 from infrastructure.settings import Settings
 from projections.base import Projection
 from projections.runner import Projector, all_projections
-from projections.tables import projection_tracking
 
 DEFAULT_RUNS = 450
 """Runs of ``ask``: with the default question mix, about 15k log entries."""
@@ -138,7 +138,7 @@ def reset(engine: Engine, projection: Projection) -> None:
     """Empty a projection's tables and move its tracking row back to 0 (what rebuild does first)."""
     with engine.begin() as connection:
         for table in projection.tables:
-            connection.execute(table.delete())
+            connection.execute(metadata.tables[table].delete())
         connection.execute(
             update(projection_tracking)
             .where(projection_tracking.c.name == projection.name)

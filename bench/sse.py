@@ -104,6 +104,7 @@ if TYPE_CHECKING:
 
     from application.ports import ModelProvider, ModelRequest, ModelResponse
     from application.store import HarnessStore
+    from projections.base import Committed
 
 DEFAULT_RUNS = 100
 """The observers of one run share its projector batch, so a run's 100 delays move together: the
@@ -170,11 +171,11 @@ class Stamps:
                 with self._lock:
                     self.finished[str(event.originator_id)] = now
 
-    def on_batch(self, _after: int, last: int) -> None:
+    def on_batch(self, batch: Committed) -> None:
         """Projector listener: stamp every committed batch with its last log position."""
         now = time.perf_counter()
         with self._lock:
-            self.batches.append((now, last))
+            self.batches.append((now, batch.last))
 
     def projected(self, position: int, after: float) -> float | None:
         """When the first batch reaching ``position`` committed (not before ``after``)."""

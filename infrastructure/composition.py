@@ -32,12 +32,12 @@ from infrastructure.leases import Heartbeat, SqlLeases, start_heartbeat
 from infrastructure.model_scripted import ScriptedProvider, load_scenario, scenario_limits
 from infrastructure.ops_data import create_ops_tables, load_sample
 from infrastructure.pg_listen import PgNotifyWake, read_channel
+from infrastructure.read_tables import create_read_tables
 from infrastructure.settings import ConfigurationError
 from infrastructure.tools import builtin_tools
 from projections.live import LiveProjections
 from projections.queries import last_turn_run, unfinished_runs
 from projections.runner import Projector, brief
-from projections.tables import create_read_tables
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Mapping

@@ -1,7 +1,8 @@
-"""Read side: SQL tables projected from the event log, and rebuildable from it at any time.
+"""Read side: the projections of the event log into read tables, rebuildable at any time.
 
-``tables`` defines them; ``run_table``, ``trace``, ``sse_feed`` and ``sessions`` project into them
-(``base`` is what they share); ``runner`` applies them in batches exactly once and ``live`` keeps
-them following the log; ``queries`` holds every read the API and the CLI make; ``agreement``
-compares the tables with a rebuild from the log.
+``run_table``, ``trace``, ``sse_feed`` and ``sessions`` map events to rows through the
+``application.views`` protocols (``base`` is what they share); ``infrastructure`` defines the
+tables and writes them. ``runner`` applies the projections in batches exactly once and ``live``
+keeps them following the log; ``queries`` holds every read the API and the CLI make;
+``agreement`` compares the tables with a rebuild from the log.
 """

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import create_engine, inspect, select
 
-from projections.runner import Projector
-from projections.tables import (
+from infrastructure.read_tables import (
     metadata,
     projection_tracking,
     read_schema,
     schema_fingerprint,
 )
+from projections.runner import Projector
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine, Table

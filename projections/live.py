@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
 
     from application.store import HarnessStore
-    from projections.base import Row
+    from application.views import Row
+    from projections.base import Committed
 
 FEED = SseFeed.name
 
@@ -64,18 +65,7 @@ class LiveProjections:
         """
         self.projector = Projector(store, engine, batch_size=batch_size)
         """Every projection: positions, status, waits and rebuilds (it does not follow)."""
-        self.sse = SseFeed()
-        self.feed = Projector(
-            store,
-            engine,
-            [self.sse],
-            batch_size=batch_size,
-            notify_channel=notify_channel,
-        )
-        """Follows the SSE feed."""
-        rest = [p for p in all_projections() if p.name != FEED]
-        self.rest = Projector(store, engine, rest, batch_size=batch_size)
-        """Follows every other read table."""
+        self.feed, self.rest = _followers(store, engine, batch_size, notify_channel)
         for follower in (self.feed, self.rest):
             follower.listeners.append(self._advanced)
         self.feed.listeners.append(self._feed_committed)
@@ -100,19 +90,17 @@ class LiveProjections:
     def _appended(self, _events: Sequence[object]) -> None:
         self.wake()
 
-    def _advanced(self, after: int, last: int) -> None:
+    def _advanced(self, batch: Committed) -> None:
         """A follower committed a batch: wake :attr:`projector`'s waiters and tell its listeners."""
         with self.projector.advanced:
             self.projector.advanced.notify_all()
         for listener in self.projector.listeners:
-            listener(after, last)
+            listener(batch)
 
-    def _feed_committed(self, after: int, last: int) -> None:
-        # The entries the batch wrote (an earlier batch's, rolled back, fall outside the range).
-        written = [row for row in self.sse.written if after < row["position"] <= last]
-        self.sse.written = []
+    def _feed_committed(self, batch: Committed) -> None:
+        entries = batch.entries(FEED)
         for publish in self.published:
-            publish(after, last, written)
+            publish(batch.after, batch.last, entries)
 
     def start(self) -> LiveProjections:
         """Start following (the tables and tracking rows are created if missing)."""
@@ -142,3 +130,14 @@ class LiveProjections:
             self._store.listeners.remove(self._appended)
         for thread in self._threads:
             thread.join(timeout)
+
+
+def _followers(
+    store: HarnessStore, engine: Engine, batch_size: int | None, notify_channel: str | None
+) -> tuple[Projector, Projector]:
+    """The feed's follower (it NOTIFYs ``notify_channel``), and every other read table's."""
+    feed = Projector(
+        store, engine, [SseFeed()], batch_size=batch_size, notify_channel=notify_channel
+    )
+    rest = [p for p in all_projections() if p.name != FEED]
+    return feed, Projector(store, engine, rest, batch_size=batch_size)

@@ -15,8 +15,7 @@ from sqlalchemy import func, select
 
 from application.recovery import Unfinished
 from domain.states import DbStatus
-from projections.sse_feed import SseFeed
-from projections.tables import (
+from infrastructure.read_tables import (
     diagnosis_run,
     projection_tracking,
     session_turn,
@@ -24,6 +23,7 @@ from projections.tables import (
     sse_run,
     trace_event,
 )
+from projections.sse_feed import SseFeed
 
 if TYPE_CHECKING:
     from collections.abc import Collection

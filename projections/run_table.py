@@ -5,49 +5,40 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from sqlalchemy import select
-
+from application.views import jsonable
 from domain.collection import Collection
 from domain.release import DB_STATUS, PUBLISHED
 from domain.release_states import ReleaseOutcome
 from domain.run import Run
 from domain.states import BudgetKind, DbStatus, Intent, ModelStepPurpose
-from projections.base import (
-    Positioned,
-    Row,
-    RowCache,
-    driver_query,
-    insert_many,
-    insert_values,
-    jsonable,
-    text,
-    uuid_text,
-)
-from projections.tables import diagnosis_run, run_daily, run_duration
+from projections.base import Positioned, Written, text, uuid_text
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Sequence
 
-    from sqlalchemy import Connection
+    from application.views import Row, RowCache, ViewWriter
 
 STATUS_BY_OUTCOME = DB_STATUS
 
 GROUP = ("intent", "release_outcome", "fallback_type", "termination_state")
 DAILY_KEY = ("day", *GROUP)
+KEY_WIDTH = len(DAILY_KEY)
+TOTALS = ("runs", "tokens_in", "tokens_out")
+PERCENTILES = (50, 95)
 
 
 class RunTable:
     """One row per run, kept current from its Run and Collection streams."""
 
     name = "diagnosis_run"
-    tables = (diagnosis_run, run_daily, run_duration)
+    tables = ("diagnosis_run", "run_daily", "run_duration")
     interests = (Run.Event, Collection.CollectionStarted, Collection.CollectionStop)
 
-    def process(self, connection: Connection, events: Sequence[Positioned]) -> None:
+    def process(self, view: ViewWriter, events: Sequence[Positioned]) -> Written:
         """Apply the batch, then recompute the analytics groups of the runs that finished."""
-        rows = RowCache(connection, diagnosis_run, "run_id")
+        rows = view.rows("diagnosis_run", "run_id")
         rows.preload(
             stream
             for _, e, stream in events
@@ -66,9 +57,11 @@ class RunTable:
                 if row is not None:
                     row["collection_id"] = stream
             elif isinstance(event, Collection.CollectionStop):
-                self._collection_stop(connection, rows, event, position, stream)
-        rows.flush()
-        _add_to_daily(connection, finished)
+                row = rows.find("collection_id", stream)
+                if row is not None:
+                    row["stop_reason"] = text(event.stop_reason)
+                    row["last_position"] = position
+        return Written(rows.flush() + _add_to_daily(view, finished))
 
     def _apply(self, rows: RowCache, event: Run.Event, run_id: str) -> Row | None:
         if isinstance(event, Run.RunStarted):
@@ -78,25 +71,6 @@ class RunTable:
             return None  # the run's start was never seen: nothing to attach this to
         _update(row, event)
         return row
-
-    def _collection_stop(
-        self,
-        connection: Connection,
-        rows: RowCache,
-        event: Collection.CollectionStop,
-        position: int,
-        collection: str,
-    ) -> None:
-        run_id = next(
-            (k for k, r in rows.rows.items() if r is not None and r["collection_id"] == collection),
-            None,
-        ) or connection.scalar(
-            select(diagnosis_run.c.run_id).where(diagnosis_run.c.collection_id == collection)
-        )
-        row = rows.get(run_id) if run_id else None
-        if row is not None:
-            row["stop_reason"] = text(event.stop_reason)
-            row["last_position"] = position
 
 
 def _new_row(run_id: str, event: Run.RunStarted) -> Row:
@@ -185,80 +159,58 @@ def _group_key(row: Row) -> tuple[str, ...]:
     return (day, *(row[column] or "" for column in GROUP))
 
 
-def _add_to_daily(connection: Connection, finished: list[Row]) -> None:
-    """Count the runs that finished in this batch into their ``run_daily`` groups.
+def _add_to_daily(view: ViewWriter, finished: list[Row]) -> int:
+    """Count the runs that finished in this batch into their ``run_daily`` groups; rows written.
 
     A few statements per batch, whatever the number of groups: record the durations, read the
     groups' stored rows, read every new percentile by rank in one query, rewrite the rows.
     """
     if not finished:
-        return
+        return 0
     groups: dict[tuple[str, ...], list[Row]] = defaultdict(list)
     for row in finished:
         groups[_group_key(row)].append(row)
-    insert_values(
-        connection,
-        run_duration,
-        (*DAILY_KEY, "duration_ms", "run_id"),
-        [
-            [*key, int(row["duration_ms"] or 0), row["run_id"]]
-            for key, rows in groups.items()
-            for row in rows
-        ],
-    )
-    keys = list(groups)
+    durations = [
+        [*key, int(row["duration_ms"] or 0), row["run_id"]]
+        for key, rows in groups.items()
+        for row in rows
+    ]
+    written = view.insert_values("run_duration", (*DAILY_KEY, "duration_ms", "run_id"), durations)
     stored = {
-        tuple(found[:KEY_WIDTH]): tuple(found[KEY_WIDTH:])
-        for found in driver_query(connection, _STORED_DAILY + _keys_in(len(keys)), _flat(keys))
+        found[:KEY_WIDTH]: found[KEY_WIDTH:]
+        for found in view.select("run_daily", (*DAILY_KEY, *TOTALS), DAILY_KEY, list(groups))
     }
-    totals: list[Row] = []
-    for key, rows in groups.items():
-        runs, tokens_in, tokens_out = stored.get(key, (0, 0, 0))
-        totals.append(
-            {
-                **dict(zip(DAILY_KEY, key, strict=True)),
-                "runs": runs + len(rows),
-                "tokens_in": tokens_in + sum(r["tokens_in"] for r in rows),
-                "tokens_out": tokens_out + sum(r["tokens_out"] for r in rows),
-            }
-        )
-    # every group's new percentiles, read by rank in one statement
-    wanted = [(total, p) for total in totals for p in (50, 95)]
-    (ranked,) = driver_query(
-        connection,
-        "SELECT " + ", ".join([_RANKED_DURATION] * len(wanted)),
+    totals = [_total(key, rows, stored.get(key, (0, 0, 0))) for key, rows in groups.items()]
+    _add_percentiles(view, totals)
+    view.delete("run_daily", DAILY_KEY, list(stored))
+    return written + view.insert("run_daily", totals)
+
+
+def _total(key: tuple[str, ...], rows: list[Row], stored: tuple[int, ...]) -> Row:
+    """A group's ``run_daily`` row: its stored totals plus the runs that finished now."""
+    runs, tokens_in, tokens_out = stored
+    return {
+        **dict(zip(DAILY_KEY, key, strict=True)),
+        "runs": runs + len(rows),
+        "tokens_in": tokens_in + sum(r["tokens_in"] for r in rows),
+        "tokens_out": tokens_out + sum(r["tokens_out"] for r in rows),
+    }
+
+
+def _add_percentiles(view: ViewWriter, totals: list[Row]) -> None:
+    """Every group's new duration percentiles, read by rank in one statement."""
+    wanted = [(total, p) for total in totals for p in PERCENTILES]
+    ranked = view.nth_smallest(
+        "run_duration",
+        "duration_ms",
+        DAILY_KEY,
         [
-            value
+            (tuple(total[name] for name in DAILY_KEY), _rank(p, total["runs"]) - 1)
             for total, p in wanted
-            for value in (*(total[name] for name in DAILY_KEY), _rank(p, total["runs"]) - 1)
         ],
     )
     for (total, p), duration in zip(wanted, ranked, strict=True):
         total[f"duration_p{p}_ms"] = float(duration or 0)
-    if stored:
-        driver_query(connection, "DELETE FROM run_daily" + _keys_in(len(stored)), _flat(stored))
-    insert_many(connection, run_daily, totals)
-
-
-KEY_WIDTH = len(DAILY_KEY)
-_KEY_COLUMNS = ", ".join(DAILY_KEY)
-_STORED_DAILY = f"SELECT {_KEY_COLUMNS}, runs, tokens_in, tokens_out FROM run_daily"
-_RANKED_DURATION = (
-    "(SELECT duration_ms FROM run_duration WHERE "
-    + " AND ".join(f"{name} = ?" for name in DAILY_KEY)
-    + " ORDER BY duration_ms LIMIT 1 OFFSET ?)"
-)
-"""A group's duration at a rank (0-based): one step down its part of the ordered index."""
-
-
-def _keys_in(count: int) -> str:
-    """``WHERE (key columns) IN (VALUES …)`` for ``count`` keys."""
-    row = "(" + ", ".join("?" * KEY_WIDTH) + ")"
-    return f" WHERE ({_KEY_COLUMNS}) IN (VALUES {', '.join([row] * count)})"
-
-
-def _flat(keys: Iterable[tuple[Any, ...]]) -> list[Any]:
-    return [value for key in keys for value in key]
 
 
 def _rank(p: int, count: int) -> int:

@@ -17,23 +17,22 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from eventsourcing.persistence import PersistenceError
-from sqlalchemy import func, select, tuple_, update
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 
-from projections.base import positioned
+from infrastructure.read_store import SqlReadStore
+from projections.base import Committed, positioned
 from projections.run_table import RunTable
 from projections.sessions import Sessions
 from projections.sse_feed import SseFeed
-from projections.tables import create_read_tables, projection_tracking
 from projections.trace import Trace
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterator, Mapping, Sequence
 
-    from sqlalchemy import Connection, Engine
+    from sqlalchemy import Engine
 
     from application.store import HarnessStore
-    from projections.base import Positioned, Projection
+    from projections.base import Positioned, Projection, Written
 
 log = logging.getLogger(__name__)
 
@@ -90,14 +89,16 @@ class Projector:
         """Project ``store``'s log into tables on ``engine``, ``batch_size`` entries at a time."""
         self.store = store
         self.engine = engine
+        self.read = SqlReadStore(engine)
+        """The read tables and their tracking rows; its transactions are the batches' writers."""
         self.projections = tuple(projections or all_projections())
         self.batch_size = batch_size or DEFAULT_BATCH.get(engine.dialect.name, 2000)
         self.notify_channel = notify_channel
         """PostgreSQL: a channel NOTIFYed with the position of every committed batch, so other
         processes (the service workers' feeds) learn at once that the read tables advanced."""
-        self.listeners: list[Callable[[int, int], None]] = []
-        """Called after every committed batch with the positions it went from and to (in the
-        projector's thread): the batch applied the log entries in ``(after, last]``."""
+        self.listeners: list[Callable[[Committed], None]] = []
+        """Called after every committed batch with what it applied and wrote (in the projector's
+        thread)."""
         self.advanced = threading.Condition()
         """Notified after every committed batch (in-process readers waiting for a position)."""
         self.conflicts = 0
@@ -112,46 +113,24 @@ class Projector:
 
     def ensure_tracking(self) -> None:
         """Create the read tables and a tracking row (position 0) per projection, once."""
-        if self._tracked:
-            return
-        create_read_tables(self.engine)
-        for name in self.names:
-            try:
-                with self.engine.begin() as connection:
-                    if self._position(connection, name) is None:
-                        connection.execute(
-                            projection_tracking.insert(), {"name": name, "position": 0}
-                        )
-            except IntegrityError:
-                pass  # another process created it at the same moment
-        self._tracked = True
+        if not self._tracked:
+            self.read.ensure_tracking(self.names)
+            self._tracked = True
 
     def positions(self) -> dict[str, int]:
         """Each projection's last applied log position."""
         self.ensure_tracking()
-        stored = self._stored_positions()
+        stored = self.read.positions()
         if set(self.names) - set(stored):  # the read tables were recreated meanwhile
             self._tracked = False
             self.ensure_tracking()
-            stored = self._stored_positions()
+            stored = self.read.positions()
         return {name: stored.get(name, 0) for name in self.names}
-
-    def _stored_positions(self) -> dict[str, int]:
-        with self.engine.connect() as connection:
-            found = connection.execute(select(projection_tracking))
-            return {row.name: int(row.position) for row in found}
 
     def status(self) -> list[ProjectionStatus]:
         """Position, head and lag of every projection."""
         head = self.store.head()
         return [ProjectionStatus(n, p, head) for n, p in self.positions().items()]
-
-    @staticmethod
-    def _position(connection: Connection, name: str) -> int | None:
-        found = connection.scalar(
-            select(projection_tracking.c.position).where(projection_tracking.c.name == name)
-        )
-        return None if found is None else int(found)
 
     # -- applying the log ------------------------------------------------------------------------
 
@@ -169,14 +148,15 @@ class Projector:
             return 0, positions
         after, last = min(positions.values()), events[-1][0]
         try:
-            self._apply(positions, events)
+            written = self._apply(positions, events)
         except TrackingConflict:
             self.conflicts += 1  # another runner applied (part of) this batch: carry on
             return len(events), None
         with self.advanced:
             self.advanced.notify_all()
+        committed = Committed(after, last, written)
         for listener in self.listeners:
-            listener(after, last)
+            listener(committed)
         return len(events), {name: max(position, last) for name, position in positions.items()}
 
     def _read(self, after: int) -> list[Positioned]:
@@ -186,37 +166,24 @@ class Projector:
         )
         return positioned(self.store.mapper, notifications)
 
-    def _apply(self, positions: dict[str, int], events: list[Positioned]) -> None:
+    def _apply(self, positions: dict[str, int], events: list[Positioned]) -> dict[str, Written]:
+        """Apply ``events`` to the projections behind, in one transaction; what each wrote."""
         last = events[-1][0]
         behind = [p for p in self.projections if positions[p.name] < last]
         if not behind:
-            return
-        with self.engine.begin() as connection:
+            return {}
+        with self.read.transaction() as view:
             # Claim the range before writing, all projections in one statement: a runner that lost
             # the race stops here (on PostgreSQL the row locks make it wait for the winner's commit
             # first, then it finds the positions moved).
-            claims = [(p.name, positions[p.name]) for p in behind]
-            tracked = tuple_(projection_tracking.c.name, projection_tracking.c.position)
-            claim = update(projection_tracking).where(tracked.in_(claims)).values(position=last)
-            if self.notify_channel and connection.dialect.name == "postgresql":
-                # Delivered at commit, with the rows; one per transaction (PostgreSQL folds
-                # identical notifications), sent in the claim's own round trip.
-                claim = claim.returning(func.pg_notify(self.notify_channel, str(last)))
-                moved = len(connection.execute(claim).all())
-            else:
-                moved = connection.execute(claim).rowcount
-            if moved != len(claims):
-                raise TrackingConflict(", ".join(name for name, _ in claims))
-            kinds = {type(e[1]) for e in events}
-            first = events[0][0]
-            for projection in behind:
-                position = positions[projection.name]
-                wanted = {kind for kind in kinds if issubclass(kind, projection.interests)}
-                mine = [e for e in events if type(e[1]) in wanted]
-                if position >= first:  # it already has part of this batch
-                    mine = [e for e in mine if e[0] > position]
-                if mine:
-                    projection.process(connection, mine)
+            claims = {p.name: positions[p.name] for p in behind}
+            if not view.advance(claims, last, self.notify_channel):
+                raise TrackingConflict(", ".join(claims))
+            return {
+                projection.name: projection.process(view, mine)
+                for projection, mine in _shares(behind, positions, events)
+                if mine
+            }
 
     def catch_up(
         self,
@@ -262,22 +229,7 @@ class Projector:
                 f"unknown projection {', '.join(sorted(unknown))}; known: {', '.join(self.names)}"
             )
         self.ensure_tracking()
-        with self.engine.begin() as connection:
-            # The tracking rows first: their locks make a follower's batch in flight commit
-            # before the tables are emptied, so none of its rows survive the reset.
-            connection.execute(
-                update(projection_tracking)
-                .where(projection_tracking.c.name.in_([p.name for p in chosen]))
-                .values(position=0)
-            )
-            tables = [table for projection in chosen for table in projection.tables]
-            if connection.dialect.name == "postgresql":
-                # transactional, and it leaves no dead rows behind for vacuum to clean up
-                names = ", ".join(f'"{table.name}"' for table in tables)
-                connection.exec_driver_sql(f"TRUNCATE {names}")
-            else:
-                for table in tables:
-                    connection.execute(table.delete())  # SQLite's own truncate optimisation
+        self.read.reset([p.name for p in chosen], [t for p in chosen for t in p.tables])
         return self.catch_up(progress)
 
     # -- following the log live -------------------------------------------------------------------
@@ -329,3 +281,18 @@ class Projector:
                 stop.wait(RETRY_AFTER)
                 continue
             wake.wait(poll_interval)
+
+
+def _shares(
+    projections: Sequence[Projection], positions: Mapping[str, int], events: list[Positioned]
+) -> Iterator[tuple[Projection, list[Positioned]]]:
+    """Each projection with the events of ``events`` it reads and has not applied yet."""
+    kinds = {type(e[1]) for e in events}
+    first = events[0][0]
+    for projection in projections:
+        position = positions[projection.name]
+        wanted = {kind for kind in kinds if issubclass(kind, projection.interests)}
+        mine = [e for e in events if type(e[1]) in wanted]
+        if position >= first:  # it already has part of this batch
+            mine = [e for e in mine if e[0] > position]
+        yield projection, mine

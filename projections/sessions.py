@@ -8,34 +8,33 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sqlalchemy import func, select
-
+from application.views import jsonable
 from domain.release_states import ReleaseOutcome
 from domain.run import Run
 from domain.states import Intent
-from projections.base import IN_CHUNK, Positioned, Row, RowCache, jsonable, text
-from projections.tables import session_turn
+from projections.base import Positioned, Written, text
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from sqlalchemy import Connection
+    from application.views import Row, ViewWriter
 
 
 class Sessions:
     """Turns per session, numbered from 1 in the order their runs started."""
 
     name = "session_turn"
-    tables = (session_turn,)
+    tables = ("session_turn",)
     interests = (Run.RunStarted, Run.RoutingDecision, Run.ReleaseDecision, Run.RunFinished)
 
-    def process(self, connection: Connection, events: Sequence[Positioned]) -> None:
+    def process(self, view: ViewWriter, events: Sequence[Positioned]) -> Written:
         """Add a turn per started run and fill it in as the run routes and finishes."""
-        turns = RowCache(connection, session_turn, "run_id")
+        turns = view.rows("session_turn", "run_id")
         turns.preload(run_id for _, e, run_id in events if not isinstance(e, Run.RunStarted))
-        last_turn = _stored_last_turns(
-            connection, {e.session_id for _, e, _ in events if isinstance(e, Run.RunStarted)}
-        )
+        sessions = {e.session_id for _, e, _ in events if isinstance(e, Run.RunStarted)}
+        last_turn = dict.fromkeys(sessions, 0)  # a new session's first turn is 1
+        stored = view.maxima("session_turn", "turn", "session_id", sessions)
+        last_turn.update({session: int(turn) for session, turn in stored.items()})
         for _, event, run_id in events:
             if isinstance(event, Run.RunStarted):
                 session = event.session_id
@@ -45,22 +44,7 @@ class Sessions:
                 row = turns.get(run_id)
                 if row is not None:
                     _update(row, event)
-        turns.flush()
-
-
-def _stored_last_turns(connection: Connection, sessions: set[str]) -> dict[str, int]:
-    """The highest stored turn of each session (0 for a new one), in a few queries."""
-    found = dict.fromkeys(sessions, 0)
-    wanted = sorted(sessions)
-    column = session_turn.c
-    for start in range(0, len(wanted), IN_CHUNK):
-        query = (
-            select(column.session_id, func.max(column.turn))
-            .where(column.session_id.in_(wanted[start : start + IN_CHUNK]))
-            .group_by(column.session_id)
-        )
-        found.update({session: int(turn) for session, turn in connection.execute(query)})
-    return found
+        return Written(turns.flush())
 
 
 def _new_turn(event: Run.RunStarted, run_id: str, turn: int) -> Row:

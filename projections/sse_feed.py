@@ -11,23 +11,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from application.views import jsonable
 from domain.release import PUBLISHED
 from domain.release_states import ReleaseOutcome
 from domain.run import Run
-from projections.base import Positioned, Row, RowCache, insert_many, jsonable, text
-from projections.tables import sse_event, sse_run
+from projections.base import Positioned, Written, text
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
-    from sqlalchemy import Connection
+    from application.views import Row, ViewWriter
 
 
 class SseFeed:
     """The public event feed of every run, written as the log is followed."""
 
     name = "sse_feed"
-    tables = (sse_event, sse_run)
+    tables = ("sse_event", "sse_run")
     interests = (
         Run.RunStarted,
         Run.ApplicationStatusChanged,
@@ -36,15 +36,9 @@ class SseFeed:
         Run.RunFinished,
     )
 
-    def __init__(self) -> None:
-        """A feed projection; :attr:`written` holds the entries of its latest batch."""
-        self.written: list[Row] = []
-        """The entries the latest :meth:`process` wrote (committed or not: the caller knows)."""
-
-    def process(self, connection: Connection, events: Sequence[Positioned]) -> None:
-        """Append the feed entries that this batch's Run events produce."""
-        self.written = []
-        runs = RowCache(connection, sse_run, "run_id")
+    def process(self, view: ViewWriter, events: Sequence[Positioned]) -> Written:
+        """Append the feed entries that this batch's Run events produce; they are its entries."""
+        runs = view.rows("sse_run", "run_id")
         runs.preload(run_id for _, e, run_id in events if not isinstance(e, Run.RunStarted))
         feed: list[Row] = []
         for position, event, run_id in events:
@@ -67,10 +61,7 @@ class SseFeed:
                         "data": identity | data,
                     }
                 )
-        runs.flush()
-        if feed:
-            insert_many(connection, sse_event, feed)
-        self.written = feed
+        return Written(runs.flush() + view.insert("sse_event", feed), tuple(feed))
 
 
 def run_feed(run_id: str, events: Iterable[Any]) -> list[tuple[Any, str, dict[str, Any]]]:

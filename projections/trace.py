@@ -20,13 +20,12 @@ from domain.states import (
 )
 from domain.tool_invocation import ToolInvocation
 from domain.tool_states import InformationGain
-from projections.base import Positioned, RowCache, insert_values, payload, uuid_text
-from projections.tables import trace_event, trace_stream
+from projections.base import Positioned, Written, payload, uuid_text
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from sqlalchemy import Connection
+    from application.views import ViewWriter
 
 OK, INFO = TraceEventStatus.OK, TraceEventStatus.INFO
 REJECTED, ERROR = TraceEventStatus.REJECTED, TraceEventStatus.ERROR
@@ -60,16 +59,16 @@ class Trace:
     """The audit timeline: one row per event, ordered by log position."""
 
     name = "trace_event"
-    tables = (trace_event, trace_stream)
+    tables = ("trace_event", "trace_stream")
     interests = (Run.Event, ToolInvocation.Event, Collection.Event)
 
     def __init__(self) -> None:
         """Start knowing no stream; a stream's run, once seen, is remembered (it never changes)."""
         self.runs_of_streams: dict[str, str] = {}
 
-    def process(self, connection: Connection, events: Sequence[Positioned]) -> None:
+    def process(self, view: ViewWriter, events: Sequence[Positioned]) -> Written:
         """Insert one row per event; invocation and collection events find their run."""
-        streams = self._streams(connection, events)
+        streams, started = self._streams(view, events)
         rows: list[list[Any]] = []
         for position, event, stream in events:
             run_id = stream if isinstance(event, Run.Event) else streams.get(stream)
@@ -90,13 +89,16 @@ class Trace:
                     payload(event),
                 ]
             )
-        insert_values(connection, trace_event, COLUMNS, rows)
+        return Written(started + view.insert_values("trace_event", COLUMNS, rows))
 
-    def _streams(self, connection: Connection, events: Sequence[Positioned]) -> dict[str, str]:
+    def _streams(
+        self, view: ViewWriter, events: Sequence[Positioned]
+    ) -> tuple[dict[str, str], int]:
         """The run of every invocation and collection stream in ``events`` that has one.
 
         Streams started in this batch are recorded in ``trace_stream``; the others are looked up
-        there once per process, since a stream never moves to another run.
+        there once per process, since a stream never moves to another run. Also returns the
+        rows that recording wrote.
         """
         known = self.runs_of_streams
         if len(known) > STREAM_MEMORY:
@@ -112,11 +114,12 @@ class Trace:
             elif stream not in known:
                 unknown.append(stream)
         if unknown:
-            cache = RowCache(connection, trace_stream, "stream_id")
-            cache.preload(unknown)
-            known.update({k: str(row["run_id"]) for k, row in cache.rows.items() if row})
-        insert_values(connection, trace_stream, ("stream_id", "run_id"), started)
-        return known
+            stored = view.rows("trace_stream", "stream_id")
+            stored.preload(unknown)
+            for stream in unknown:
+                if (row := stored.get(stream)) is not None:
+                    known[stream] = str(row["run_id"])
+        return known, view.insert_values("trace_stream", ("stream_id", "run_id"), started)
 
 
 STREAM_STARTS = (ToolInvocation.ToolInvocationStarted, Collection.CollectionStarted)

@@ -22,8 +22,8 @@ from application.store import HarnessStore
 from infrastructure.composition import bootstrap
 from infrastructure.database import create_sql_engine
 from infrastructure.eventstore import init_store
+from infrastructure.read_tables import create_read_tables
 from infrastructure.settings import Settings
-from projections.tables import create_read_tables
 
 STARTUP_TIMEOUT = 30.0
 

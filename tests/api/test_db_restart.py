@@ -34,8 +34,8 @@ from domain.run import Run
 from infrastructure.composition import bootstrap
 from infrastructure.database import create_sql_engine
 from infrastructure.eventstore import init_store, open_store
+from infrastructure.read_tables import metadata, projection_tracking
 from infrastructure.settings import Settings
-from projections.tables import metadata, projection_tracking
 from tests.api._serve import Event, events, read_all, serving
 from tests.api.test_streams import HANGS, QUESTION, check_feed
 from tests.integration._private_pg import PrivatePostgres, private_postgres

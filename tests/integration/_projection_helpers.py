@@ -24,10 +24,10 @@ from domain.states import CancellationReason
 from domain.tool_invocation import ToolInvocation
 from infrastructure.composition import SystemClock, chat_config
 from infrastructure.model_scripted import ScriptedProvider, load_scenario
+from infrastructure.read_tables import diagnosis_run, metadata
 from infrastructure.scripted_tools import ScriptedTool, scripted_tools
 from projections.base import Positioned, positioned
 from projections.runner import Projector
-from projections.tables import diagnosis_run, metadata
 from tests.integration.test_outcome_table import ROWS
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"

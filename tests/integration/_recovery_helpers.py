@@ -23,9 +23,9 @@ from application.store import HarnessStore
 from application.store_reads import events_of
 from infrastructure.leases import SqlLeases, WorkerIdentity
 from infrastructure.processes import process_identity
+from infrastructure.read_tables import sse_event
 from projections.queries import unfinished_runs
 from projections.runner import Projector
-from projections.tables import sse_event
 from tests.integration._projection_helpers import QUERY, rows
 
 TTL = 30.0

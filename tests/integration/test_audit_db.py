@@ -23,8 +23,8 @@ from domain.tool_invocation import ToolInvocation
 from domain.tool_states import EvidenceStatus
 from infrastructure.database import create_sql_engine
 from infrastructure.eventstore import init_store
+from infrastructure.read_tables import diagnosis_run
 from infrastructure.settings import Settings
-from projections.tables import diagnosis_run
 from tests.conftest import pg_schema
 from tests.integration._audit_helpers import (
     build_log,

@@ -27,12 +27,11 @@ class Feed:
     """A feed follower that hands its committed batches to a hub, as a worker's does."""
 
     def __init__(self, store: HarnessStore, engine: Engine, hub: FeedHub | None) -> None:
-        self.sse = SseFeed()
-        self.projector = Projector(store, engine, [self.sse], batch_size=3)
+        self.projector = Projector(store, engine, [SseFeed()], batch_size=3)
         self.projector.ensure_tracking()
         if hub is not None:
             self.projector.listeners.append(
-                lambda after, last: hub.publish(after, last, self.sse.written)
+                lambda batch: hub.publish(batch.after, batch.last, batch.entries(SseFeed.name))
             )
 
     def catch_up(self) -> int:

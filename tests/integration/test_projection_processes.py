@@ -31,9 +31,7 @@ from infrastructure.composition import bootstrap
 from infrastructure.database import create_sql_engine
 from infrastructure.eventstore import init_store, open_store
 from infrastructure.pg_listen import LISTEN_APPLICATION_NAME, PgNotifyWake
-from infrastructure.settings import Settings
-from projections.runner import Projector
-from projections.tables import (
+from infrastructure.read_tables import (
     create_read_tables,
     diagnosis_run,
     metadata,
@@ -43,6 +41,8 @@ from projections.tables import (
     sse_run,
     trace_event,
 )
+from infrastructure.settings import Settings
+from projections.runner import Projector
 from tests.integration._projection_workers import append_runs, write_in_two_halves
 
 HARNESS = [sys.executable, "-c", "from api.cli import app; app()"]

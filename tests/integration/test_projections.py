@@ -39,11 +39,7 @@ from domain.states import (
 from domain.tool_states import DiagnosisStopReason
 from infrastructure.composition import Overrides, bootstrap
 from infrastructure.database import create_sql_engine
-from infrastructure.settings import Settings
-from projections.base import Positioned
-from projections.runner import Projector, TrackingConflict, all_projections
-from projections.sse_feed import SseFeed
-from projections.tables import (
+from infrastructure.read_tables import (
     create_read_tables,
     diagnosis_run,
     read_schema,
@@ -53,6 +49,10 @@ from projections.tables import (
     sse_run,
     trace_event,
 )
+from infrastructure.settings import Settings
+from projections.base import Committed, Positioned
+from projections.runner import Projector, TrackingConflict, all_projections
+from projections.sse_feed import SseFeed
 from tests.integration._projection_helpers import (
     INTERLEAVED,
     LosesTheRace,
@@ -235,7 +235,8 @@ def test_the_feed_and_the_rest_followed_apart_give_the_same_rows(
 ) -> None:
     """Live following runs the feed and the other tables as two runners; the result is the same.
 
-    Each batch tells its listeners the range it applied: the ranges follow one another.
+    Each batch tells its listeners the range it applied: the ranges follow one another, and
+    the feed entries its batches say they wrote are the feed's rows.
     """
     run_scenario(store, "conclusion_supported")
     run_scenario(store, "budget_no_progress")
@@ -243,13 +244,19 @@ def test_the_feed_and_the_rest_followed_apart_give_the_same_rows(
     rest = Projector(
         store, engine, [p for p in all_projections() if p.name != "sse_feed"], batch_size=7
     )
-    ranges: list[tuple[int, int]] = []
-    feed.listeners.append(lambda after, last: ranges.append((after, last)))
+    batches: list[Committed] = []
+    feed.listeners.append(batches.append)
     while feed.step() + rest.step():  # interleaved, at different paces
         pass
+    ranges = [(batch.after, batch.last) for batch in batches]
     assert ranges[0][0] == 0 and ranges[-1][1] == store.head()
     assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges))
     followed = dump(engine)
+    entries = [entry for batch in batches for entry in batch.entries("sse_feed")]
+    columns = ("run_id", "seq", "position", "event", "data")
+    assert sorted([e[c] for c in columns] for e in entries) == sorted(
+        [row[c] for c in columns] for row in followed["sse_event"]
+    )
     assert Projector(store, engine).rebuild() == len(notifications(store))
     assert dump(engine) == followed
 

@@ -33,13 +33,7 @@ from domain.grounding import Citation, JudgedStatement, RejectedCitation
 from domain.release_states import CitationProblem, ReleaseOutcome, SemanticVerdict
 from domain.run import Run
 from domain.session import Session
-from domain.states import (
-    BudgetKind,
-    ChatApplicationStatus,
-    DraftOutcome,
-    Intent,
-    ModelStepPurpose,
-)
+from domain.states import BudgetKind, ChatApplicationStatus, DraftOutcome, Intent, ModelStepPurpose
 from domain.tool_invocation import ToolInvocation
 from domain.tool_states import ToolRejectionCode
 from domain.values import Budget

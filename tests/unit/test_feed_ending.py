@@ -11,8 +11,8 @@ from datetime import timedelta
 
 import pytest
 
+from domain.release_states import ReleaseOutcome
 from domain.run import Run
-from domain.states import ReleaseOutcome
 from projections.sse_feed import ends_feed, run_feed
 from tests.unit.test_run import DEADLINE, LIMITS, RUN_ID, SPEC_TABLE, Step
 

@@ -1,12 +1,16 @@
 """Dependencies point inward: no module of a lower layer imports a higher one.
 
-Layers, lowest first: ``domain`` ← ``application`` ← ``infrastructure`` / ``projections`` ←
+Layers, lowest first: ``domain`` ← ``application`` ← ``infrastructure`` ← ``projections`` ←
 ``api``. Every import of every module counts, wherever it stands (inside functions, under
 ``TYPE_CHECKING``), because a lazy import is still a dependency.
 
-``infrastructure`` and ``projections`` sit side by side and import neither each other: the
-projections own their read tables and queries (``projections.tables``); infrastructure adapts
-the ports of ``application`` to databases, models and files.
+``projections`` sits above ``infrastructure``: projections decide, infrastructure writes. Each
+projection maps events to rows through the ``application.views`` protocols and imports neither
+SQLAlchemy nor infrastructure (:data:`WRITE_THROUGH_VIEWS`); infrastructure defines the read
+tables and writes them (``infrastructure.read_tables``, ``view_writer``). The runner, which the
+API builds from a store and an engine, joins the projections to that SQL writer, and the queries
+read the tables, so those modules of ``projections`` import infrastructure; infrastructure never
+imports projections.
 
 ``infrastructure.composition`` is the composition root (cosmicpython's ``bootstrap``): it builds
 the store, providers, tools, projections and recovery for the app, the CLI, benches and tests,
@@ -18,6 +22,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from projections.runner import all_projections
+
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSITION_ROOT = "infrastructure.composition"
 LAYERS = ("domain", "application", "infrastructure", "projections", "api")
@@ -25,10 +31,15 @@ ALLOWED: dict[str, frozenset[str]] = {
     "domain": frozenset({"domain"}),
     "application": frozenset({"domain", "application"}),
     "infrastructure": frozenset({"domain", "application", "infrastructure"}),
-    "projections": frozenset({"domain", "application", "projections"}),
+    "projections": frozenset({"domain", "application", "infrastructure", "projections"}),
     "api": frozenset({*LAYERS, COMPOSITION_ROOT}),
     COMPOSITION_ROOT: frozenset({*LAYERS, COMPOSITION_ROOT}),
 }
+
+
+WRITE_THROUGH_VIEWS = sorted({"projections.base", *(type(p).__module__ for p in all_projections())})
+"""The projections themselves: events to rows, written through ``application.views`` only."""
+SQL_SIDE = ("infrastructure", "sqlalchemy", "psycopg")
 
 
 def _module_name(path: Path) -> str:
@@ -80,6 +91,16 @@ def violations() -> list[str]:
 
 def test_no_module_imports_a_higher_layer() -> None:
     assert violations() == []
+
+
+def test_projections_write_only_through_the_view_protocol() -> None:
+    assert len(WRITE_THROUGH_VIEWS) == 5  # base and the four projections
+    found = []
+    for module in WRITE_THROUGH_VIEWS:
+        path = ROOT / Path(*module.split(".")).with_suffix(".py")
+        names = _imported(ast.parse(path.read_text(encoding="utf-8")), module)
+        found += [f"{module} -> {n}" for n in sorted(names) if n.split(".")[0] in SQL_SIDE]
+    assert found == []
 
 
 def test_the_check_sees_imports_inside_functions_and_type_checking_blocks() -> None:

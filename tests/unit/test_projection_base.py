@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.types import DateTime
 
-from projections.base import _copy_type, _slow_encode, encode_json, jsonable, sqlite_datetime
-from projections.tables import metadata
+from application.views import _slow_encode, encode_json, jsonable
+from infrastructure.bulk_sql import _copy_type, sqlite_datetime
+from infrastructure.read_tables import metadata
 
 
 class Colour(Enum):

@@ -1,6 +1,8 @@
 """The read side's SQL tables (SQLAlchemy Core), created by ``harness db init``.
 
 Every table here is a projection of the event log: it can be dropped and rebuilt from position 0.
+What the rows mean is the projections' business (``projections/``, which name tables and
+columns only); their definition and storage is infrastructure's (see ``application.views``).
 ``projection_tracking`` holds, per projection, the last log position applied; a projection
 commits its rows and its tracking row in one transaction (exactly-once).
 """

@@ -1,0 +1,164 @@
+"""Bulk writes to the read tables through the driver: ``COPY`` on PostgreSQL, ``executemany``.
+
+A batch writes hundreds of rows per table; composing SQLAlchemy statements per row would cost
+more than the writing. Values pass through each column's own storage format (:func:`_converters`)
+so SQLAlchemy reads them back as it would have written them.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import JSON, BigInteger, Boolean, DateTime, Float, Integer, String
+
+from application.views import encode_json
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from datetime import datetime
+
+    from sqlalchemy import Connection, Table
+
+    from application.views import Row
+
+
+def insert_many(connection: Connection, table: Table, rows: Sequence[Row]) -> None:
+    """Insert ``rows`` (dicts with every column of ``table``) with the driver's bulk path."""
+    if not rows:
+        return
+    columns = tuple(c.name for c in table.columns)
+    pick = operator.itemgetter(*columns)
+    insert_values(connection, table, columns, [list(pick(row)) for row in rows])
+
+
+def insert_values(
+    connection: Connection, table: Table, columns: Sequence[str], values: list[list[Any]]
+) -> None:
+    """Insert rows given as value lists in the order of ``columns``, with the driver's bulk path.
+
+    That is ``COPY`` on PostgreSQL and one ``executemany`` on SQLite. Values pass through the
+    columns' own storage format (see :func:`_converters`); the lists are converted in place.
+    """
+    if not values:
+        return
+    _convert(connection, table, columns, values)
+    raw: Any = connection.connection.dbapi_connection
+    names = ", ".join(f'"{c}"' for c in columns)
+    if connection.dialect.name == "postgresql":
+        with (
+            raw.cursor() as cursor,
+            cursor.copy(f'COPY "{table.name}" ({names}) FROM STDIN (FORMAT BINARY)') as copy,
+        ):
+            copy.set_types([_copy_type(table.c[name].type) for name in columns])
+            for value in values:
+                copy.write_row(value)
+        return
+    marks = ", ".join("?" for _ in columns)
+    _executemany(raw, f'INSERT INTO "{table.name}" ({names}) VALUES ({marks})', values)
+
+
+def update_many(connection: Connection, table: Table, key: str, rows: Sequence[Row]) -> None:
+    """Rewrite every column of ``rows`` (dicts with every column), matched on column ``key``."""
+    if not rows:
+        return
+    columns = tuple(c.name for c in table.columns if c.name != key)
+    pick = operator.itemgetter(*columns, key)
+    values = [list(pick(row)) for row in rows]
+    _convert(connection, table, (*columns, key), values)
+    mark = "%s" if connection.dialect.name == "postgresql" else "?"
+    assignments = ", ".join(f'"{c}" = {mark}' for c in columns)
+    statement = f'UPDATE "{table.name}" SET {assignments} WHERE "{key}" = {mark}'
+    _executemany(connection.connection.dbapi_connection, statement, values)
+
+
+def driver_query(connection: Connection, statement: str, params: Sequence[Any]) -> list[Any]:
+    """Run ``statement`` (with ``?`` placeholders) on the driver's connection; its rows, if any.
+
+    For the few statements a batch builds by the dozen, where composing SQLAlchemy expressions
+    would cost more than running them.
+    """
+    if connection.dialect.name == "postgresql":
+        statement = statement.replace("?", "%s")
+    cursor = connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.execute(statement, params)
+        return list(cursor.fetchall()) if cursor.description else []
+    finally:
+        cursor.close()
+
+
+def _executemany(raw: Any, statement: str, values: list[list[Any]]) -> None:
+    cursor = raw.cursor()
+    try:
+        cursor.executemany(statement, values)
+    finally:
+        cursor.close()
+
+
+def _convert(
+    connection: Connection, table: Table, columns: Sequence[str], values: list[list[Any]]
+) -> None:
+    converters = _converters(table, connection.dialect.name, connection.dialect)
+    convert = [(i, f) for i, name in enumerate(columns) if (f := converters[name])]
+    if not convert:
+        return
+    for value in values:
+        for index, function in convert:
+            value[index] = function(value[index])
+
+
+def _copy_type(column_type: Any) -> str:
+    """The PostgreSQL type a binary ``COPY`` sends a column's values as.
+
+    JSON goes as text: our JSON is already encoded, and text is the binary form of ``json``.
+    """
+    if isinstance(column_type, DateTime):
+        return "timestamptz" if column_type.timezone else "timestamp"
+    for kind, name in _COPY_TYPES:
+        if isinstance(column_type, kind):
+            return name
+    raise TypeError(f"no binary COPY type for {column_type!r}")
+
+
+_COPY_TYPES = (
+    (BigInteger, "int8"),
+    (Integer, "int4"),
+    (Float, "float8"),
+    (Boolean, "bool"),
+    (JSON, "text"),
+    (String, "text"),
+)
+
+
+def _json_text(value: Any) -> Any:
+    return None if value is None else encode_json(value)
+
+
+def sqlite_datetime(value: datetime | None) -> str | None:
+    """SQLAlchemy's SQLite ``DATETIME`` storage format (its fields, the zone dropped), faster."""
+    if value is None:
+        return None
+    return value.isoformat(" ", "microseconds")[:26]  # the zone, if any, is cut off
+
+
+@functools.cache
+def _converters(table: Table, dialect_name: str, dialect: Any) -> dict[str, Any]:
+    """Per column, the function that turns a Python value into what the driver stores, or None.
+
+    JSON is written by :func:`encode_json` on both databases. On PostgreSQL, ``COPY`` and psycopg
+    adapt everything else themselves; on SQLite, date-times are written in SQLAlchemy's own
+    format (so its DateTime type reads them back) and other types by their bind processor.
+    """
+    converters: dict[str, Any] = {}
+    for column in table.columns:
+        if isinstance(column.type, JSON):
+            converters[column.name] = _json_text
+        elif dialect_name == "postgresql":
+            converters[column.name] = None
+        elif isinstance(column.type, DateTime):
+            converters[column.name] = sqlite_datetime
+        else:
+            converters[column.name] = column.type.dialect_impl(dialect).bind_processor(dialect)
+    return converters

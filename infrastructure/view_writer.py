@@ -1,0 +1,215 @@
+"""The SQL implementation of ``application.views``: one transaction's writes to the read tables.
+
+Projections name tables and columns; :class:`SqlViewWriter` finds them in
+``infrastructure.read_tables`` and writes in bulk (``infrastructure.bulk_sql``), a few statements
+per batch whatever its size. It also moves the tracking rows, in the same transaction, for the
+runner (projections never do).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import bindparam, func, select, tuple_, update
+
+from infrastructure.bulk_sql import driver_query, insert_many, insert_values, update_many
+from infrastructure.read_tables import metadata, projection_tracking
+
+if TYPE_CHECKING:
+    from collections.abc import Collection, Iterable, Mapping, Sequence
+
+    from sqlalchemy import Connection, Select, Table
+
+    from application.views import Row
+
+IN_CHUNK = 500
+"""Keys per ``IN (...)`` list when a batch preloads rows."""
+
+
+class SqlRowCache:
+    """The rows one batch touches, keyed by their primary key, written back once at the end.
+
+    Rows are read at most once per batch (``preload`` does it in a few queries) and changed as
+    plain dicts; ``flush`` inserts the new ones and updates the changed ones with one
+    ``executemany`` each, which is what makes a batch cheap compared to an event at a time.
+    """
+
+    def __init__(self, connection: Connection, table: Table, key: str) -> None:
+        """Cache rows of ``table`` keyed by column ``key``."""
+        self.connection = connection
+        self.table = table
+        self.key = key
+        self.rows: dict[Any, Row | None] = {}
+        self.original: dict[Any, Row] = {}
+        self.created: set[Any] = set()
+
+    def preload(self, keys: Iterable[Any]) -> None:
+        """Read the stored rows of ``keys`` not yet cached; missing ones are remembered as None."""
+        wanted = [k for k in dict.fromkeys(keys) if k not in self.rows]
+        query = _select_by_keys(self.table, self.key)
+        for start in range(0, len(wanted), IN_CHUNK):
+            chunk = wanted[start : start + IN_CHUNK]
+            for k in chunk:
+                self.rows[k] = None
+            found = self.connection.execute(query, {"keys": chunk})
+            for mapping in found.mappings():
+                row = dict(mapping)
+                self.rows[row[self.key]] = row
+                self.original[row[self.key]] = dict(row)
+
+    def get(self, key: Any) -> Row | None:
+        """The row, read from the database on first use; None when there is none."""
+        if key not in self.rows:
+            self.preload([key])
+        return self.rows[key]
+
+    def add(self, row: Row) -> Row:
+        """A new row (inserted at flush); returns it for further changes."""
+        key = row[self.key]
+        self.rows[key] = row
+        self.created.add(key)
+        return row
+
+    def find(self, column: str, value: Any) -> Row | None:
+        """A row whose ``column`` holds ``value``: a cached one first, else a stored one."""
+        key = next(
+            (k for k, row in self.rows.items() if row is not None and row[column] == value), None
+        ) or self.connection.scalar(
+            select(self.table.c[self.key]).where(self.table.c[column] == value)
+        )
+        return self.get(key) if key else None
+
+    def flush(self) -> int:
+        """Insert the new rows and update the changed ones; how many rows that was."""
+        new = [row for key in self.created if (row := self.rows[key]) is not None]
+        changed = [
+            row
+            for key, row in self.rows.items()
+            if row is not None and key not in self.created and row != self.original.get(key)
+        ]
+        insert_many(self.connection, self.table, new)
+        update_many(self.connection, self.table, self.key, changed)
+        self.original.update({k: dict(r) for k, r in self.rows.items() if r is not None})
+        self.created.clear()
+        return len(new) + len(changed)
+
+
+@functools.cache
+def _select_by_keys(table: Table, key: str) -> Select[Any]:
+    """``SELECT * FROM table WHERE key IN (:keys)``, built once (the list is bound at execution)."""
+    return select(table).where(table.c[key].in_(bindparam("keys", expanding=True)))
+
+
+class SqlViewWriter:
+    """``application.views.ViewWriter`` on one SQLAlchemy connection (its transaction)."""
+
+    def __init__(self, connection: Connection) -> None:
+        """Write through ``connection``, inside the transaction it is in."""
+        self.connection = connection
+
+    def rows(self, table: str, key: str) -> SqlRowCache:
+        """A cache of ``table``'s rows keyed by its column ``key``, for this batch."""
+        return SqlRowCache(self.connection, metadata.tables[table], key)
+
+    def insert(self, table: str, rows: Sequence[Row]) -> int:
+        """Insert ``rows`` (dicts with every column); how many."""
+        insert_many(self.connection, metadata.tables[table], rows)
+        return len(rows)
+
+    def insert_values(self, table: str, columns: Sequence[str], values: list[list[Any]]) -> int:
+        """Insert rows given as value lists in the order of ``columns`` (converted in place)."""
+        insert_values(self.connection, metadata.tables[table], columns, values)
+        return len(values)
+
+    def select(
+        self,
+        table: str,
+        columns: Sequence[str],
+        key_columns: Sequence[str],
+        keys: Sequence[tuple[Any, ...]],
+    ) -> list[tuple[Any, ...]]:
+        """The ``columns`` of every row whose ``key_columns`` hold one of ``keys``."""
+        if not keys:
+            return []
+        statement = f"SELECT {', '.join(columns)} FROM {table}" + _keys_in(key_columns, len(keys))
+        return [tuple(row) for row in driver_query(self.connection, statement, _flat(keys))]
+
+    def delete(
+        self, table: str, key_columns: Sequence[str], keys: Sequence[tuple[Any, ...]]
+    ) -> None:
+        """Delete every row whose ``key_columns`` hold one of ``keys``."""
+        if keys:
+            statement = f"DELETE FROM {table}" + _keys_in(key_columns, len(keys))
+            driver_query(self.connection, statement, _flat(keys))
+
+    def nth_smallest(
+        self,
+        table: str,
+        column: str,
+        group_columns: Sequence[str],
+        wanted: Sequence[tuple[tuple[Any, ...], int]],
+    ) -> list[Any]:
+        """For each ``(group, rank)``: ``column`` at that 0-based rank in the group, ascending.
+
+        One statement for them all, each one step down the group's part of an ordered index.
+        """
+        if not wanted:
+            return []
+        ranked = (
+            f"(SELECT {column} FROM {table} WHERE "
+            + " AND ".join(f"{name} = ?" for name in group_columns)
+            + f" ORDER BY {column} LIMIT 1 OFFSET ?)"
+        )
+        params = [value for group, rank in wanted for value in (*group, rank)]
+        (found,) = driver_query(
+            self.connection, "SELECT " + ", ".join([ranked] * len(wanted)), params
+        )
+        return list(found)
+
+    def maxima(
+        self, table: str, column: str, group_column: str, groups: Collection[Any]
+    ) -> dict[Any, Any]:
+        """The greatest ``column`` of each of ``groups`` (by ``group_column``) that has rows."""
+        columns = metadata.tables[table].c
+        wanted = sorted(groups)
+        found: dict[Any, Any] = {}
+        for start in range(0, len(wanted), IN_CHUNK):
+            query = (
+                select(columns[group_column], func.max(columns[column]))
+                .where(columns[group_column].in_(wanted[start : start + IN_CHUNK]))
+                .group_by(columns[group_column])
+            )
+            found.update(dict(self.connection.execute(query).all()))
+        return found
+
+    def advance(self, claims: Mapping[str, int], last: int, notify_channel: str | None) -> bool:
+        """Move each named tracking row from its claimed position to ``last``, all or none.
+
+        False when another runner moved one first (the caller rolls back). With a
+        ``notify_channel`` on PostgreSQL, the move NOTIFYs it with ``last`` at commit.
+        """
+        tracked = tuple_(projection_tracking.c.name, projection_tracking.c.position)
+        claim = (
+            update(projection_tracking)
+            .where(tracked.in_(list(claims.items())))
+            .values(position=last)
+        )
+        if notify_channel and self.connection.dialect.name == "postgresql":
+            # Delivered at commit, with the rows; one per transaction (PostgreSQL folds
+            # identical notifications), sent in the claim's own round trip.
+            claim = claim.returning(func.pg_notify(notify_channel, str(last)))
+            moved = len(self.connection.execute(claim).all())
+        else:
+            moved = self.connection.execute(claim).rowcount
+        return moved == len(claims)
+
+
+def _keys_in(key_columns: Sequence[str], count: int) -> str:
+    """``WHERE (key columns) IN (VALUES …)`` for ``count`` keys."""
+    row = "(" + ", ".join("?" * len(key_columns)) + ")"
+    return f" WHERE ({', '.join(key_columns)}) IN (VALUES {', '.join([row] * count)})"
+
+
+def _flat(keys: Iterable[tuple[Any, ...]]) -> list[Any]:
+    return [value for key in keys for value in key]
