@@ -13,6 +13,7 @@ from eventsourcing.domain import Aggregate
 from domain.errors import IllegalTransitionError, InvalidCommandError, RunNotActiveError
 from domain.grounding import DEFAULT_RULES, GroundingRules, JudgedStatement, RejectedCitation
 from domain.guard_stages import guard_step_refusal
+from domain.published_reader import published_conclusion
 from domain.redaction import failure_cause
 from domain.release import GuardProgress, final_outcome, release_refusal
 from domain.states import (
@@ -411,7 +412,7 @@ class Run(Aggregate):
         if not (diagnosed and self.finished_outcome is ReleaseOutcome.SUCCESS):
             return None
         assert self.published is not None
-        return str(self.published.get("conclusion", "")) or None
+        return published_conclusion(self.published) or None
 
     def deadline_passed(self, now: datetime) -> bool:
         """Whether ``now`` is at or after the run's deadline."""
