@@ -7,6 +7,13 @@ from typing import TYPE_CHECKING, Any, assert_never
 from rich.markup import escape
 
 from domain.catalogue import event_type_name
+from domain.published import (
+    ChatAnswer,
+    DiagnosisReport,
+    FallbackContent,
+    GroundedAnswer,
+    UngroundedAnswer,
+)
 from domain.release_states import ReleaseOutcome
 from domain.states import RunState
 
@@ -16,6 +23,8 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from application.chat import ChatResult
+    from domain.grounding import Citation
+    from domain.published import Published
 
 
 class AskView:
@@ -34,33 +43,48 @@ class AskView:
 
     def show_result(self, result: ChatResult) -> None:
         """The outcome and fallback type first, then how the run ended, then the content."""
-        content = result.content
-        fallback = content.get("fallback_type") if content else None
+        fallback = _fallback_type(result.published)
         title = result.release_outcome.value + (f" — {fallback}" if fallback else "")
         if self.console.is_terminal:
             self.console.rule(f"[bold]{title}[/]")
         else:
             self.console.print(f"== {title} ==", markup=False)  # a rule would span the pipe width
         self.console.print(summary(result), markup=False)
-        if content is None:
-            return
-        if content.get("kind") == "diagnosis":
-            self.console.print(escape(content["conclusion"]))
-            for cite in content.get("citations", []):
-                quoted = escape(f'"{cite["excerpt"]}"')
-                self.console.print(f"  [dim]evidence: invocation {cite['reference']}: {quoted}[/]")
-            for fact in content.get("facts", []):
-                self.console.print(f"  • {escape(fact['statement'])}")
-        elif content.get("kind") == "answer":
-            self.console.print(escape(content["text"]))
-        else:
-            self.console.print(escape(content["message"]))
-            for fact in content.get("verified_facts", []):
-                self.console.print(f"  • {escape(fact['statement'])}")
-            for item in content.get("no_evidence", []):
-                self.console.print(f"  ○ {escape(item)}")
-            for item in content.get("missing_info", []):
-                self.console.print(f"  ? {escape(item)}")
+        if result.published is not None:
+            for line in _content_lines(result.published):
+                self.console.print(line)
+
+
+def _content_lines(published: Published) -> list[str]:
+    """What was published, as console markup: a report, an answer's text or a fallback."""
+    match published:
+        case DiagnosisReport(conclusion=conclusion, facts=facts):
+            return [
+                escape(conclusion.statement),
+                *(_cite_line(c) for c in conclusion.citations),
+                *(f"  • {escape(fact.statement)}" for fact in facts),
+            ]
+        case ChatAnswer(text=text) | GroundedAnswer(text=text) | UngroundedAnswer(text=text):
+            return [escape(text)]
+        case FallbackContent():
+            return [
+                escape(published.message),
+                *(f"  • {escape(fact.statement)}" for fact in published.verified_facts),
+                *(f"  ○ {escape(item)}" for item in published.no_evidence),
+                *(f"  ? {escape(item)}" for item in published.missing_info),
+            ]
+        case _ as unreachable:
+            assert_never(unreachable)
+
+
+def _cite_line(citation: Citation) -> str:
+    quoted = escape(f'"{citation.excerpt}"')
+    return f"  [dim]evidence: invocation {citation.reference}: {quoted}[/]"
+
+
+def _fallback_type(published: Published | None) -> str | None:
+    """The published fallback's type, or None for any other content."""
+    return published.fallback_type.value if isinstance(published, FallbackContent) else None
 
 
 def summary(result: ChatResult) -> str:
@@ -69,17 +93,15 @@ def summary(result: ChatResult) -> str:
     state = f"{ended.state.value} ({ended.reason.value})"
     if ended.state is RunState.SUCCESS:
         state = f"normally (state {ended.state.value}, {ended.reason.value})"
-    content = result.content
     match result.release_outcome:
         case ReleaseOutcome.SUCCESS:
-            kind = content.get("kind", "answer") if content else "answer"
+            kind = result.published.kind if result.published else "answer"
             article = "an" if kind[:1] in "aeiou" else "a"
             said = f"Result: SUCCESS, {article} {kind} was published; the run ended {state}."
         case ReleaseOutcome.FALLBACK:
-            fallback = content.get("fallback_type") if content else None
             said = (
-                f"Result: FALLBACK ({fallback}), a safe fallback instead of a conclusion;"
-                f" the run itself ended {state}."
+                f"Result: FALLBACK ({_fallback_type(result.published)}), a safe fallback instead"
+                f" of a conclusion; the run itself ended {state}."
             )
         case ReleaseOutcome.FAILED | ReleaseOutcome.CANCELLED as outcome:
             said = f"Result: {outcome.value}, no content was published; the run ended {state}."

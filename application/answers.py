@@ -13,7 +13,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from application.drafts import loads_json
-from application.guards import Publication
+from application.guards import Publication, publish
 from application.ports import Message, ModelRequest
 from application.prompts import CHAT_PROMPT, CHAT_SCHEMA, KNOWLEDGE_PROMPT, KNOWLEDGE_SCHEMA
 from application.replies import grounded_content, reply_content, ungrounded_content
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from application.harness import RunContext
     from application.ports import KnowledgeRetriever, Passage
     from domain.grounding import GroundingRules
+    from domain.published import GroundedAnswer, Published, UngroundedAnswer
 
 
 def answer_chat(ctx: RunContext) -> Publication:
@@ -67,7 +68,9 @@ def answer_knowledge(
     return _publish(ctx, _checked(text, passages, rules))
 
 
-def _checked(text: str, passages: Sequence[Passage], rules: GroundingRules) -> dict[str, Any]:
+def _checked(
+    text: str, passages: Sequence[Passage], rules: GroundingRules
+) -> GroundedAnswer | UngroundedAnswer:
     """The grounded answer's content, or the harness's passages with why it was refused."""
     try:
         parsed = knowledge_answer(loads_json(text))
@@ -99,7 +102,5 @@ def _ask(ctx: RunContext, system: str, user: str, schema: dict[str, Any]) -> str
     return ctx.call_model(request).text
 
 
-def _publish(ctx: RunContext, content: dict[str, Any]) -> Publication:
-    ctx.run.decide_release(ReleaseOutcome.SUCCESS, None, content)
-    ctx.save()
-    return Publication(ReleaseOutcome.SUCCESS, None, content)
+def _publish(ctx: RunContext, content: Published) -> Publication:
+    return publish(ctx, ReleaseOutcome.SUCCESS, None, content)

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
     from application.ports import Clock, KnowledgeRetriever, ModelProvider, Tool
     from application.store import HarnessStore
+    from domain.published import Published
     from domain.release_states import ReleaseOutcome
     from domain.run import Run
     from domain.values import Termination
@@ -74,8 +75,14 @@ class ChatResult:
     session_id: str
     termination: Termination
     release_outcome: ReleaseOutcome
-    content: dict[str, Any] | None
+    published: Published | None
+    """What the run published; None when it published nothing (FAILED or CANCELLED)."""
     position: int
+
+    @property
+    def content(self) -> dict[str, Any] | None:
+        """The published content as stored in the run's ``RELEASE_DECISION`` (its JSON)."""
+        return self.published.to_json() if self.published is not None else None
 
 
 @dataclass
@@ -120,7 +127,7 @@ class ChatService:
             self.store, self.clock, self.provider, run, self.pool, self.config.model_timeout_s
         )
         ctx.mark_current()
-        content: dict[str, Any] | None = None
+        content: Published | None = None
         failure: FailureCode | None = None  # None: the release decided, complete the run
         unexpected: Exception | None = None
         try:
@@ -228,7 +235,7 @@ class ChatService:
         self,
         ctx: RunContext,
         failure: FailureCode | None,
-        content: dict[str, Any] | None,
+        content: Published | None,
         cause: str = "",
     ) -> ChatResult:
         """Terminate (first terminal wins) and record ``RUN_FINISHED``, reloading on conflict.

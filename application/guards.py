@@ -10,7 +10,7 @@ withholds.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from application.diagnosis import AgentFailure, Completed, ControlledStop
 from application.drafts import DraftError
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from application.harness import RunContext
     from domain.collection import Collection
     from domain.grounding import JudgedStatement
+    from domain.published import Published
 
 
 class NoSafeContent(Exception):
@@ -45,7 +46,16 @@ class Publication:
 
     outcome: ReleaseOutcome
     fallback_type: FallbackType | None
-    content: dict[str, Any]
+    content: Published
+
+
+def publish(
+    ctx: RunContext, outcome: ReleaseOutcome, kind: FallbackType | None, content: Published
+) -> Publication:
+    """Record ``RELEASE_DECISION`` with the content as stored (its JSON), and save the run."""
+    ctx.run.decide_release(outcome, kind, content.to_json())
+    ctx.save()
+    return Publication(outcome, kind, content)
 
 
 def release(
@@ -148,10 +158,7 @@ def _after_judge(
     facts = [_fact(j) for j in judged[1:] if j.verdict is not SemanticVerdict.UNSUPPORTED]
     if verdict is SemanticVerdict.SUPPORTED:
         supported = [_fact(j) for j in judged[1:] if j.verdict is SemanticVerdict.SUPPORTED]
-        content = report(conclusion, supported)
-        ctx.run.decide_release(ReleaseOutcome.SUCCESS, None, content)
-        ctx.save()
-        return Publication(ReleaseOutcome.SUCCESS, None, content)
+        return publish(ctx, ReleaseOutcome.SUCCESS, None, report(conclusion, supported))
     kept = [f for f in facts if not restates(f.statement, conclusion.statement)]
     if verdict is SemanticVerdict.UNSUPPORTED:
         return _publish(ctx, FallbackType.SEMANTIC_UNSUPPORTED, kept, ())
@@ -192,10 +199,7 @@ def _publish(
     ctx: RunContext, kind: FallbackType, facts: Iterable[Fact], missing: Iterable[MissingOut]
 ) -> Publication:
     """A fallback: proven facts, scoped observations, what could not be checked, what is missing."""
-    content = fallback(ctx, kind, facts, missing)
-    ctx.run.decide_release(ReleaseOutcome.FALLBACK, kind, content)
-    ctx.save()
-    return Publication(ReleaseOutcome.FALLBACK, kind, content)
+    return publish(ctx, ReleaseOutcome.FALLBACK, kind, fallback(ctx, kind, facts, missing))
 
 
 def _failures(checked: Checked) -> str:

@@ -8,8 +8,9 @@ here from the draft's structured items — never the model's prose.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from domain.published import DiagnosisReport, FallbackContent, MissingItem
 from domain.release_states import FallbackType
 from domain.states import MissingKind
 from domain.tool_states import EvidenceStatus, InvocationStatus
@@ -37,41 +38,31 @@ MISSING_QUESTIONS = {
 }
 
 
-def fact_json(fact: Fact) -> dict[str, Any]:
-    """A statement and its citations as published."""
-    return {
-        "statement": fact.statement,
-        "citations": [{"reference": c.reference, "excerpt": c.excerpt} for c in fact.citations],
-        "references": list(fact.references),
-    }
-
-
-def report(conclusion: Fact, facts: Iterable[Fact]) -> dict[str, Any]:
+def report(conclusion: Fact, facts: Iterable[Fact]) -> DiagnosisReport:
     """The diagnosis report: the supported conclusion and supported facts, with citations."""
-    return {
-        "kind": "diagnosis",
-        "conclusion": conclusion.statement,
-        "citations": fact_json(conclusion)["citations"],
-        "references": list(conclusion.references),
-        "facts": [fact_json(f) for f in facts],
-    }
+    return DiagnosisReport(conclusion, tuple(facts))
 
 
 def fallback(
     ctx: RunContext, kind: FallbackType, facts: Iterable[Fact], missing: Iterable[MissingOut]
-) -> dict[str, Any]:
+) -> FallbackContent:
     """A fallback of ``kind``: proven facts, scoped observations, what could not be checked."""
     items = list(dict.fromkeys(_scoped(ctx, m) for m in missing))
-    return {
-        "kind": "fallback",
-        "fallback_type": kind.value,
-        "message": FALLBACK_MESSAGES[kind],
-        "verified_facts": [fact_json(f) for f in facts],
-        "no_evidence": no_evidence(ctx),
-        "not_checked": not_checked(ctx),
-        "missing_info": [missing_question(m) for m in items],
-        "missing": [m.model_dump(mode="json", exclude_none=True) for m in items],
-    }
+    return FallbackContent(
+        fallback_type=kind,
+        message=FALLBACK_MESSAGES[kind],
+        verified_facts=tuple(facts),
+        no_evidence=tuple(no_evidence(ctx)),
+        not_checked=tuple(not_checked(ctx)),
+        missing_info=tuple(missing_question(m) for m in items),
+        missing=tuple(missing_item(m) for m in items),
+    )
+
+
+def missing_item(item: MissingOut) -> MissingItem:
+    """A drafted missing item as published: its times as the JSON text of the draft's."""
+    times = item.model_dump(mode="json", include={"start", "end"}, exclude_none=True)
+    return MissingItem(item.kind, item.service, times.get("start"), times.get("end"))
 
 
 def no_evidence(ctx: RunContext) -> list[str]:

@@ -9,10 +9,18 @@ ungrounded knowledge answer is replaced by passages' ids, titles and first sente
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, assert_never
+from typing import TYPE_CHECKING, assert_never
 
 from domain.answers import AnswerRefusal, ChatReply, first_sentence
 from domain.grounding import SHOWN_EXCERPT
+from domain.published import (
+    ChatAnswer,
+    CitedPassage,
+    GroundedAnswer,
+    ListedPassage,
+    RefusedCitation,
+    UngroundedAnswer,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -50,62 +58,38 @@ def reply_text(reply: ChatReply) -> str:
             assert_never(unreachable)
 
 
-def reply_content(reply: ChatReply, refusal: AnswerRefusal | None) -> dict[str, Any]:
+def reply_content(reply: ChatReply, refusal: AnswerRefusal | None) -> ChatAnswer:
     """A system-chat answer's published content: the reply, its fixed text, and any refusal."""
-    return {
-        "kind": "answer",
-        "reply": reply.value,
-        "text": reply_text(reply),
-        "refused": refusal is not None,
-        "refusal": refusal.value if refusal else None,
-    }
+    return ChatAnswer(reply, reply_text(reply), refusal)
 
 
 def grounded_content(
     text: str, citations: Sequence[Citation], passages: Sequence[Passage]
-) -> dict[str, Any]:
+) -> GroundedAnswer:
     """A knowledge answer every citation of which proved: the model's text and its citations.
 
     The cited passages are recorded as retrieved, so an auditor can prove every excerpt from
     the log alone.
     """
-    return {
-        "kind": "answer",
-        "grounded": True,
-        "text": text,
-        "citations": [{"reference": c.reference, "excerpt": c.excerpt} for c in citations],
-        "passages": [{"id": p.id, "title": p.title, "text": p.text} for p in passages],
-        "refusal": None,
-        "rejected_citations": [],
-    }
+    cited = tuple(CitedPassage(p.id, p.title, p.text) for p in passages)
+    return GroundedAnswer(text, tuple(citations), cited)
 
 
 def ungrounded_content(
     passages: Sequence[Passage],
     refusal: AnswerRefusal,
     rejected: Sequence[tuple[Citation, CitationProblem]] = (),
-) -> dict[str, Any]:
+) -> UngroundedAnswer:
     """The harness's answer instead of an ungrounded one: the retrieved passages, as stored."""
-    listed = [{"id": p.id, "title": p.title, "sentence": first_sentence(p.text)} for p in passages]
-    return {
-        "kind": "answer",
-        "grounded": False,
-        "text": ungrounded_text(listed),
-        "citations": [],
-        "passages": listed,
-        "refusal": refusal.value,
-        "rejected_citations": [
-            {
-                "reference": citation.reference[:SHOWN_EXCERPT],
-                "excerpt": citation.excerpt[:SHOWN_EXCERPT],
-                "problem": problem.value,
-            }
-            for citation, problem in rejected
-        ],
-    }
+    listed = tuple(ListedPassage(p.id, p.title, first_sentence(p.text)) for p in passages)
+    shown = tuple(
+        RefusedCitation(c.reference[:SHOWN_EXCERPT], c.excerpt[:SHOWN_EXCERPT], problem)
+        for c, problem in rejected
+    )
+    return UngroundedAnswer(ungrounded_text(listed), listed, refusal, shown)
 
 
-def ungrounded_text(passages: Sequence[dict[str, str]]) -> str:
+def ungrounded_text(passages: Sequence[ListedPassage]) -> str:
     """The passages' ids, titles and first sentences, under a line saying what happened."""
     if not passages:
         return (
@@ -116,5 +100,5 @@ def ungrounded_text(passages: Sequence[dict[str, str]]) -> str:
         "The answer could not be grounded in the runbooks, so it is not shown."
         " These runbook passages matched the question:"
     ]
-    lines += [f"- [{p['id']}] {p['title']}: {p['sentence']}" for p in passages]
+    lines += [f"- [{p.id}] {p.title}: {p.sentence}" for p in passages]
     return "\n".join(lines)

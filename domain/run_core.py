@@ -13,6 +13,7 @@ from uuid import UUID, uuid4
 from eventsourcing.domain import Aggregate
 
 from domain.errors import IllegalTransitionError, InvalidCommandError, RunNotActiveError
+from domain.published_reader import published_conclusion
 from domain.release import GuardProgress
 from domain.release_states import FallbackType, ReleaseOutcome
 from domain.states import BudgetKind, CancellationReason, ChatApplicationStatus, Intent, RunState
@@ -141,7 +142,7 @@ class RunCore(Aggregate):
         if not (diagnosed and self.finished_outcome is ReleaseOutcome.SUCCESS):
             return None
         assert self.published is not None
-        return str(self.published.get("conclusion", "")) or None
+        return published_conclusion(self.published) or None
 
     def deadline_passed(self, now: datetime) -> bool:
         """Whether ``now`` is at or after the run's deadline."""

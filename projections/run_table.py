@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from application.views import jsonable
 from domain.collection import Collection
+from domain.published_reader import published_conclusion
 from domain.release import DB_STATUS, PUBLISHED
 from domain.release_states import ReleaseOutcome
 from domain.run import Run
@@ -145,8 +146,7 @@ def _finish(row: Row, event: Run.RunFinished) -> None:
     row["safe_answer"] = content
     if outcome is not ReleaseOutcome.FALLBACK:
         row["fallback_type"] = None  # a decided fallback that was not published is no outcome
-    conclusion = content.get("conclusion") if isinstance(content, dict) else None
-    row["conclusion"] = conclusion if isinstance(conclusion, str) else None
+    row["conclusion"] = None if content is None else published_conclusion(content)
     diagnosed = row["intent"] == Intent.DIAGNOSIS.value and outcome is ReleaseOutcome.SUCCESS
     row["published_result"] = content if diagnosed else None
 

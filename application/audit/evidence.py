@@ -8,7 +8,7 @@ a fact must quote one of them; NO_EVIDENCE says only that a scope was empty.
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 from application.audit.answers import is_answer_run
@@ -16,6 +16,7 @@ from application.audit.integrity import Violation
 from application.audit.rules import cited, no_evidence_notes
 from domain.collection import Collection
 from domain.grounding import occurs
+from domain.published_reader import parse_published
 from domain.run import Run
 from domain.tool_invocation import ToolInvocation
 from domain.tool_states import EvidenceStatus
@@ -23,6 +24,7 @@ from domain.tool_states import EvidenceStatus
 if TYPE_CHECKING:
     from application.audit.replay import Entry, RunLog
     from application.audit.rules import Cited
+    from domain.recorded import Recorded
 
 Ready = tuple[int, EvidenceStatus | None, str]
 """Where an invocation became READY: its log position, evidence status and content."""
@@ -55,9 +57,10 @@ def check_references(log: RunLog) -> list[Violation]:
     found: list[Violation] = []
     answer = is_answer_run(log)  # cites passages, not invocations: see audit.answers
     for entry in log.of(Run.ReleaseDecision):
-        for pairs, legacy in [] if answer else cited(entry.event.content):
+        content = parse_published(entry.event.content)
+        for pairs, legacy in [] if answer else cited(content):
             found.extend(_citation(log, ready, pairs, legacy, entry))
-        found.extend(_unscoped_notes(ready, entry))
+        found.extend(_unscoped_notes(ready, entry, content))
     for entry in log.of(Collection.ToolProgress):
         invocation = entry.event.invocation_id
         if invocation is not None and str(invocation) not in ready:
@@ -66,7 +69,7 @@ def check_references(log: RunLog) -> list[Violation]:
     return found
 
 
-def _unscoped_notes(ready: dict[str, Ready], entry: Entry) -> list[Violation]:
+def _unscoped_notes(ready: dict[str, Ready], entry: Entry, content: Recorded) -> list[Violation]:
     """§16.5: each published NO_EVIDENCE note is the scope of an empty result of the run."""
     at = entry.record.position
     scopes = [content for p, status, content in ready.values() if p < at and status is EMPTY]
@@ -76,7 +79,7 @@ def _unscoped_notes(ready: dict[str, Ready], entry: Entry) -> list[Violation]:
             f"publishes a NO_EVIDENCE note no empty result scopes: {note!r:.80}",
             entry.record,
         )
-        for note in no_evidence_notes(entry.event.content)
+        for note in no_evidence_notes(content)
         if not any(scope and note.endswith(scope) for scope in scopes)
     ]
 
@@ -104,7 +107,7 @@ def _citation(
 
 
 def _evidence(
-    log: RunLog, ready: dict[str, Ready], reference: Any, entry: Entry, found: list[tuple[str, str]]
+    log: RunLog, ready: dict[str, Ready], reference: str, entry: Entry, found: list[tuple[str, str]]
 ) -> str | None:
     """The content a reference cites as evidence, or None after noting why it cannot."""
     name = _stream_of(reference)

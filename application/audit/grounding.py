@@ -17,15 +17,24 @@ The reference and excerpt of each citation are checked against the run's evidenc
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, assert_never
 
 from application.audit.answers import is_answer_run
 from application.audit.evidence import ready_results
 from application.audit.integrity import Violation
-from application.audit.rules import cited
+from application.audit.rules import as_judged, cited, statements
 from application.published import missing_question, not_checked_note
 from domain.collection import Collection
 from domain.grounding import DEFAULT_RULES, GroundingRules, restates
+from domain.published import (
+    ChatAnswer,
+    DiagnosisReport,
+    FallbackContent,
+    GroundedAnswer,
+    UngroundedAnswer,
+)
+from domain.published_reader import parse_published
+from domain.recorded import LegacyAnswer, LegacyFallback, LegacyReport, Unreadable
 from domain.release_states import SemanticVerdict
 from domain.run import Run
 from domain.tool_invocation import ToolInvocation
@@ -34,6 +43,7 @@ from domain.tool_states import EvidenceStatus
 if TYPE_CHECKING:
     from application.audit.replay import Entry, RunLog
     from domain.grounding import JudgedStatement
+    from domain.recorded import Recorded
 
 RULE = "design §10.1"
 
@@ -45,13 +55,27 @@ def check_grounding(log: RunLog) -> list[Violation]:
     rules = recorded_rules(log)
     found: list[Violation] = []
     for entry in log.of(Run.ReleaseDecision):
-        content = entry.event.content if isinstance(entry.event.content, dict) else {}
-        problems = [*_weak_citations(content, rules), *_unjudged(log, entry, content)]
-        if content.get("kind") == "fallback":
-            problems += [*_fallback_parts(log, entry, content)]
-        found += [Violation(RULE, why, entry.record) for why in problems]
+        content = parse_published(entry.event.content)
+        found += [
+            Violation(RULE, why, entry.record) for why in _problems(log, entry, content, rules)
+        ]
     found += _guard_verdict(log, rules)
     return found
+
+
+def _problems(log: RunLog, entry: Entry, content: Recorded, rules: GroundingRules) -> list[str]:
+    """What one release decision of a diagnosis published that the log does not prove."""
+    match content:
+        case DiagnosisReport() | LegacyReport():
+            return [*_weak_citations(content, rules), *_unjudged(log, entry, content)]
+        case FallbackContent() | LegacyFallback():
+            return [*_weak_citations(content, rules), *_fallback_parts(log, entry, content)]
+        case ChatAnswer() | GroundedAnswer() | UngroundedAnswer() | LegacyAnswer():
+            return ["publishes an answer, which only SYSTEM_CHAT and KNOWLEDGE_QUERY runs publish"]
+        case Unreadable(reason=reason):
+            return [f"publishes {reason}"]
+        case _ as unreachable:
+            assert_never(unreachable)
 
 
 def recorded_rules(log: RunLog) -> GroundingRules:
@@ -62,7 +86,7 @@ def recorded_rules(log: RunLog) -> GroundingRules:
     return DEFAULT_RULES
 
 
-def _weak_citations(content: dict[str, Any], rules: GroundingRules) -> list[str]:
+def _weak_citations(content: Recorded, rules: GroundingRules) -> list[str]:
     found: list[str] = []
     for pairs, _legacy in cited(content):
         excerpts = [excerpt for _, excerpt in pairs]
@@ -82,42 +106,28 @@ def _last_judged(log: RunLog, before: Entry) -> tuple[JudgedStatement, ...] | No
     return decisions[-1].event.judged if decisions else None
 
 
-def _as_judged(statement: dict[str, Any]) -> tuple[Any, ...]:
-    citations = statement.get("citations") or []
-    return (
-        statement.get("statement"),
-        tuple((c.get("reference"), c.get("excerpt")) for c in citations if isinstance(c, dict)),
-    )
-
-
-def _unjudged(log: RunLog, entry: Entry, content: dict[str, Any]) -> list[str]:
+def _unjudged(log: RunLog, entry: Entry, content: DiagnosisReport | LegacyReport) -> list[str]:
     """A report's statements must be exactly ones the judge found SUPPORTED."""
-    if content.get("kind") != "diagnosis":
-        return []
     judged = _last_judged(log, entry)
     if not judged:
         return ["publishes a report whose statements were not judged one by one"]
-    supported = {
-        (j.statement, tuple((c.reference, c.excerpt) for c in j.citations))
-        for j in judged
-        if j.verdict is SemanticVerdict.SUPPORTED
-    }
-    conclusion = {"statement": content.get("conclusion"), "citations": content.get("citations")}
-    facts = [f for f in content.get("facts") or [] if isinstance(f, dict)]
+    supported = {as_judged(j) for j in judged if j.verdict is SemanticVerdict.SUPPORTED}
     return [
         f"publishes {what!r:.80}, which the judge did not find SUPPORTED as published"
-        for what, statement in [("the conclusion", conclusion)] + [(f, f) for f in facts]
-        if _as_judged(statement) not in supported
+        for what, statement in statements(content)
+        if statement not in supported
     ]
 
 
-def _fallback_parts(log: RunLog, entry: Entry, content: dict[str, Any]) -> list[str]:
+def _fallback_parts(
+    log: RunLog, entry: Entry, content: FallbackContent | LegacyFallback
+) -> list[str]:
     found: list[str] = []
     judged = _last_judged(log, entry) or ()
     rejected = {j.statement for j in judged if j.verdict is SemanticVerdict.UNSUPPORTED}
     conclusion = judged[0].statement if judged else None
-    for fact in content.get("verified_facts") or []:
-        statement = str(fact.get("statement")) if isinstance(fact, dict) else ""
+    for fact in content.verified_facts:
+        statement = fact.statement
         if statement in rejected:
             found.append(f"publishes a fact the judge rejected: {statement!r:.80}")
         elif conclusion is not None and restates(statement, conclusion):
@@ -125,21 +135,23 @@ def _fallback_parts(log: RunLog, entry: Entry, content: dict[str, Any]) -> list[
     return found + _missing_problems(content) + _not_checked_problems(log, entry, content)
 
 
-def _missing_problems(content: dict[str, Any]) -> list[str]:
+def _missing_problems(content: FallbackContent | LegacyFallback) -> list[str]:
     """Missing information is the harness's wording of structured items, nothing else."""
     from application.drafts import MissingOut
 
-    questions = content.get("missing_info") or []
+    recorded = content.missing if isinstance(content, FallbackContent) else ()
     try:
-        items = [MissingOut.model_validate(item) for item in content.get("missing") or []]
+        items = [MissingOut.model_validate(item.to_json()) for item in recorded]
     except ValueError:
         return ["publishes missing information whose structured items are malformed"]
-    if [missing_question(item) for item in items] != list(questions):
+    if [missing_question(item) for item in items] != list(content.missing_info):
         return ["publishes missing information that is not the harness's wording of its items"]
     return []
 
 
-def _not_checked_problems(log: RunLog, entry: Entry, content: dict[str, Any]) -> list[str]:
+def _not_checked_problems(
+    log: RunLog, entry: Entry, content: FallbackContent | LegacyFallback
+) -> list[str]:
     """Every tool call that failed is reported as not checked, never left out as absence."""
     at = entry.record.position
     failed = [
@@ -151,7 +163,7 @@ def _not_checked_problems(log: RunLog, entry: Entry, content: dict[str, Any]) ->
             for e in stream.entries
         )
     ]
-    reported = list(content.get("not_checked") or [])
+    reported = list(content.not_checked) if isinstance(content, FallbackContent) else []
     expected = [not_checked_note(inv) for inv in failed]
     if sorted(reported) != sorted(expected):
         return [

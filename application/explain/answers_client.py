@@ -9,7 +9,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from application.explain.causes import _no_context
-from application.explain.words import _STATUS, _answer, _ended, _fallback_type, _reason, _v
+from application.explain.words import (
+    _STATUS,
+    _answer,
+    _ended,
+    _fallback_type,
+    _published,
+    _reason,
+    _v,
+)
+from domain.recorded import conclusion_of
 from domain.release_states import ReleaseOutcome
 from domain.run import Run
 from domain.states import CancellationReason, DbStatus, RunState, SseSessionState
@@ -22,19 +31,20 @@ if TYPE_CHECKING:
 def _success_without_conclusion(log: _Log) -> Answer:
     run, outcome = log.run, log.run.finished_outcome
     status = _STATUS[outcome] if outcome else DbStatus.RUNNING
-    content = run.published or {}
-    conclusion = content.get("conclusion") if outcome is ReleaseOutcome.SUCCESS else None
+    published = _published(run)
+    success = outcome is ReleaseOutcome.SUCCESS
+    conclusion = conclusion_of(published) if published is not None and success else None
     fields: dict[str, FieldValue] = {
         "status": status.value,
         "release_outcome": _v(outcome),
-        "content_kind": str(content["kind"]) if "kind" in content else None,
+        "content_kind": published.kind if published is not None else None,
         "fallback_type": _v(_fallback_type(run)),
-        "has_conclusion": isinstance(conclusion, str),
+        "has_conclusion": conclusion is not None,
         "intent": _v(run.intent),
     }
     evidence = [log.last(Run.ReleaseDecision), log.last(Run.RunFinished)]
     key, handled = "success_without_conclusion", "status=SUCCESS means handled with safe content"
-    if isinstance(conclusion, str):
+    if conclusion is not None:
         text = f"Does not apply: the release published a diagnosis concluding {conclusion!r}."
         return _answer(key, False, text, fields, evidence)
     if status is not DbStatus.SUCCESS:

@@ -5,7 +5,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, assert_never
 
 from application.explain.drafts import _draft_fields, _failed, _last_draft, _proposed
-from application.explain.words import _ended, _fallback_type, _published_list, _spent, _trailing, _v
+from application.explain.words import (
+    _ended,
+    _fallback_type,
+    _missing_info,
+    _spent,
+    _trailing,
+    _v,
+)
 from domain.collection import Collection
 from domain.release_states import FallbackType, ReleaseOutcome
 from domain.run import Run
@@ -22,7 +29,7 @@ def _cause(log: _Log, kind: FallbackType) -> str:
     initial, recheck = log.last(Run.EvidenceGuardInitial), log.last(Run.EvidenceGuardRecheck)
     match kind:
         case FallbackType.MISSING_REQUIRED_CONTEXT:
-            missing = "; ".join(_published_list(log.run, "missing_info"))
+            missing = "; ".join(_missing_info(log.run))
             return (
                 "the agent drafted no conclusion and no fact could be verified, but it named the "
                 f"missing information ({missing})"
@@ -187,7 +194,7 @@ def _guard_fields(log: _Log) -> dict[str, FieldValue]:
         "recheck_invalid_references": list(recheck.invalid_references) if recheck else [],
         "semantic_verdict": _v(decision.verdict) if decision else None,
         "semantic_unavailable": (decision.unavailable or None) if decision else None,
-        "missing_info": _published_list(log.run, "missing_info"),
+        "missing_info": _missing_info(log.run),
         "stop_reason": _v(log.stop_reason),
         **_draft_fields(log),
     }

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, assert_never
 
 from application.explain.model import QUESTIONS, Answer, EventRef, FieldValue
 from domain.catalogue import event_type_name
+from domain.published import (
+    ChatAnswer,
+    DiagnosisReport,
+    FallbackContent,
+    GroundedAnswer,
+    UngroundedAnswer,
+)
+from domain.published_reader import parse_published
+from domain.recorded import LegacyAnswer, LegacyFallback, LegacyReport, Unreadable
 from domain.release import DB_STATUS
 from domain.release_states import FallbackType, ReleaseOutcome
 from domain.states import CancellationReason, CompletionReason, FailureCode, TerminationReason
@@ -15,6 +24,7 @@ if TYPE_CHECKING:
     from enum import Enum
     from uuid import UUID
 
+    from domain.recorded import Recorded
     from domain.run import Run
     from domain.tool_invocation import ToolInvocation
 
@@ -95,9 +105,29 @@ def _trailing(events: list[Any], matches: Callable[[Any], bool]) -> list[Any]:
     return found
 
 
-def _published_list(run: Run, key: str) -> list[str]:
-    value = (run.published or {}).get(key, [])
-    return [str(item) for item in value] if isinstance(value, list) else []
+def _published(run: Run) -> Recorded | None:
+    """What the run's release decided to publish, read back; None before any decision."""
+    return None if run.published is None else parse_published(run.published)
+
+
+def _missing_info(run: Run) -> list[str]:
+    """The missing information the run's release published: a fallback's questions."""
+    match _published(run):
+        case FallbackContent(missing_info=questions) | LegacyFallback(missing_info=questions):
+            return list(questions)
+        case (
+            DiagnosisReport()
+            | ChatAnswer()
+            | GroundedAnswer()
+            | UngroundedAnswer()
+            | LegacyReport()
+            | LegacyAnswer()
+            | Unreadable()
+            | None
+        ):
+            return []
+        case _ as unreachable:
+            assert_never(unreachable)
 
 
 def _rejection(event: Run.ToolRequestRejected) -> str:

@@ -8,14 +8,16 @@ from uuid import UUID, uuid4
 import pytest
 
 from application.explain import QUESTIONS, Answer, RunExplanation, explain_run
+from application.published import FALLBACK_MESSAGES, MISSING_QUESTIONS
 from application.store import HarnessStore
 from application.store_reads import events_of
 from domain.catalogue import event_type_name
 from domain.collection import collection_id
 from domain.errors import UnknownAggregateError
+from domain.published import FallbackContent, MissingItem
 from domain.release_states import FallbackType, ReleaseOutcome
 from domain.run import Run
-from domain.states import BudgetKind, CancellationReason, Intent, RunState
+from domain.states import BudgetKind, CancellationReason, Intent, MissingKind, RunState
 from tests.integration._projection_helpers import (
     QUERY,
     collection_stop_reason,
@@ -24,6 +26,8 @@ from tests.integration._projection_helpers import (
     value,
 )
 from tests.integration.test_outcome_table import ROWS, Row
+
+QUESTION_SERVICE = MISSING_QUESTIONS[MissingKind.SERVICE]
 
 STOP_REASONS = {
     "saturated": "INFORMATION_SATURATED",
@@ -365,15 +369,19 @@ def test_a_decided_fallback_reaches_the_user_only_once_published(store: HarnessS
     run.attempt_routing()
     run.decide_routing(Intent.DIAGNOSIS)
     run.check_evidence(has_conclusion=False, valid=True)
-    content = {"kind": "fallback", "missing_info": ["Which service is affected?"]}
-    run.decide_release(ReleaseOutcome.FALLBACK, FallbackType.MISSING_REQUIRED_CONTEXT, content)
+    kind = FallbackType.MISSING_REQUIRED_CONTEXT
+    asked = MissingItem(MissingKind.SERVICE)
+    content = FallbackContent(
+        kind, FALLBACK_MESSAGES[kind], (), (), (), (QUESTION_SERVICE,), (asked,)
+    )
+    run.decide_release(ReleaseOutcome.FALLBACK, kind, content.to_json())
     store.save_all(run)
 
     decided = explain_run(store, run_id)
     fallback = answers_of(decided)["why_fallback"]
     assert decided.fallback_type == "MISSING_REQUIRED_CONTEXT" and not decided.finished
     assert fallback.applies and "decided (published when the run finishes)" in fallback.answer
-    assert "Which service is affected?" in fallback.answer
+    assert QUESTION_SERVICE in fallback.answer
 
     store.cancel(run_id, CancellationReason.USER_REQUESTED)
     run = store.get_run(run_id)
