@@ -1,0 +1,7 @@
+"""Benchmarks that print ratios against a floor or reference measured in the same run.
+
+Run each from the repository root as a module, e.g. ``.venv/bin/python -m bench.run --help``:
+``bench.append`` (append throughput), ``bench.run`` (harness overhead per diagnosis run),
+``bench.projections`` (read-side rebuild) and ``bench.sse`` (live-feed latency). What they share
+is in :mod:`bench.common`; the bare eventsourcing floor is in :mod:`bench.floor`.
+"""

@@ -1,19 +1,12 @@
-"""What both benchmarks share: the bare eventsourcing floor and the local PostgreSQL helpers."""
+"""The bare eventsourcing floor: a plain Application and a minimal aggregate, not our store."""
 
 from __future__ import annotations
 
+from typing import Any
 from uuid import UUID, uuid4
 
-import psycopg
 from eventsourcing.application import Application
 from eventsourcing.domain import Aggregate
-from psycopg import sql
-
-PG_HOST = "127.0.0.1"
-PG_PORT = 5432
-PG_USER = "postgres"
-PG_DBNAME = "harness_bench"
-LOCK_TIMEOUT = "5"
 
 
 class Widget(Aggregate):
@@ -50,14 +43,16 @@ class BareBench(Application[UUID]):
     """A plain Application: no custom transcodings, mapper or environment handling."""
 
 
-def pg_conninfo(dbname: str) -> str:
-    """A libpq connection string for the local server."""
-    return f"host={PG_HOST} port={PG_PORT} user={PG_USER} dbname={dbname}"
+class StoredSize:
+    """The stored state size of a bare event, found in memory (the POPO recorder)."""
 
+    def __init__(self) -> None:
+        self._app = BareBench(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
 
-def ensure_database() -> None:
-    """Create the benchmark database if it is missing."""
-    with psycopg.connect(pg_conninfo("postgres"), autocommit=True) as conn:
-        found = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (PG_DBNAME,))
-        if found.fetchone() is None:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(PG_DBNAME)))
+    def __call__(self, event: Any) -> int:
+        """Bytes of ``event``'s stored state."""
+        return len(self._app.mapper.to_stored_event(event).state)
+
+    def close(self) -> None:
+        """Release the in-memory application."""
+        self._app.close()

@@ -141,7 +141,7 @@ def _calls(tree: ast.AST) -> set[str]:
     return found
 
 
-def constructions(folders: tuple[str, ...] = LAYERS) -> list[str]:
+def constructions(folders: tuple[str, ...] = (*LAYERS, "bench")) -> list[str]:
     """``file: name`` for every store or engine constructed outside the composition root."""
     found = []
     for folder in folders:

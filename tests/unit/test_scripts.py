@@ -1,14 +1,16 @@
-"""The install step the README's two commands share, its lock file, and the pre-commit hooks."""
+"""The install step the README's two commands share, its lock file, the hooks and the benches."""
 
 from __future__ import annotations
 
 import re
 import shlex
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,3 +89,13 @@ def test_the_pre_commit_hooks_reject_what_scripts_test_rejects(tmp_path: Path) -
         run = [*shlex.split(hooks[hook_id]["entry"]), str(bad)]
         assert subprocess.run(run, cwd=ROOT, capture_output=True, timeout=60).returncode == 1
     assert hooks["mypy"]["entry"] in (ROOT / "scripts" / "test").read_text().splitlines()
+
+
+@pytest.mark.parametrize("bench", ["append", "run", "projections", "sse"])
+def test_every_bench_runs_as_a_module_of_the_bench_package(bench: str) -> None:
+    run = [sys.executable, "-m", f"bench.{bench}", "--help"]
+    done = subprocess.run(run, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"usage: python -m bench.{bench} ")
+    readme = (ROOT / "README.md").read_text()
+    assert f".venv/bin/python -m bench.{bench} " in readme

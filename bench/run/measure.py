@@ -1,0 +1,124 @@
+"""Measuring one backend: the real run's shape, then the harness and its floors, interleaved."""
+
+from __future__ import annotations
+
+import cProfile
+import gc
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from bench.common import interleaved, percentile, place, print_profile, shares
+from bench.floor import BareBench
+from bench.run import MEASUREMENTS, OVERHEAD, PROFILE_LINES, ROUNDS, SESSION, WARM_UP
+from bench.run.ports import time_ports
+from bench.run.replay import Floor, padded_plan
+from bench.run.shape import capture_shape
+from infrastructure.composition import bootstrap
+from infrastructure.ops_data import sample_incidents
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from bench.run.ports import PortTimer
+    from bench.run.shape import Shape
+    from infrastructure.composition import Services
+
+
+@dataclass(frozen=True)
+class Result:
+    """One measurement: the duration of each run, in seconds."""
+
+    backend: str
+    name: str
+    seconds: tuple[float, ...]
+
+    @property
+    def mean_ms(self) -> float:
+        """Mean milliseconds per run."""
+        return 1000 * sum(self.seconds) / len(self.seconds)
+
+    def percentile_ms(self, p: float) -> float:
+        """Nearest-rank percentile in milliseconds."""
+        return 1000 * percentile(self.seconds, p)
+
+
+def timed_runs(run: Callable[[], object], count: int) -> list[float]:
+    """Make ``count`` runs; the duration of each."""
+    gc.collect()
+    durations: list[float] = []
+    for _ in range(count):
+        began = time.perf_counter()
+        run()
+        durations.append(time.perf_counter() - began)
+    return durations
+
+
+def measure(
+    backend: str, runners: dict[str, Callable[[], object]], runs: int, ports: PortTimer
+) -> list[Result]:
+    """Warm up every runner, then ``runs`` runs each in interleaved, rotating rounds.
+
+    The harness runner is wrapped by ``ports``; the derived :data:`OVERHEAD` measurement is each
+    harness run minus its port seconds.
+    """
+    for name in MEASUREMENTS:
+        timed_runs(runners[name], WARM_UP)
+    ports.runs.clear()
+    durations: dict[str, list[float]] = {name: [] for name in MEASUREMENTS}
+    for _, name, share in interleaved(MEASUREMENTS, shares(runs, ROUNDS)):
+        durations[name] += timed_runs(runners[name], share)
+    results = [Result(backend, name, tuple(durations[name])) for name in MEASUREMENTS]
+    if len(ports.runs) != len(durations["harness"]):
+        raise RuntimeError("port timings do not match the harness runs")
+    overhead = tuple(d - p for d, p in zip(durations["harness"], ports.runs, strict=True))
+    results.append(Result(backend, OVERHEAD, overhead))
+    for r in results:
+        print(f"  {backend:8} {r.name:9} {r.mean_ms:8.2f} ms/run", flush=True)
+    return results
+
+
+def profile_run(backend: str, runtime: Services, question: str) -> None:
+    """Profile one harness run and print the top functions by own and by cumulative time."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    runtime.chat.ask(SESSION, question)
+    profiler.disable()
+    print_profile(profiler, f"one harness run on {backend}", PROFILE_LINES)
+
+
+@dataclass(frozen=True)
+class BackendReport:
+    """What one backend produced."""
+
+    backend: str
+    shape: Shape
+    floor_state_bytes: int
+    floor_reads: tuple[int, int]
+    results: list[Result]
+
+
+def bench_backend(backend: str, runs: int, profile: bool) -> BackendReport:
+    """Sample data, the shape of one real run, then the three measurements in a fresh place."""
+    question = sample_incidents()[0].question
+    with place(backend) as where, ExitStack() as stack:
+        # PostgreSQL: the project's store creates the schema the floors then write in
+        runtime = stack.enter_context(bootstrap(where.settings, create=True, sample=True))
+        runtime.chat.ask(SESSION, question)  # first-use costs stay out of the shape
+        shape = capture_shape(runtime, question)
+        ports = time_ports(runtime)
+        plan, floor_bytes = padded_plan(shape)
+        floor = Floor(BareBench(env=where.bare_env), plan, reads=False)
+        stack.callback(floor.close)
+        floor_get = Floor(BareBench(env=where.bare_env), plan, reads=True)
+        stack.callback(floor_get.close)
+        runners: dict[str, Callable[[], object]] = {
+            "harness": ports.wrap(lambda: runtime.chat.ask(SESSION, question)),
+            "floor": floor.run,
+            "floor+get": floor_get.run,
+        }
+        results = measure(backend, runners, runs, ports)
+        if profile:
+            profile_run(backend, runtime, question)
+        return BackendReport(backend, shape, floor_bytes, floor_get.reads(), results)
