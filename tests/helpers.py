@@ -133,9 +133,6 @@ def fresh_sqlite(**settings: Any) -> Iterator[Services]:
     ``settings`` are further :class:`~infrastructure.settings.Settings` fields.
     """
     with tempfile.TemporaryDirectory() as folder:
-        url = f"sqlite:///{Path(folder) / 'harness.db'}"
-        overrides = Overrides(heartbeat=False)
-        with bootstrap(
-            Settings(database_url=url, **settings), create=True, overrides=overrides
-        ) as on:
-            yield on
+        given = Settings(database_url=f"sqlite:///{Path(folder) / 'harness.db'}", **settings)
+        with bootstrap(given, create=True, overrides=Overrides(heartbeat=False)) as services:
+            yield services

@@ -34,7 +34,7 @@ def _service(settings: Settings) -> Iterator[Served]:
         try:
             yield served
         finally:
-            for tool in served.app.state.services.dispatcher.service.tools.values():
+            for tool in served.app.state.worker.dispatcher.service.tools.values():
                 getattr(tool, "release", lambda: None)()  # a hung scripted tool answers, late
 
 
@@ -58,11 +58,11 @@ def test_a_hanging_port_is_ended_by_the_run_deadline_through_the_service(
         trace = [e["event_type"] for e in client.get(f"/v1/runs/{run_id}/trace").json()["data"]]
         assert trace.count("RUN_TERMINATED") == 1
         assert trace[-1] == "RUN_FINISHED"
-        services = app.state.services
+        worker = app.state.worker
         hung = (
-            services.dispatcher.service.provider
+            worker.dispatcher.service.provider
             if where == "model"
-            else services.dispatcher.service.tools["search_logs"]
+            else worker.dispatcher.service.tools["search_logs"]
         )
         assert hung.hanging.is_set()  # the port really was still waiting when the run ended
         if where == "tool":
