@@ -68,7 +68,7 @@ class Overrides:
     """An open store (its opener closes it); otherwise the configured one is opened."""
     provider: ModelProvider | None = None
     tools: Mapping[str, Tool] | None = None
-    """Replace the built-in tools (a scripted provider's tools are added either way)."""
+    """Replace the built-in tools (``{}``: none); a scripted provider's tools are added anyway."""
     clock: Clock | None = None
     knowledge: KnowledgeRetriever | None = None
     config: ChatConfig | None = None
@@ -123,7 +123,7 @@ class Services:
         """The service that starts and executes runs (HARNESS_MODEL picks the model)."""
         given = self.overrides
         tools: dict[str, Tool] = dict(
-            given.tools or {t.name: t for t in builtin_tools(self.engine)}
+            {t.name: t for t in builtin_tools(self.engine)} if given.tools is None else given.tools
         )
         config = given.config or chat_config_of(self.settings)
         provider = given.provider or self._provider()

@@ -15,9 +15,9 @@ from psycopg import sql
 from sqlalchemy import Engine
 
 from application.store import HarnessStore
-from infrastructure.database import create_sql_engine
-from infrastructure.eventstore import init_store
+from infrastructure.composition import Overrides, Services, bootstrap
 from infrastructure.settings import Settings
+from tests.helpers import FixedClock
 
 PG_URL = os.environ.get("HARNESS_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/harness_test")
 """The test database; `.ci/run` creates it. Each test gets its own schema inside it."""
@@ -84,16 +84,28 @@ def settings(request: pytest.FixtureRequest) -> Settings:
 
 
 @pytest.fixture
-def store(settings: Settings) -> Iterator[HarnessStore]:
-    """An initialised store on each backend."""
-    app = init_store(settings)
-    yield app
-    app.close()
+def services(settings: Settings) -> Iterator[Services]:
+    """The composition root on a fresh store of each backend: event, read and lease tables.
+
+    No worker lease (the tests execute runs in-process); ``store`` and ``engine`` are its parts.
+    """
+    with bootstrap(settings, create=True, overrides=Overrides(heartbeat=False)) as opened:
+        yield opened
 
 
 @pytest.fixture
-def engine(store: HarnessStore, settings: Settings) -> Iterator[Engine]:
-    """The read side's engine on the store's database (the store created the schema)."""
-    made = create_sql_engine(settings)
-    yield made
-    made.dispose()
+def store(services: Services) -> HarnessStore:
+    """The store of :func:`services`, initialised on each backend."""
+    return services.store
+
+
+@pytest.fixture
+def engine(services: Services) -> Engine:
+    """The read side's engine of :func:`services`, on the store's database."""
+    return services.engine
+
+
+@pytest.fixture
+def fixed_clock() -> FixedClock:
+    """A clock that always says :data:`tests.helpers.AT`."""
+    return FixedClock()

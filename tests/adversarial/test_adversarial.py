@@ -17,14 +17,12 @@ import pytest
 
 from application.audit.records import store_records
 from application.audit.verify import verify_records
-from application.store import HarnessStore
 from domain.run import Run
-from infrastructure.model_scripted import (
-    load_scenario,
-)
+from infrastructure.composition import Services
+from infrastructure.model_scripted import load_scenario
 from projections.sse_feed import run_feed
+from tests.helpers import ask_scripted
 from tests.integration._invariants import check_run, read_events
-from tests.integration._scripted import ask_scripted
 
 HERE = Path(__file__).parent
 SCENARIOS = sorted(HERE.glob("*.yaml"))
@@ -40,10 +38,11 @@ def test_there_are_at_least_thirty_attacks_each_stating_itself() -> None:
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
-def test_the_attack_is_contained(path: Path, store: HarnessStore) -> None:
+def test_the_attack_is_contained(path: Path, services: Services) -> None:
+    store = services.store
     scenario = load_scenario(path)
     expect: dict[str, Any] = scenario.pop("expect")
-    result = ask_scripted(store, scenario, "adversary", QUESTION)
+    result = ask_scripted(services, scenario, "adversary", QUESTION)
     events = read_events(store)
     check_run(result, events)
     report = verify_records(store_records(store), None, run_feed)  # the offline verifier agrees

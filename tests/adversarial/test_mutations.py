@@ -10,21 +10,16 @@ file; every run must keep the log's invariants and publish only statements the l
 from __future__ import annotations
 
 import copy
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infrastructure.eventstore import init_store
-from infrastructure.model_scripted import (
-    load_scenario,
-)
-from infrastructure.settings import Settings
+from infrastructure.model_scripted import load_scenario
 from tests._fuzz import fuzz_settings
+from tests.helpers import ask_scripted, fresh_sqlite
 from tests.integration._invariants import check_run, read_events
-from tests.integration._scripted import ask_scripted
 
 BASE = load_scenario(Path(__file__).parent / "control_supported.yaml")
 BASE.pop("expect")
@@ -96,11 +91,6 @@ def mutated(draw: st.DrawFn) -> dict[str, Any]:
 @fuzz_settings(2000)
 @given(mutated())
 def test_only_proven_statements_are_published(scenario: dict[str, Any]) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(database_url=f"sqlite:///{Path(tmp) / 'harness.db'}")
-        store = init_store(settings)
-        try:
-            result = ask_scripted(store, scenario, "mutant", QUESTION)
-            check_run(result, read_events(store))  # includes: published == proven and judged
-        finally:
-            store.close()
+    with fresh_sqlite() as services:
+        result = ask_scripted(services, scenario, "mutant", QUESTION)
+        check_run(result, read_events(services.store))  # includes: published == proven and judged

@@ -1,4 +1,4 @@
-"""A real uvicorn server in a thread, and a client that reads Server-Sent Events."""
+"""A real uvicorn server in a thread, a client of it, and a reader of Server-Sent Events."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -20,12 +21,38 @@ from fastapi import FastAPI
 from api.main import create_app
 from application.store import HarnessStore
 from infrastructure.composition import bootstrap
-from infrastructure.database import create_sql_engine
-from infrastructure.eventstore import init_store
-from infrastructure.read_tables import create_read_tables
 from infrastructure.settings import Settings
 
 STARTUP_TIMEOUT = 30.0
+TIMEOUT = httpx.Timeout(60.0)
+"""How long a test's client waits for an answer (a run's whole stream included)."""
+
+
+@dataclass(frozen=True)
+class Served:
+    """A served app, a client of it, and the store the test shares with the app."""
+
+    client: httpx.Client
+    store: HarnessStore
+    app: FastAPI
+
+
+@contextmanager
+def served_client(
+    settings: Settings, *, sample: bool = True, headers: Mapping[str, str] | None = None
+) -> Iterator[Served]:
+    """The app over real uvicorn on ``settings``' store, and a client of it.
+
+    The composition root makes the store as ``harness db init`` does (with ``--sample`` unless
+    ``sample`` is false) and hands it to the app: the test reads what the app wrote.
+    """
+    with bootstrap(settings, create=True, sample=sample) as services:
+        app = create_app(settings, services.store)
+        with (
+            serving_app(app) as base,
+            httpx.Client(base_url=base, timeout=TIMEOUT, headers=headers) as client,
+        ):
+            yield Served(client, services.store, app)
 
 
 @contextmanager
@@ -36,9 +63,15 @@ def serving(settings: Settings, store: HarnessStore | None = None) -> Iterator[s
 
 
 @contextmanager
-def serving_app(app: FastAPI) -> Iterator[str]:
-    """Serve an app already built (the caller may reach its services) on a free port."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+def serving_app(
+    app: FastAPI, *, uds: Path | None = None, log_level: str = "warning"
+) -> Iterator[str]:
+    """Serve an app already built on a free loopback port, or on the Unix socket ``uds``.
+
+    Yields its base URL (on a socket, a client needs ``httpx.HTTPTransport(uds=...)`` too).
+    """
+    where: dict[str, Any] = {"uds": str(uds)} if uds else {"host": "127.0.0.1", "port": 0}
+    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, **where))
     thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
     thread.start()
     deadline = time.monotonic() + STARTUP_TIMEOUT
@@ -46,9 +79,11 @@ def serving_app(app: FastAPI) -> Iterator[str]:
         if not thread.is_alive() or time.monotonic() > deadline:
             raise RuntimeError("the test server did not start")
         time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
     try:
-        yield f"http://127.0.0.1:{port}"
+        if uds:
+            yield "http://harness"
+        else:
+            yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
     finally:
         server.should_exit = True
         thread.join(timeout=30)
@@ -113,12 +148,7 @@ def read_all(client: httpx.Client, method: str, url: str, **kw: Any) -> list[Eve
 
 def db_init_sample(settings: Settings) -> None:
     """What `harness db init --sample` does: event and read tables, the sample data."""
-    store = init_store(settings)
-    store.close()
     bootstrap(settings, create=True, sample=True).close()
-    engine = create_sql_engine(settings)
-    create_read_tables(engine)
-    engine.dispose()
 
 
 def free_port() -> int:

@@ -24,12 +24,9 @@ from api.main import create_app
 from application.audit.records import store_records
 from application.store import HarnessStore
 from infrastructure.composition import Overrides, bootstrap
-from infrastructure.eventstore import init_store
 from infrastructure.settings import ApiKey, Settings
 from projections.live import LiveProjections
-from tests.api._serve import Event, events, serving
-
-TIMEOUT = httpx.Timeout(60.0)
+from tests.api._serve import Event, events, served_client
 
 ANN, BOB, AUDREY, ADAM = "ann", "bob", "audrey", "adam"
 ROLES: dict[str, Role] = {ANN: "user", BOB: "user", AUDREY: "auditor", ADAM: "admin"}
@@ -196,25 +193,13 @@ def _keys() -> list[ApiKey]:
     return [ApiKey(key=SecretStr(KEYS[n]), name=n, role=r) for n, r in ROLES.items()]
 
 
-@contextmanager
-def _served(settings: Settings) -> Iterator[tuple[httpx.Client, HarnessStore]]:
-    store = init_store(settings)
-    bootstrap(
-        settings, create=True, sample=True
-    ).close()  # what `harness serve` does on the embedded default
-    try:
-        with serving(settings, store) as base, httpx.Client(base_url=base, timeout=TIMEOUT) as c:
-            yield c, store
-    finally:
-        store.close()
-
-
 @pytest.fixture(scope="module")
 def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """One server with the four keys; ann's run (POST /v1/runs, her own session id) and bob's
     (POST /v1/chat, a new session), both ended."""
     settings = _settings(tmp_path_factory.mktemp("keyed"), _keys())
-    with _served(settings) as (client, store):
+    with served_client(settings) as served:
+        client, store = served.client, served.store
         runs = {
             ANN: start(client, CREATE, ANN, session_id="ann-session"),
             BOB: start(client, CHAT, BOB),
@@ -226,7 +211,8 @@ def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 def local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """One server without keys, and one ended run of the local principal."""
     settings = _settings(tmp_path_factory.mktemp("local"), [])
-    with _served(settings) as (client, store):
+    with served_client(settings) as served:
+        client, store = served.client, served.store
         yield Server(client, store, {LOCAL: start(client, CREATE, None)})
 
 
@@ -569,7 +555,8 @@ def test_a_new_session_is_its_owners_even_before_the_projections_reach_it(tmp_pa
     )
     ann = {"query": question(ANN), "session_id": "shared-session"}
     bob = {**ann, "query": question(BOB)}
-    with _served(settings) as (client, store):
+    with served_client(settings) as served:
+        client, store = served.client, served.store
         with projecting(settings, store):  # it creates the read tables, then stops following
             pass
         first = send(client, CREATE, CREATE.path, bearer(KEYS[ANN]), "ann", ann)

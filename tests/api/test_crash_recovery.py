@@ -19,8 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from infrastructure.database import create_sql_engine
-from infrastructure.eventstore import open_store
+from infrastructure.composition import bootstrap
 from infrastructure.settings import Settings
 from projections.runner import Projector
 from tests.api._serve import db_init_sample, free_port, read_all, wait_until_up
@@ -149,23 +148,17 @@ def _check_swept(client: httpx.Client, base: str, run_ids: set[str]) -> None:
 
 
 def _rebuild_equals(settings: Settings, live: dict[str, list[dict[str, Any]]]) -> None:
-    store, engine = open_store(settings), create_sql_engine(settings)
-    try:
+    with bootstrap(settings) as services:
+        store, engine = services.store, services.engine
         head = store.head()
         assert {row["position"] for row in live["projection_tracking"]} == {head}
         assert Projector(store, engine).rebuild() > 0
         assert dump(engine) == live
-    finally:
-        engine.dispose()
-        store.close()
 
 
 def _dump(settings: Settings) -> dict[str, list[dict[str, Any]]]:
-    engine = create_sql_engine(settings)
-    try:
-        return dump(engine)
-    finally:
-        engine.dispose()
+    with bootstrap(settings) as services:
+        return dump(services.engine)
 
 
 def test_runs_of_a_killed_worker_end_worker_lost_after_a_restart(

@@ -32,8 +32,6 @@ from api.sse_wire import frame
 from application.store import HarnessStore
 from domain.run import Run
 from infrastructure.composition import bootstrap
-from infrastructure.database import create_sql_engine
-from infrastructure.eventstore import init_store, open_store
 from infrastructure.read_tables import metadata, projection_tracking
 from infrastructure.settings import Settings
 from tests.api._serve import Event, events, read_all, serving
@@ -73,8 +71,7 @@ def served(cluster: PrivatePostgres) -> Settings:
         projection_poll=0.2,
         feed_poll=0.2,
     )
-    init_store(chosen).close()  # what `harness db init --sample` does
-    bootstrap(chosen, create=True, sample=True).close()
+    bootstrap(chosen, create=True, sample=True).close()  # what `harness db init --sample` does
     return chosen
 
 
@@ -272,7 +269,8 @@ def test_a_postgres_restart_under_load_loses_nothing_and_the_service_recovers(
             assert "database is unavailable" in body, body
         assert probe.get("/readyz").status_code == 200
 
-        store = open_store(settings)
+        checking = bootstrap(settings)
+        store = checking.store
         try:
             in_log = _runs_in_log(store)
             assert set(told.acknowledged) <= set(in_log), "an acknowledged run is not in the log"
@@ -301,16 +299,13 @@ def test_a_postgres_restart_under_load_loses_nothing_and_the_service_recovers(
                     outcome,
                 )
         finally:
-            store.close()
+            checking.close()
 
-        engine = create_sql_engine(settings)
-        try:
-            live = _dump(engine)
+        with bootstrap(settings) as dumping:
+            live = _dump(dumping.engine)
             rebuilt = probe.post("/v1/projections/rebuild")
             assert rebuilt.status_code == 200, rebuilt.text
-            assert _dump(engine) == live  # the read tables are exactly the log's
-        finally:
-            engine.dispose()
+            assert _dump(dumping.engine) == live  # the read tables are exactly the log's
     assert not tracebacks.found, tracebacks.found
 
 
@@ -375,8 +370,8 @@ def test_a_stream_whose_reads_fail_retries_and_goes_on_or_ends_with_unavailable(
         feed = read_all(client, "POST", "/v1/chat", json={"query": QUESTION})
     check_feed(feed, "SUCCESS")
     run_id = feed[0].data["run_id"]
-    engine = create_sql_engine(served)
-    hub = FeedHub(engine, threading.Event(), 0.1)
+    following = bootstrap(served)
+    hub = FeedHub(following.engine, threading.Event(), 0.1)
     try:
         cluster.stop()
         chunks = asyncio.run(_follow_across_restart(hub, run_id, cluster))
@@ -390,7 +385,7 @@ def test_a_stream_whose_reads_fail_retries_and_goes_on_or_ends_with_unavailable(
     finally:
         if not cluster.accepts_connections():
             cluster.start()
-        engine.dispose()
+        following.close()
 
 
 def frame_of(event: Event) -> str:

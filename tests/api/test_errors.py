@@ -14,29 +14,19 @@ from pydantic import SecretStr
 
 from api.routes.system import ProjectionName
 from application.store import HarnessStore
-from infrastructure.composition import bootstrap
-from infrastructure.eventstore import init_store
 from infrastructure.settings import ApiKey, Settings
 from projections.runner import all_projections
-from tests.api._serve import events, serving
-from tests.api.test_streams import HANGS, QUESTION, TIMEOUT
+from tests.api._serve import Served, events, served_client
+from tests.api.test_streams import HANGS, QUESTION
 from tests.conftest import PG_URL
 
 UNKNOWN = "00000000-0000-4000-8000-000000000000"
 
 
 @pytest.fixture
-def served(sqlite_settings: Settings) -> Iterator[tuple[httpx.Client, HarnessStore]]:
-    store = init_store(sqlite_settings)
-    bootstrap(sqlite_settings, create=True, sample=True).close()
-    try:
-        with (
-            serving(sqlite_settings, store) as base,
-            httpx.Client(base_url=base, timeout=TIMEOUT) as client,
-        ):
-            yield client, store
-    finally:
-        store.close()
+def settings(sqlite_settings: Settings) -> Settings:
+    """The app's own answers: one store is enough (``served`` serves it)."""
+    return sqlite_settings
 
 
 def _problem(response: httpx.Response, status: int) -> Any:
@@ -68,9 +58,9 @@ def _fields(detail: list[dict[str, Any]]) -> set[tuple[Any, ...]]:
     ],
 )
 def test_a_bad_run_request_names_its_field_and_records_nothing(
-    served: tuple[httpx.Client, HarnessStore], body: dict[str, Any], field: tuple[str, ...]
+    served: Served, body: dict[str, Any], field: tuple[str, ...]
 ) -> None:
-    client, store = served
+    client, store = served.client, served.store
     head = store.head()
     for path in ("/v1/runs", "/v1/chat"):
         detail = _problem(client.post(path, json=body), 422)
@@ -78,8 +68,8 @@ def test_a_bad_run_request_names_its_field_and_records_nothing(
     assert store.head() == head
 
 
-def test_a_body_that_is_not_json_is_a_422(served: tuple[httpx.Client, HarnessStore]) -> None:
-    client, store = served
+def test_a_body_that_is_not_json_is_a_422(served: Served) -> None:
+    client, store = served.client, served.store
     head = store.head()
     answer = client.post(
         "/v1/runs", content=b"{not json", headers={"content-type": "application/json"}
@@ -89,9 +79,9 @@ def test_a_body_that_is_not_json_is_a_422(served: tuple[httpx.Client, HarnessSto
 
 
 def test_a_body_over_the_limit_is_refused_before_it_is_read(
-    served: tuple[httpx.Client, HarnessStore],
+    served: Served,
 ) -> None:
-    client, store = served
+    client, store = served.client, served.store
     head = store.head()
     huge = {"query": "x" * 70_000}
     assert "bytes" in _problem(client.post("/v1/runs", json=huge), 413)
@@ -110,10 +100,8 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read(
 
 
 @pytest.mark.parametrize("value", ["abc", "-1", "1.5", "9" * 30, "1 2"])
-def test_a_malformed_last_event_id_is_a_400(
-    served: tuple[httpx.Client, HarnessStore], value: str
-) -> None:
-    client, _ = served
+def test_a_malformed_last_event_id_is_a_400(served: Served, value: str) -> None:
+    client = served.client
     run_id = client.post("/v1/runs", json={"query": "hello"}).json()["run_id"]
     detail = _problem(
         client.get(f"/v1/runs/{run_id}/stream", headers={"Last-Event-ID": value}), 400
@@ -132,16 +120,14 @@ def test_a_malformed_last_event_id_is_a_400(
         ("GET", "/v1/sessions/nobody-s-session"),
     ],
 )
-def test_unknown_ids_are_404_naming_the_id(
-    served: tuple[httpx.Client, HarnessStore], method: str, path: str
-) -> None:
-    client, _ = served
+def test_unknown_ids_are_404_naming_the_id(served: Served, method: str, path: str) -> None:
+    client = served.client
     detail = _problem(client.request(method, path), 404)
     assert UNKNOWN in detail or "nobody-s-session" in detail
 
 
-def test_an_id_that_is_not_a_uuid_is_a_422(served: tuple[httpx.Client, HarnessStore]) -> None:
-    client, _ = served
+def test_an_id_that_is_not_a_uuid_is_a_422(served: Served) -> None:
+    client = served.client
     assert ("path", "run_id") in _fields(_problem(client.get("/v1/runs/not-a-uuid"), 422))
 
 
@@ -149,8 +135,8 @@ def test_an_id_that_is_not_a_uuid_is_a_422(served: tuple[httpx.Client, HarnessSt
     "query",
     ["limit=0", "limit=201", "offset=-1", "state=SLEEPY", "status=DONE", "created_after=yesterday"],
 )
-def test_bad_list_filters_are_422(served: tuple[httpx.Client, HarnessStore], query: str) -> None:
-    client, _ = served
+def test_bad_list_filters_are_422(served: Served, query: str) -> None:
+    client = served.client
     _problem(client.get(f"/v1/runs?{query}"), 422)
 
 
@@ -158,35 +144,29 @@ def test_beyond_the_cap_a_run_is_refused_with_retry_after_and_nothing_half_start
     sqlite_settings: Settings,
 ) -> None:
     settings = sqlite_settings.model_copy(update={"model": HANGS, "max_concurrent_runs": 1})
-    store = init_store(settings)
-    try:
-        with (
-            serving(settings, store) as base,
-            httpx.Client(base_url=base, timeout=TIMEOUT) as client,
-        ):
-            first = client.post("/v1/runs", json={"query": QUESTION}).json()["run_id"]
-            for path in ("/v1/runs", "/v1/chat"):
-                refused = client.post(path, json={"query": QUESTION})
-                assert "concurrent runs" in _problem(refused, 429)
-                assert int(refused.headers["retry-after"]) >= 1
-            assert _runs_started(store) == 1  # no RUN_STARTED for the refused ones
+    with served_client(settings, sample=False) as served:
+        client, store = served.client, served.store
+        first = client.post("/v1/runs", json={"query": QUESTION}).json()["run_id"]
+        for path in ("/v1/runs", "/v1/chat"):
+            refused = client.post(path, json={"query": QUESTION})
+            assert "concurrent runs" in _problem(refused, 429)
+            assert int(refused.headers["retry-after"]) >= 1
+        assert _runs_started(store) == 1  # no RUN_STARTED for the refused ones
 
-            ended = threading.Event()
+        ended = threading.Event()
 
-            def watch() -> None:
-                with client.stream("GET", f"/v1/runs/{first}/stream") as response:
-                    list(events(response))
-                ended.set()
+        def watch() -> None:
+            with client.stream("GET", f"/v1/runs/{first}/stream") as response:
+                list(events(response))
+            ended.set()
 
-            watcher = threading.Thread(target=watch)
-            watcher.start()
-            client.post(f"/v1/runs/{first}/cancel")
-            watcher.join(60)
-            assert ended.is_set()
-            again = client.post("/v1/runs", json={"query": "hello"})  # the slot is free again
-            assert again.status_code == 202, again.text
-    finally:
-        store.close()
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        client.post(f"/v1/runs/{first}/cancel")
+        watcher.join(60)
+        assert ended.is_set()
+        again = client.post("/v1/runs", json={"query": "hello"})  # the slot is free again
+        assert again.status_code == 202, again.text
 
 
 def _runs_started(store: HarnessStore) -> int:
@@ -195,9 +175,9 @@ def _runs_started(store: HarnessStore) -> int:
 
 
 def test_the_openapi_document_describes_every_route(
-    served: tuple[httpx.Client, HarnessStore],
+    served: Served,
 ) -> None:
-    client, _ = served
+    client = served.client
     document = client.get("/openapi.json").json()
     for path, operations in document["paths"].items():
         for method, operation in operations.items():
@@ -217,26 +197,17 @@ def test_an_unavailable_database_is_a_503_with_retry_after_and_keys_stay_out_of_
     settings = pg_settings.model_copy(
         update={"api_keys": [ApiKey(key=SecretStr(key), name="ann", role="user")]}
     )
-    store = init_store(settings)
-    bootstrap(settings, create=True, sample=True).close()
     auth = {"Authorization": f"Bearer {key}"}
-    try:
-        with (
-            serving(settings, store) as base,
-            httpx.Client(base_url=base, timeout=TIMEOUT, headers=auth) as client,
-        ):
-            assert client.get("/v1/runs").status_code == 200
-            with psycopg.connect(PG_URL, autocommit=True) as admin:  # the tables vanish
-                admin.execute(
-                    sql.SQL("DROP SCHEMA {} CASCADE").format(
-                        sql.Identifier(settings.database_schema)
-                    )
-                )
-            for method, path in (("GET", "/v1/runs"), ("POST", "/v1/runs"), ("GET", "/readyz")):
-                answer = client.request(method, path, json={"query": "hello"})
-                detail = _problem(answer, 503)
-                assert "Retry-After" in answer.headers, path
-                assert "Traceback" not in detail and key not in answer.text
-    finally:
-        store.close()
+    with served_client(settings, headers=auth) as served:
+        client = served.client
+        assert client.get("/v1/runs").status_code == 200
+        with psycopg.connect(PG_URL, autocommit=True) as admin:  # the tables vanish
+            admin.execute(
+                sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(settings.database_schema))
+            )
+        for method, path in (("GET", "/v1/runs"), ("POST", "/v1/runs"), ("GET", "/readyz")):
+            answer = client.request(method, path, json={"query": "hello"})
+            detail = _problem(answer, 503)
+            assert "Retry-After" in answer.headers, path
+            assert "Traceback" not in detail and key not in answer.text
     assert key not in caplog.text

@@ -7,13 +7,9 @@ Also: ``POST /v1/runs`` answers 202 with the run's ``Location``.
 
 from __future__ import annotations
 
-import httpx
-
-from application.store import HarnessStore
-from infrastructure.settings import Settings
 from tests.api._eventsource import DEFAULT_RETRY_MS, EventSource
-from tests.api._serve import Event, read_all, serving
-from tests.api.test_streams import QUESTION, TIMEOUT, check_feed, hanging, offline
+from tests.api._serve import Event, Served, read_all
+from tests.api.test_streams import QUESTION, check_feed, hanging, offline
 
 __all__ = ["hanging", "offline"]  # the fixtures, shared with test_streams
 
@@ -31,63 +27,57 @@ def _check_stopped_after_one_reconnection(source: EventSource, outcome: str) -> 
 
 
 def test_an_event_source_on_a_successful_run_stops_after_one_reconnection(
-    offline: tuple[Settings, HarnessStore],
+    offline: Served,
 ) -> None:
-    settings, store = offline
-    with serving(settings, store) as base, httpx.Client(base_url=base, timeout=TIMEOUT) as client:
-        created = client.post("/v1/runs", json={"query": QUESTION})
-        waits: list[int] = []
-        source = EventSource(client, created.json()["stream"], wait=waits.append)
-        source.run()
-        _check_stopped_after_one_reconnection(source, "SUCCESS")
-        assert waits == [DEFAULT_RETRY_MS]
-        assert read_all(client, "GET", created.json()["stream"]) == source.events
+    client = offline.client
+    created = client.post("/v1/runs", json={"query": QUESTION})
+    waits: list[int] = []
+    source = EventSource(client, created.json()["stream"], wait=waits.append)
+    source.run()
+    _check_stopped_after_one_reconnection(source, "SUCCESS")
+    assert waits == [DEFAULT_RETRY_MS]
+    assert read_all(client, "GET", created.json()["stream"]) == source.events
 
 
 def test_an_event_source_on_a_cancelled_run_stops_after_one_reconnection(
-    hanging: tuple[Settings, HarnessStore],
+    hanging: Served,
 ) -> None:
-    settings, store = hanging
-    with serving(settings, store) as base, httpx.Client(base_url=base, timeout=TIMEOUT) as client:
-        run_id = client.post("/v1/runs", json={"query": QUESTION}).json()["run_id"]
+    client = hanging.client
+    run_id = client.post("/v1/runs", json={"query": QUESTION}).json()["run_id"]
 
-        def cancel_once_diagnosing(event: Event) -> None:
-            if event.data.get("status") == "DIAGNOSIS_RUNNING":  # the model hangs from here on
-                assert client.post(f"/v1/runs/{run_id}/cancel").json()["cancelled"] is True
+    def cancel_once_diagnosing(event: Event) -> None:
+        if event.data.get("status") == "DIAGNOSIS_RUNNING":  # the model hangs from here on
+            assert client.post(f"/v1/runs/{run_id}/cancel").json()["cancelled"] is True
 
-        source = EventSource(client, f"/v1/runs/{run_id}/stream", on_event=cancel_once_diagnosing)
-        source.run()
-        _check_stopped_after_one_reconnection(source, "CANCELLED")
-        assert source.events[-1].data["release_outcome"] == "CANCELLED"
+    source = EventSource(client, f"/v1/runs/{run_id}/stream", on_event=cancel_once_diagnosing)
+    source.run()
+    _check_stopped_after_one_reconnection(source, "CANCELLED")
+    assert source.events[-1].data["release_outcome"] == "CANCELLED"
 
 
 def test_a_resumed_finished_feed_answers_204_only_after_its_last_event(
-    offline: tuple[Settings, HarnessStore],
+    offline: Served,
 ) -> None:
-    settings, store = offline
-    with serving(settings, store) as base, httpx.Client(base_url=base, timeout=TIMEOUT) as client:
-        stream = client.post("/v1/runs", json={"query": QUESTION}).json()["stream"]
-        full = read_all(client, "GET", stream)
-        last = full[-1].id
-        assert last is not None
-        assert read_all(client, "GET", stream, headers={"Last-Event-ID": str(last - 1)}) == [
-            full[-1]
-        ]
-        for after in (last, last + 1, 10**18 - 1):
-            answer = client.get(stream, headers={"Last-Event-ID": str(after)})
-            assert (answer.status_code, answer.content) == (204, b""), after
+    client = offline.client
+    stream = client.post("/v1/runs", json={"query": QUESTION}).json()["stream"]
+    full = read_all(client, "GET", stream)
+    last = full[-1].id
+    assert last is not None
+    assert read_all(client, "GET", stream, headers={"Last-Event-ID": str(last - 1)}) == [full[-1]]
+    for after in (last, last + 1, 10**18 - 1):
+        answer = client.get(stream, headers={"Last-Event-ID": str(after)})
+        assert (answer.status_code, answer.content) == (204, b""), after
 
 
 def test_starting_a_run_answers_202_with_its_location(
-    offline: tuple[Settings, HarnessStore],
+    offline: Served,
 ) -> None:
-    settings, store = offline
-    with serving(settings, store) as base, httpx.Client(base_url=base, timeout=TIMEOUT) as client:
-        created = client.post("/v1/runs", json={"query": QUESTION})
-        assert created.status_code == 202
-        run_id = created.json()["run_id"]
-        assert created.headers["location"] == f"/v1/runs/{run_id}"
-        assert client.get(created.headers["location"]).json()["run_id"] == run_id
-        document = client.get("/openapi.json").json()
-        headers = document["paths"]["/v1/runs"]["post"]["responses"]["202"]["headers"]
-        assert set(headers) == {"Location"}
+    client = offline.client
+    created = client.post("/v1/runs", json={"query": QUESTION})
+    assert created.status_code == 202
+    run_id = created.json()["run_id"]
+    assert created.headers["location"] == f"/v1/runs/{run_id}"
+    assert client.get(created.headers["location"]).json()["run_id"] == run_id
+    document = client.get("/openapi.json").json()
+    headers = document["paths"]["/v1/runs"]["post"]["responses"]["202"]["headers"]
+    assert set(headers) == {"Location"}

@@ -17,8 +17,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,13 +24,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 from pydantic import SecretStr
 
 from api.access_log import redact_query
 from api.main import create_app
 from infrastructure.settings import ApiKey, Settings
-from tests.api._serve import STARTUP_TIMEOUT, db_init_sample, free_port, serving, wait_until_up
+from tests.api._serve import db_init_sample, free_port, serving, serving_app, wait_until_up
 
 ROOT = Path(__file__).resolve().parents[2]
 ELSEWHERE = "203.0.113.9"
@@ -131,21 +128,12 @@ def test_with_keys_another_machine_is_served_with_a_key(tmp_path: Path) -> None:
 @contextmanager
 def serving_unix(settings: Settings, path: Path) -> Iterator[httpx.Client]:
     """The app on a Unix socket, and a client to it."""
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), uds=str(path), log_level="error"))
-    thread = threading.Thread(target=server.run, name="uvicorn-unix", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + STARTUP_TIMEOUT
-    while not server.started:  # start-up, not an assertion: uvicorn has no readiness callback
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the test server did not start")
-        time.sleep(0.01)
     transport = httpx.HTTPTransport(uds=str(path))
-    try:
-        with httpx.Client(transport=transport, base_url="http://harness") as client:
-            yield client
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+    with (
+        serving_app(create_app(settings), uds=path, log_level="error") as base,
+        httpx.Client(transport=transport, base_url=base) as client,
+    ):
+        yield client
 
 
 def test_on_a_unix_socket_a_request_a_proxy_forwards_is_refused(tmp_path: Path) -> None:

@@ -24,12 +24,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from application.store import HarnessStore
-from infrastructure.composition import bootstrap
-from infrastructure.eventstore import init_store
 from infrastructure.settings import Settings
 from tests._fuzz import fuzz_settings
-from tests.api._serve import Event, events, read_all, serving
-from tests.api.test_streams import QUESTION, TIMEOUT, check_feed
+from tests.api._serve import Event, events, read_all, served_client
+from tests.api.test_streams import QUESTION, check_feed
 from tests.conftest import pg_schema
 
 EXAMPLES = fuzz_settings(60)
@@ -202,19 +200,12 @@ def served(
 
 
 def _serve(config: Settings) -> Iterator[Served]:
-    store = init_store(config)
-    bootstrap(config, create=True, sample=True).close()
-    try:
-        with (
-            serving(config, store) as base,
-            httpx.Client(base_url=base, timeout=TIMEOUT) as client,
-        ):
-            created = client.post("/v1/runs", json={"query": QUESTION})
-            assert created.status_code == 202, created.text
-            check_feed(read_all(client, "GET", created.json()["stream"]), "SUCCESS")
-            yield Served(client, store, created.json()["run_id"])
-    finally:
-        store.close()
+    with served_client(config) as served:
+        client, store = served.client, served.store
+        created = client.post("/v1/runs", json={"query": QUESTION})
+        assert created.status_code == 202, created.text
+        check_feed(read_all(client, "GET", created.json()["stream"]), "SUCCESS")
+        yield Served(client, store, created.json()["run_id"])
 
 
 # -- what every answer must be ---------------------------------------------------------------------

@@ -13,16 +13,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
 import pytest
-from fastapi import FastAPI
 
-from api.main import create_app
-from infrastructure.composition import bootstrap
-from infrastructure.eventstore import init_store
 from infrastructure.settings import Settings
-from tests.api._serve import read_all, serving_app
-from tests.api.test_streams import QUESTION, TIMEOUT, check_feed
+from tests.api._serve import Served, read_all, served_client
+from tests.api.test_streams import QUESTION, check_feed
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 HANGING = {
@@ -33,14 +28,13 @@ HANGING = {
 
 
 @contextmanager
-def _service(settings: Settings) -> Iterator[tuple[str, FastAPI]]:
-    """``tests.api._serve.serving``, keeping the app: its scripted ports are released after."""
-    app = create_app(settings)
-    with serving_app(app) as url:
+def _service(settings: Settings) -> Iterator[Served]:
+    """``served_client``, whose scripted ports are released after the test."""
+    with served_client(settings) as served:
         try:
-            yield url, app
+            yield served
         finally:
-            for tool in app.state.services.dispatcher.service.tools.values():
+            for tool in served.app.state.worker.dispatcher.service.tools.values():
                 getattr(tool, "release", lambda: None)()  # a hung scripted tool answers, late
 
 
@@ -49,9 +43,8 @@ def test_a_hanging_port_is_ended_by_the_run_deadline_through_the_service(
     sqlite_settings: Settings, where: str
 ) -> None:
     settings = sqlite_settings.model_copy(update={"model": f"scripted:{HANGING[where]}"})
-    init_store(settings).close()
-    bootstrap(settings, create=True, sample=True).close()
-    with _service(settings) as (base, app), httpx.Client(base_url=base, timeout=TIMEOUT) as client:
+    with _service(settings) as served:
+        client, app = served.client, served.app
         feed = read_all(client, "POST", "/v1/chat", json={"query": QUESTION})
         check_feed(feed, "FAILED")  # metadata, status*, failure, done — the stream ended
         assert feed[-1].event == "done"
@@ -65,11 +58,11 @@ def test_a_hanging_port_is_ended_by_the_run_deadline_through_the_service(
         trace = [e["event_type"] for e in client.get(f"/v1/runs/{run_id}/trace").json()["data"]]
         assert trace.count("RUN_TERMINATED") == 1
         assert trace[-1] == "RUN_FINISHED"
-        services = app.state.services
+        worker = app.state.worker
         hung = (
-            services.dispatcher.service.provider
+            worker.dispatcher.service.provider
             if where == "model"
-            else services.dispatcher.service.tools["search_logs"]
+            else worker.dispatcher.service.tools["search_logs"]
         )
         assert hung.hanging.is_set()  # the port really was still waiting when the run ended
         if where == "tool":

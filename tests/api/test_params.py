@@ -8,7 +8,7 @@ alike, and never answered or logged as "the database is unavailable" (503, Retry
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -18,32 +18,15 @@ from eventsourcing.persistence import DataError as StoredDataError
 from sqlalchemy.exc import DataError
 
 from api.main import create_app
-from application.store import HarnessStore
 from infrastructure.composition import bootstrap
-from infrastructure.eventstore import init_store
 from infrastructure.settings import Settings
-from tests.api._serve import read_all, serving, serving_app
-from tests.api.test_streams import TIMEOUT
+from tests.api._serve import TIMEOUT, Served, read_all, serving_app
 
 UNKNOWN = "00000000-0000-4000-8000-000000000000"
 GOOD_PATH = {"run_id": UNKNOWN, "session_id": "some-session"}
 """A well-formed value for each path parameter, while another parameter is the bad one."""
 BAD = ("\x00", "ab\x00cd")
 OUTAGE = "database is unavailable"
-
-
-@pytest.fixture
-def served(settings: Settings) -> Iterator[tuple[httpx.Client, HarnessStore]]:
-    store = init_store(settings)
-    bootstrap(settings, create=True, sample=True).close()
-    try:
-        with (
-            serving(settings, store) as base,
-            httpx.Client(base_url=base, timeout=TIMEOUT) as client,
-        ):
-            yield client, store
-    finally:
-        store.close()
 
 
 def _parameters(document: dict[str, Any]) -> list[tuple[str, str, str, str]]:
@@ -78,9 +61,9 @@ def _raw(base: str, method: str, target: str, header: bytes) -> int:
 
 
 def test_a_nul_in_any_parameter_or_header_is_a_client_error_on_both_stores(
-    served: tuple[httpx.Client, HarnessStore], caplog: pytest.LogCaptureFixture
+    served: Served, caplog: pytest.LogCaptureFixture
 ) -> None:
-    client, store = served
+    client, store = served.client, served.store
     head = store.head()
     parameters = _parameters(client.get("/openapi.json").json())
     assert ("GET", "/v1/runs", "query", "session_id") in parameters
@@ -103,9 +86,9 @@ def test_a_nul_in_any_parameter_or_header_is_a_client_error_on_both_stores(
 @pytest.mark.parametrize("path", ["/v1/runs", "/v1/chat"])
 @pytest.mark.parametrize(("field", "value"), [("query", "hi\x00"), ("session_id", "s\x00")])
 def test_a_nul_in_a_body_field_is_a_422_on_both_stores(
-    served: tuple[httpx.Client, HarnessStore], path: str, field: str, value: str
+    served: Served, path: str, field: str, value: str
 ) -> None:
-    client, store = served
+    client, store = served.client, served.store
     head = store.head()
     answer = client.post(path, json={"query": "hello", field: value})
     assert answer.status_code == 422, answer.text
@@ -116,9 +99,9 @@ def test_a_nul_in_a_body_field_is_a_422_on_both_stores(
 @pytest.mark.parametrize("name", ["created_after", "created_before"])
 @pytest.mark.parametrize("value", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
 def test_a_time_beyond_what_utc_can_hold_is_a_422_naming_it(
-    served: tuple[httpx.Client, HarnessStore], name: str, value: str
+    served: Served, name: str, value: str
 ) -> None:
-    client, _ = served
+    client = served.client
     answer = client.get("/v1/runs", params={name: value})
     assert answer.status_code == 422, answer.text
     [error] = answer.json()["detail"]
@@ -127,9 +110,9 @@ def test_a_time_beyond_what_utc_can_hold_is_a_422_naming_it(
 
 
 def test_a_well_formed_session_filter_still_lists(
-    served: tuple[httpx.Client, HarnessStore],
+    served: Served,
 ) -> None:
-    client, _ = served
+    client = served.client
     run = client.post("/v1/runs", json={"query": "hello", "session_id": "mine-1"})
     assert run.status_code == 202, run.text
     read_all(client, "GET", run.json()["stream"])  # ended: the listing shows it
@@ -151,18 +134,15 @@ def test_a_value_the_database_refuses_is_never_answered_or_logged_as_an_outage(
 ) -> None:
     # Nothing a client sends gets this far (the tests above); if something ever does, it is
     # our bug to fix, not an outage to retry: a 500, logged as unexpected, no Retry-After.
-    store = init_store(sqlite_settings)
-    app = create_app(sqlite_settings, store)
+    with bootstrap(sqlite_settings, create=True) as services:
+        app = create_app(sqlite_settings, services.store)
 
-    @app.get("/refused")
-    def refused() -> None:
-        raise error()
+        @app.get("/refused")
+        def refused() -> None:
+            raise error()
 
-    try:
         with serving_app(app) as base:
             answer = httpx.get(f"{base}/refused", timeout=TIMEOUT)
-    finally:
-        store.close()
     assert answer.status_code == 500, answer.text
     assert "retry-after" not in answer.headers
     assert OUTAGE not in caplog.text and "unexpected error in GET /refused" in caplog.text

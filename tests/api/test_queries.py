@@ -8,27 +8,18 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from infrastructure.composition import bootstrap
-from infrastructure.eventstore import init_store
 from infrastructure.settings import Settings
-from tests.api._serve import read_all, serving
-from tests.api.test_streams import HANGS, QUESTION, TIMEOUT
+from tests.api._serve import read_all, served_client
+from tests.api.test_streams import HANGS, QUESTION
 
 HELLO = "hello"
 
 
 @pytest.fixture
 def client(sqlite_settings: Settings) -> Iterator[httpx.Client]:
-    store = init_store(sqlite_settings)
-    bootstrap(sqlite_settings, create=True, sample=True).close()
-    try:
-        with (
-            serving(sqlite_settings, store) as base,
-            httpx.Client(base_url=base, timeout=TIMEOUT) as http,
-        ):
-            yield http
-    finally:
-        store.close()
+    with served_client(sqlite_settings) as served:
+        http = served.client
+        yield http
 
 
 def _finished(http: httpx.Client, query: str, session: str) -> str:
@@ -78,20 +69,17 @@ def test_listings_filter_by_session_outcome_state_and_time_and_page(
 
 def test_a_quiet_stream_sends_keep_alive_comments(sqlite_settings: Settings) -> None:
     settings = sqlite_settings.model_copy(update={"model": HANGS, "sse_keepalive": 0.1})
-    store = init_store(settings)
-    try:
-        with serving(settings, store) as base, httpx.Client(base_url=base, timeout=TIMEOUT) as http:
-            run_id = http.post("/v1/runs", json={"query": QUESTION}).json()["run_id"]
-            comments, data = 0, []
-            with http.stream("GET", f"/v1/runs/{run_id}/stream") as response:
-                for line in response.iter_lines():
-                    if line.startswith("data:"):
-                        data.append(line)
-                    elif line.startswith(":"):
-                        comments += 1
-                        if comments == 2:  # the run hangs: the stream stays open, and alive
-                            assert http.post(f"/v1/runs/{run_id}/cancel").status_code == 200
-            assert comments >= 2
-            assert '"release_outcome":"CANCELLED"' in data[-1]
-    finally:
-        store.close()
+    with served_client(settings, sample=False) as served:
+        http = served.client
+        run_id = http.post("/v1/runs", json={"query": QUESTION}).json()["run_id"]
+        comments, data = 0, []
+        with http.stream("GET", f"/v1/runs/{run_id}/stream") as response:
+            for line in response.iter_lines():
+                if line.startswith("data:"):
+                    data.append(line)
+                elif line.startswith(":"):
+                    comments += 1
+                    if comments == 2:  # the run hangs: the stream stays open, and alive
+                        assert http.post(f"/v1/runs/{run_id}/cancel").status_code == 200
+        assert comments >= 2
+        assert '"release_outcome":"CANCELLED"' in data[-1]

@@ -16,10 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from pydantic import SecretStr
 from schemathesis.core.result import Ok
 
-from infrastructure.composition import bootstrap
-from infrastructure.eventstore import init_store
 from infrastructure.settings import ApiKey, Settings
-from tests.api._serve import serving
+from tests.api._serve import served_client
 
 EXAMPLES = 25
 """Generated requests per operation."""
@@ -34,13 +32,9 @@ def api_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[schemathesi
         sse_keepalive=1.0,
         api_keys=[ApiKey(key=SecretStr(ADMIN_KEY), name="root", role="admin")],
     )
-    store = init_store(config)
-    bootstrap(config, create=True, sample=True).close()
-    try:
-        with serving(config, store) as base:
-            yield schemathesis.openapi.from_url(f"{base}/openapi.json")
-    finally:
-        store.close()
+    with served_client(config) as served:
+        client = served.client
+        yield schemathesis.openapi.from_url(str(client.base_url.join("/openapi.json")))
 
 
 def test_no_5xx_and_every_answer_matches_the_document(

@@ -15,39 +15,27 @@ from typing import Any
 import httpx
 import pytest
 
-from application.store import HarnessStore
-from infrastructure.composition import bootstrap
-from infrastructure.eventstore import init_store
 from infrastructure.settings import Settings
-from tests.api._serve import Event, events, read_all, serving
+from tests.api._serve import TIMEOUT, Event, Served, events, read_all, served_client
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 HANGS = f"scripted:{SCENARIOS / 'client_disconnected.yaml'}"
 """Routes to DIAGNOSIS, then the model never answers until the run is cancelled."""
 QUESTION = "Why was checkout slow on 2026-11-29 between 10:00 and 12:00 UTC?"
-TIMEOUT = httpx.Timeout(60.0)
-
-
-def _store(settings: Settings) -> Iterator[HarnessStore]:
-    store = init_store(settings)
-    bootstrap(
-        settings, create=True, sample=True
-    ).close()  # what `harness serve` does on the embedded default
-    yield store
-    store.close()
 
 
 @pytest.fixture
-def offline(sqlite_settings: Settings) -> Iterator[tuple[Settings, HarnessStore]]:
-    for store in _store(sqlite_settings):
-        yield sqlite_settings, store
+def offline(sqlite_settings: Settings) -> Iterator[Served]:
+    """The app with the offline model on the sample data, as `harness serve` runs it."""
+    with served_client(sqlite_settings) as running:
+        yield running
 
 
 @pytest.fixture
-def hanging(sqlite_settings: Settings) -> Iterator[tuple[Settings, HarnessStore]]:
-    settings = sqlite_settings.model_copy(update={"model": HANGS})
-    for store in _store(settings):
-        yield settings, store
+def hanging(sqlite_settings: Settings) -> Iterator[Served]:
+    """The app whose model hangs once the run diagnoses, until the run is cancelled."""
+    with served_client(sqlite_settings.model_copy(update={"model": HANGS})) as running:
+        yield running
 
 
 def check_feed(feed: list[Event], outcome: str) -> None:
@@ -70,132 +58,127 @@ def check_feed(feed: list[Event], outcome: str) -> None:
 
 
 def test_a_chat_streams_its_run_in_order_with_ids_and_one_identity(
-    offline: tuple[Settings, HarnessStore],
+    offline: Served,
 ) -> None:
-    settings, store = offline
-    with serving(settings, store) as base, httpx.Client(base_url=base, timeout=TIMEOUT) as client:
-        with client.stream("POST", "/v1/chat", json={"query": QUESTION}) as response:
-            assert response.status_code == 200
-            assert response.headers["x-accel-buffering"] == "no"
-            assert response.headers["cache-control"] == "no-cache"
-            feed = list(events(response))
-            location = response.headers["location"]
-        check_feed(feed, "SUCCESS")
-        content = next(e for e in feed if e.event == "content")
-        assert content.data["content"]["kind"] == "diagnosis"
-        assert location == f"/v1/runs/{feed[0].data['run_id']}"
+    client = offline.client
+    with client.stream("POST", "/v1/chat", json={"query": QUESTION}) as response:
+        assert response.status_code == 200
+        assert response.headers["x-accel-buffering"] == "no"
+        assert response.headers["cache-control"] == "no-cache"
+        feed = list(events(response))
+        location = response.headers["location"]
+    check_feed(feed, "SUCCESS")
+    content = next(e for e in feed if e.event == "content")
+    assert content.data["content"]["kind"] == "diagnosis"
+    assert location == f"/v1/runs/{feed[0].data['run_id']}"
 
-        run = client.get(location).json()
-        assert (run["status"], run["release_outcome"], run["termination_state"]) == (
-            "SUCCESS",
-            "SUCCESS",
-            "SUCCESS",
-        )
-        assert run["published_result"] == content.data["content"]
+    run = client.get(location).json()
+    assert (run["status"], run["release_outcome"], run["termination_state"]) == (
+        "SUCCESS",
+        "SUCCESS",
+        "SUCCESS",
+    )
+    assert run["published_result"] == content.data["content"]
 
 
 def test_leaving_mid_run_cancels_it_and_no_done_is_ever_published(
-    hanging: tuple[Settings, HarnessStore],
+    hanging: Served,
 ) -> None:
-    settings, store = hanging
-    with serving(settings, store) as base, httpx.Client(base_url=base, timeout=TIMEOUT) as client:
-        seen: list[Event] = []
-        with client.stream("POST", "/v1/chat", json={"query": QUESTION}) as response:
-            for event in events(response):
-                seen.append(event)
-                if event.data.get("status") == "DIAGNOSIS_RUNNING":
-                    break  # the model hangs from here on: leave mid-run
-        run_id = seen[0].data["run_id"]
+    client = hanging.client
+    seen: list[Event] = []
+    with client.stream("POST", "/v1/chat", json={"query": QUESTION}) as response:
+        for event in events(response):
+            seen.append(event)
+            if event.data.get("status") == "DIAGNOSIS_RUNNING":
+                break  # the model hangs from here on: leave mid-run
+    run_id = seen[0].data["run_id"]
 
-        feed = read_all(client, "GET", f"/v1/runs/{run_id}/stream")  # ends when the feed ends
-        check_feed(feed, "CANCELLED")
-        assert feed[: len(seen)] == seen
-        run = client.get(f"/v1/runs/{run_id}").json()
-        assert (run["status"], run["termination_state"], run["termination_reason"]) == (
-            "CANCELLED",
-            "CANCELLED",
-            "CLIENT_DISCONNECTED",
-        )
-        explained = client.get(f"/v1/runs/{run_id}/explain").json()
-        no_done = next(a for a in explained["answers"] if a["question"] == "why_no_done")
-        assert no_done["applies"] is True
+    feed = read_all(client, "GET", f"/v1/runs/{run_id}/stream")  # ends when the feed ends
+    check_feed(feed, "CANCELLED")
+    assert feed[: len(seen)] == seen
+    run = client.get(f"/v1/runs/{run_id}").json()
+    assert (run["status"], run["termination_state"], run["termination_reason"]) == (
+        "CANCELLED",
+        "CANCELLED",
+        "CLIENT_DISCONNECTED",
+    )
+    explained = client.get(f"/v1/runs/{run_id}/explain").json()
+    no_done = next(a for a in explained["answers"] if a["question"] == "why_no_done")
+    assert no_done["applies"] is True
 
 
 def test_resuming_after_each_event_id_yields_exactly_the_missing_events(
-    offline: tuple[Settings, HarnessStore],
+    offline: Served,
 ) -> None:
-    settings, store = offline
-    with serving(settings, store) as base, httpx.Client(base_url=base, timeout=TIMEOUT) as client:
-        created = client.post("/v1/runs", json={"query": QUESTION})
-        assert created.status_code == 202
-        stream = created.json()["stream"]
-        full = read_all(client, "GET", stream)
-        check_feed(full, "SUCCESS")
-        for seen in range(len(full)):
-            resumed = read_all(client, "GET", stream, headers={"Last-Event-ID": str(seen)})
-            assert resumed == full[seen:], seen
-        after_all = client.get(stream, headers={"Last-Event-ID": str(len(full))})
-        assert after_all.status_code == 204  # nothing more, ever: an EventSource stops
+    client = offline.client
+    created = client.post("/v1/runs", json={"query": QUESTION})
+    assert created.status_code == 202
+    stream = created.json()["stream"]
+    full = read_all(client, "GET", stream)
+    check_feed(full, "SUCCESS")
+    for seen in range(len(full)):
+        resumed = read_all(client, "GET", stream, headers={"Last-Event-ID": str(seen)})
+        assert resumed == full[seen:], seen
+    after_all = client.get(stream, headers={"Last-Event-ID": str(len(full))})
+    assert after_all.status_code == 204  # nothing more, ever: an EventSource stops
 
 
 def test_two_watchers_see_the_same_feed_and_a_watcher_leaving_cancels_nothing(
-    hanging: tuple[Settings, HarnessStore],
+    hanging: Served,
 ) -> None:
-    settings, store = hanging
-    with serving(settings, store) as base, httpx.Client(base_url=base, timeout=TIMEOUT) as client:
-        run_id = client.post("/v1/runs", json={"query": QUESTION}).json()["run_id"]
-        stream = f"/v1/runs/{run_id}/stream"
+    client = hanging.client
+    run_id = client.post("/v1/runs", json={"query": QUESTION}).json()["run_id"]
+    stream = f"/v1/runs/{run_id}/stream"
 
-        with client.stream("GET", stream) as leaving:  # a watcher that leaves early
-            assert next(events(leaving)).event == "metadata"
+    with client.stream("GET", stream) as leaving:  # a watcher that leaves early
+        assert next(events(leaving)).event == "metadata"
 
-        feeds: list[list[Event]] = [[], []]
-        connected = [threading.Event(), threading.Event()]
+    feeds: list[list[Event]] = [[], []]
+    connected = [threading.Event(), threading.Event()]
 
-        def watch(index: int) -> None:
-            with (
-                httpx.Client(base_url=base, timeout=TIMEOUT) as own,
-                own.stream("GET", stream) as response,
-            ):
-                for event in events(response):
-                    feeds[index].append(event)
-                    if event.data.get("status") == "DIAGNOSIS_RUNNING":
-                        connected[index].set()
+    def watch(index: int) -> None:
+        with (
+            httpx.Client(base_url=client.base_url, timeout=TIMEOUT) as own,
+            own.stream("GET", stream) as response,
+        ):
+            for event in events(response):
+                feeds[index].append(event)
+                if event.data.get("status") == "DIAGNOSIS_RUNNING":
+                    connected[index].set()
 
-        watchers = [threading.Thread(target=watch, args=(i,)) for i in range(2)]
-        for thread in watchers:
-            thread.start()
-        for flag in connected:
-            assert flag.wait(60), "a watcher never saw the run diagnosing"
-        assert client.get(f"/v1/runs/{run_id}").json()["status"] == "RUNNING"
+    watchers = [threading.Thread(target=watch, args=(i,)) for i in range(2)]
+    for thread in watchers:
+        thread.start()
+    for flag in connected:
+        assert flag.wait(60), "a watcher never saw the run diagnosing"
+    assert client.get(f"/v1/runs/{run_id}").json()["status"] == "RUNNING"
 
-        cancelled = client.post(f"/v1/runs/{run_id}/cancel").json()
-        assert cancelled["cancelled"] is True
-        assert cancelled["termination_reason"] == "USER_REQUESTED"
-        for thread in watchers:
-            thread.join(60)
-        assert feeds[0] == feeds[1]
-        check_feed(feeds[0], "CANCELLED")
-        run = client.get(f"/v1/runs/{run_id}").json()
-        assert (run["status"], run["termination_reason"]) == ("CANCELLED", "USER_REQUESTED")
+    cancelled = client.post(f"/v1/runs/{run_id}/cancel").json()
+    assert cancelled["cancelled"] is True
+    assert cancelled["termination_reason"] == "USER_REQUESTED"
+    for thread in watchers:
+        thread.join(60)
+    assert feeds[0] == feeds[1]
+    check_feed(feeds[0], "CANCELLED")
+    run = client.get(f"/v1/runs/{run_id}").json()
+    assert (run["status"], run["termination_reason"]) == ("CANCELLED", "USER_REQUESTED")
 
 
 def test_a_second_cancel_reports_the_first_termination(
-    offline: tuple[Settings, HarnessStore],
+    offline: Served,
 ) -> None:
-    settings, store = offline
-    with serving(settings, store) as base, httpx.Client(base_url=base, timeout=TIMEOUT) as client:
-        run_id = client.post("/v1/runs", json={"query": QUESTION}).json()["run_id"]
-        read_all(client, "GET", f"/v1/runs/{run_id}/stream")
-        answer = client.post(f"/v1/runs/{run_id}/cancel")
-        assert answer.status_code == 200
-        assert answer.json() == {
-            "run_id": run_id,
-            "cancelled": False,
-            "termination_state": "SUCCESS",
-            "termination_reason": "COMPLETED",
-            "position": None,
-        }
+    client = offline.client
+    run_id = client.post("/v1/runs", json={"query": QUESTION}).json()["run_id"]
+    read_all(client, "GET", f"/v1/runs/{run_id}/stream")
+    answer = client.post(f"/v1/runs/{run_id}/cancel")
+    assert answer.status_code == 200
+    assert answer.json() == {
+        "run_id": run_id,
+        "cancelled": False,
+        "termination_state": "SUCCESS",
+        "termination_reason": "COMPLETED",
+        "position": None,
+    }
 
 
 def _problem(response: httpx.Response, status: int) -> dict[str, Any]:

@@ -9,36 +9,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine
 from typer.testing import CliRunner, Result
 
 from api.cli import app
 from application.audit.chain import link
-from application.chat import ChatService
-from application.store import HarnessStore
-from infrastructure.composition import SystemClock
-from infrastructure.database import create_sql_engine
+from infrastructure.composition import Services
 from infrastructure.knowledge import SqlKnowledgeRetriever, index_runbooks
-from infrastructure.model_scripted import ScriptedProvider
 from infrastructure.settings import Settings
-from projections.runner import Projector
-from tests.integration._projection_helpers import QUERY, harness, run_fleet
+from tests.helpers import ask_scripted, scripted
+from tests.integration._projection_helpers import QUERY, run_fleet
 
 OWNER = "ann"
 
 
-def build_log(store: HarnessStore, settings: Settings) -> None:
+def build_log(services: Services) -> None:
     """Every SPEC §10 row, a few runtime paths, two owned turns; the read tables caught up."""
-    run_fleet(store, lambda: None)
-    with harness(store, "conclusion_supported") as made:  # SESSION_CLAIMED, then a second turn
+    run_fleet(services, lambda: None)
+    with scripted(services, "conclusion_supported") as made:  # SESSION_CLAIMED, a second turn
         made.service.ask("owned-session", QUERY, owner=OWNER)
         made.service.ask("owned-session", QUERY, owner=OWNER)
-    engine = create_sql_engine(settings)
-    try:
-        run_answers(store, engine)
-        Projector(store, engine).catch_up()
-    finally:
-        engine.dispose()
+    run_answers(services)
+    services.projector().catch_up()
 
 
 TLS_QUESTION = "How do I renew an expired TLS certificate?"
@@ -74,21 +65,12 @@ ANSWERS: list[tuple[dict[str, Any], str]] = [
 """System-chat and knowledge answers: picked, refused, grounded, ungrounded, nothing retrieved."""
 
 
-def run_answers(store: HarnessStore, engine: Engine) -> None:
+def run_answers(services: Services) -> None:
     """Play :data:`ANSWERS` with the runbooks indexed in the store's database."""
-    index_runbooks(engine)
+    index_runbooks(services.engine)
+    knowledge = SqlKnowledgeRetriever(services.engine)
     for scenario, question in ANSWERS:
-        service = ChatService(
-            store,
-            ScriptedProvider(scenario),
-            {},
-            SystemClock(),
-            SqlKnowledgeRetriever(engine),
-        )
-        try:
-            service.ask("answers-session", question)
-        finally:
-            service.pool.shutdown(wait=True)
+        ask_scripted(services, scenario, "answers-session", question, tools={}, knowledge=knowledge)
 
 
 def env_of(settings: Settings, key: str = "") -> dict[str, str]:

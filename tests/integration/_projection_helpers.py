@@ -4,33 +4,29 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from enum import Enum
-from pathlib import Path
 from typing import Any
 from uuid import UUID
 
 from sqlalchemy import ColumnElement, Engine, Table, func, select
 
-from application.chat import ChatResult, ChatService
+from application.chat import ChatResult
 from application.store import HarnessStore
 from domain.collection import Collection
 from domain.errors import UnknownAggregateError
 from domain.run import Run
 from domain.states import CancellationReason
 from domain.tool_invocation import ToolInvocation
-from infrastructure.composition import SystemClock, chat_config
-from infrastructure.model_scripted import ScriptedProvider, load_scenario
+from infrastructure.composition import Services
+from infrastructure.model_scripted import load_scenario
 from infrastructure.read_tables import diagnosis_run, metadata
-from infrastructure.scripted_tools import ScriptedTool, scripted_tools
 from projections.base import Positioned, positioned
 from projections.runner import Projector
+from tests.helpers import SCENARIOS, scripted
 from tests.integration.test_outcome_table import ROWS
 
-SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 QUERY = "why is checkout slow?"
 
 CANCELS = {
@@ -51,36 +47,9 @@ INTERLEAVED = ("missing_context", "limited_checks", "conclusion_supported")
 """Started together in one session, then executed last-started first."""
 
 
-@dataclass
-class Harness:
-    service: ChatService
-    provider: ScriptedProvider
-    tools: dict[str, ScriptedTool]
-
-    def release(self) -> None:
-        self.provider.release()
-        for tool in self.tools.values():
-            tool.release()
-
-
-@contextmanager
-def harness(store: HarnessStore, name: str) -> Iterator[Harness]:
-    """The scenario's service; on exit every hang is released and the worker pool drained."""
-    scenario = load_scenario(SCENARIOS / f"{name}.yaml")
-    provider = ScriptedProvider(scenario)
-    tools = scripted_tools(scenario)
-    service = ChatService(store, provider, tools, SystemClock(), config=chat_config(scenario))
-    made = Harness(service, provider, tools)
-    try:
-        yield made
-    finally:
-        made.release()
-        service.pool.shutdown(wait=True)  # late results are recorded before the next run
-
-
-def run_scenario(store: HarnessStore, name: str, session_id: str = "session-1") -> ChatResult:
+def run_scenario(services: Services, name: str, session_id: str = "session-1") -> ChatResult:
     """Run one scenario to its end; a hanging one is cancelled once it hangs."""
-    with harness(store, name) as made:
+    with scripted(services, name) as made:
         if name not in CANCELS:
             return made.service.ask(session_id, QUERY)
         where, reason = CANCELS[name]
@@ -92,7 +61,7 @@ def run_scenario(store: HarnessStore, name: str, session_id: str = "session-1") 
         worker.start()
         try:
             assert hanging.wait(timeout=60)
-            store.cancel(run_id, reason)
+            services.store.cancel(run_id, reason)
         finally:
             made.release()  # the late answer arrives after the cancel
             worker.join(timeout=60)
@@ -100,12 +69,12 @@ def run_scenario(store: HarnessStore, name: str, session_id: str = "session-1") 
         return results[0]
 
 
-def run_interleaved(store: HarnessStore, session_id: str) -> list[ChatResult]:
+def run_interleaved(services: Services, session_id: str) -> list[ChatResult]:
     """Start :data:`INTERLEAVED` runs in one session, then execute them in reverse order."""
     with (
-        harness(store, INTERLEAVED[0]) as first,
-        harness(store, INTERLEAVED[1]) as second,
-        harness(store, INTERLEAVED[2]) as third,
+        scripted(services, INTERLEAVED[0]) as first,
+        scripted(services, INTERLEAVED[1]) as second,
+        scripted(services, INTERLEAVED[2]) as third,
     ):
         made = [first, second, third]
         runs = [h.service.begin(session_id, QUERY)[0] for h in made]
@@ -113,7 +82,7 @@ def run_interleaved(store: HarnessStore, session_id: str) -> list[ChatResult]:
     return results[::-1]
 
 
-def run_fleet(store: HarnessStore, after_each: Callable[[], object]) -> dict[str, ChatResult]:
+def run_fleet(services: Services, after_each: Callable[[], object]) -> dict[str, ChatResult]:
     """Every :data:`FLEET` scenario (in three sessions) and the interleaved ones, in one store.
 
     ``after_each`` runs after every run (e.g. a projector catching up in small batches). Keys are
@@ -121,9 +90,9 @@ def run_fleet(store: HarnessStore, after_each: Callable[[], object]) -> dict[str
     """
     results: dict[str, ChatResult] = {}
     for index, name in enumerate(FLEET):
-        results[name] = run_scenario(store, name, f"session-{index % 3}")
+        results[name] = run_scenario(services, name, f"session-{index % 3}")
         after_each()
-    for name, result in zip(INTERLEAVED, run_interleaved(store, "session-x"), strict=True):
+    for name, result in zip(INTERLEAVED, run_interleaved(services, "session-x"), strict=True):
         results[f"interleaved/{name}"] = result
     after_each()
     return results

@@ -24,7 +24,7 @@ from domain.states import (
 )
 from domain.tool_invocation import ToolInvocation
 from domain.tool_states import EvidenceStatus, GainSource, InformationGain
-from infrastructure.eventstore import open_store
+from infrastructure.composition import bootstrap
 from infrastructure.settings import Settings
 
 if TYPE_CHECKING:
@@ -119,13 +119,13 @@ def write_in_two_halves(
 ) -> None:
     """Append ``runs`` runs in two halves; between them report and wait for ``carry_on``."""
     try:
-        store = open_store(Settings(database_url=url, database_schema=schema))
-        append_runs(store, runs // 2, f"w{worker}a")
+        services = bootstrap(Settings(database_url=url, database_schema=schema))
+        append_runs(services.store, runs // 2, f"w{worker}a")
         halfway.put((worker, "ok"))
         if not carry_on.wait(timeout=120):
             raise TimeoutError("the test never let the writers carry on")
-        append_runs(store, runs - runs // 2, f"w{worker}b")
-        store.close()
+        append_runs(services.store, runs - runs // 2, f"w{worker}b")
+        services.close()
         done.put((worker, "ok"))
     except Exception:  # reported to the parent, which fails the test with the traceback
         message = traceback.format_exc()

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from domain.states import BudgetKind, CancellationReason, FailureCode
-from infrastructure.eventstore import open_store
+from infrastructure.composition import bootstrap
 from infrastructure.settings import Settings
 
 if TYPE_CHECKING:
@@ -48,14 +48,15 @@ def race_terminations(
 ) -> None:
     """Terminate every run, racing the other workers; report what each call returned."""
     try:
-        store = open_store(Settings(database_url=url, database_schema=schema))
+        services = bootstrap(Settings(database_url=url, database_schema=schema))
+        store = services.store
         barrier.wait(timeout=120)
         outcomes = []
         for index, key in enumerate(run_ids):
             result = _terminal_command(store, UUID(key), worker, index)
             t = result.termination
             outcomes.append((key, t.state.value, t.reason.value, result.position is not None))
-        store.close()
+        services.close()
         results.put((worker, (store.conflicts_resolved, outcomes)))
     except Exception:  # reported to the parent, which fails the test with the traceback
         results.put((worker, traceback.format_exc()))
@@ -71,11 +72,11 @@ def start_service_process(
     """Open the store the way a service worker does, at the same moment as the others."""
     try:
         barrier.wait(timeout=120)
-        store = open_store(Settings(database_url=url, database_schema=schema))
+        services = bootstrap(Settings(database_url=url, database_schema=schema))
         deadline = datetime.now(UTC) + timedelta(minutes=1)
-        run_id, _ = store.start_run(f"worker-{worker}", "are you up?", deadline)
-        store.cancel(run_id, CancellationReason.USER_REQUESTED)
-        store.close()
+        run_id, _ = services.store.start_run(f"worker-{worker}", "are you up?", deadline)
+        services.store.cancel(run_id, CancellationReason.USER_REQUESTED)
+        services.close()
         results.put((worker, str(run_id)))
     except Exception:
         results.put((worker, "ERROR " + traceback.format_exc()))

@@ -11,7 +11,6 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -26,21 +25,12 @@ from infrastructure.processes import process_identity
 from infrastructure.read_tables import sse_event
 from projections.queries import unfinished_runs
 from projections.runner import Projector
+from tests.helpers import FixedClock
 from tests.integration._projection_helpers import QUERY, rows
 
 TTL = 30.0
 LATER = timedelta(seconds=TTL + 5)
 """How far ahead of the runs' start the sweeper's clock is: every run is one TTL old."""
-
-
-@dataclass
-class FixedClock:
-    """A clock that always says ``at``."""
-
-    at: datetime
-
-    def now(self) -> datetime:
-        return self.at
 
 
 def worker(name: str, process: str = "") -> WorkerIdentity:

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime
+from contextlib import ExitStack
 from typing import Any
 
 import pytest
 
-from application.chat import ChatResult, ChatService
+from application.chat import ChatResult
 from application.ports import Passage
 from application.replies import EXAMPLE_DIAGNOSIS
 from application.store import HarnessStore
@@ -19,8 +19,8 @@ from domain.answers import ChatReply, first_sentence
 from domain.grounding import occurs
 from domain.release_states import ReleaseOutcome
 from domain.states import Intent, RunState
-from infrastructure.model_scripted import ScriptedProvider
-from infrastructure.scripted_tools import scripted_tools
+from infrastructure.composition import Services
+from tests.helpers import scripted
 
 MISROUTED = "Why was checkout slow on 2026-11-29?"
 CLAIM = "checkout was slow because deploy v2.14.0 broke pricing"
@@ -46,11 +46,6 @@ VALID_EXCERPT = (
 MODEL_TEXT = "Restart it with kubectl rollout restart, then watch the pods."
 
 
-class Clock:
-    def now(self) -> datetime:
-        return datetime.now(UTC)
-
-
 class FixedPassages:
     """A knowledge retriever that finds the given passages for any question (a port fake)."""
 
@@ -62,20 +57,16 @@ class FixedPassages:
 
 
 @pytest.fixture
-def play(store: HarnessStore) -> Iterator[Any]:
-    services: list[ChatService] = []
+def play(services: Services) -> Iterator[Any]:
+    with ExitStack() as opened:
 
-    def run(scenario: dict[str, Any], query: str, passages: Sequence[Passage] = ()) -> ChatResult:
-        provider = ScriptedProvider(scenario)
-        service = ChatService(
-            store, provider, scripted_tools(scenario), Clock(), FixedPassages(passages)
-        )
-        services.append(service)
-        return service.ask("session-1", query)
+        def run(
+            scenario: dict[str, Any], query: str, passages: Sequence[Passage] = ()
+        ) -> ChatResult:
+            made = scripted(services, scenario, knowledge=FixedPassages(passages))
+            return opened.enter_context(made).service.ask("session-1", query)
 
-    yield run
-    for service in services:
-        service.pool.shutdown(wait=True)
+        yield run
 
 
 def _published(store: HarnessStore, result: ChatResult) -> dict[str, Any]:

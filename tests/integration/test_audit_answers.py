@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from infrastructure.database import create_sql_engine
-from infrastructure.eventstore import init_store
+from infrastructure.composition import bootstrap
 from infrastructure.settings import Settings
 from tests.integration._audit_helpers import (
     TLS_PASSAGE,
@@ -36,13 +35,8 @@ class Logged:
 def logged(tmp_path_factory: pytest.TempPathFactory) -> Logged:
     directory = tmp_path_factory.mktemp("answers")
     settings = Settings(database_url=f"sqlite:///{directory / 'harness.db'}")
-    store = init_store(settings)
-    engine = create_sql_engine(settings)
-    try:
-        run_answers(store, engine)
-    finally:
-        engine.dispose()
-        store.close()
+    with bootstrap(settings, create=True) as services:
+        run_answers(services)
     env = env_of(settings)
     export = directory / "audit.jsonl"
     done = harness_cli(env, "audit", "export", "--all", "--out", str(export))

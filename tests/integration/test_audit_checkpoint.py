@@ -18,11 +18,11 @@ from application.store import HarnessStore
 from application.store_reads import events_of
 from domain.checkpoint import CHECKPOINTS_ID, AuditCheckpoint
 from domain.states import CancellationReason
-from infrastructure.database import create_sql_engine
-from infrastructure.eventstore import init_store
+from infrastructure.composition import Services, bootstrap
 from infrastructure.settings import Settings
+from tests.helpers import scripted
 from tests.integration._audit_helpers import clean_exit, env_of, harness_cli, violations
-from tests.integration._projection_helpers import QUERY, harness, run_scenario
+from tests.integration._projection_helpers import QUERY, run_scenario
 
 KEY = "an audit key the database's writers do not hold"
 
@@ -31,18 +31,13 @@ def cut_tail(settings: Settings, stream: UUID, keep: int) -> int:
     """Delete every event of ``stream`` after version ``keep``, as someone with SQL access can."""
     sqlite = settings.database.kind == "sqlite"
     table, key = ("stored_events", stream.hex) if sqlite else ("harness_events", str(stream))
-    engine = create_sql_engine(settings)
-    try:
-        with engine.begin() as connection:
-            deleted = connection.execute(
-                text(
-                    f"DELETE FROM {table} WHERE originator_id = :stream"
-                    " AND originator_version > :keep"
-                ),
-                {"stream": key, "keep": keep},
-            )
-    finally:
-        engine.dispose()
+    with bootstrap(settings) as services, services.engine.begin() as connection:
+        deleted = connection.execute(
+            text(
+                f"DELETE FROM {table} WHERE originator_id = :stream AND originator_version > :keep"
+            ),
+            {"stream": key, "keep": keep},
+        )
     return deleted.rowcount
 
 
@@ -57,22 +52,16 @@ def verified(env: dict[str, str], *source: str) -> tuple[int, list[str], str]:
 def test_a_run_whose_last_events_were_deleted_is_named(settings: Settings, tmp_path: Path) -> None:
     keyed = settings.model_copy(update={"audit_key": SecretStr(KEY)})
     env = env_of(keyed, KEY)
-    store = init_store(keyed)
-    try:
-        cut = run_scenario(store, "conclusion_supported", "session-1").run_id
-        kept_run = run_scenario(store, "missing_context", "session-2").run_id
-        version = len(events_of(store, cut))
-    finally:
-        store.close()
+    with bootstrap(keyed, create=True) as services:
+        cut = run_scenario(services, "conclusion_supported", "session-1").run_id
+        kept_run = run_scenario(services, "missing_context", "session-2").run_id
+        version = len(events_of(services.store, cut))
     recorded = harness_cli(env, "audit", "checkpoint")
     assert recorded.exit_code == 0, recorded.output
     assert "recorded 1 checkpoint of " in recorded.stdout
     assert harness_cli(env, "audit", "checkpoint").stdout.startswith("nothing new since")
-    store = init_store(keyed)
-    try:
-        run_scenario(store, "limited_checks", "session-3")  # appended after the checkpoint
-    finally:
-        store.close()
+    with bootstrap(keyed) as services:
+        run_scenario(services, "limited_checks", "session-3")  # appended after the checkpoint
 
     assert cut_tail(keyed, cut, version - 2) == 2  # RUN_TERMINATED and RUN_FINISHED
     assert harness_cli(env, "projections", "rebuild").exit_code == 0
@@ -94,19 +83,17 @@ def test_a_run_whose_last_events_were_deleted_is_named(settings: Settings, tmp_p
 
 
 def _checkpoint_position(settings: Settings) -> int:
-    store = init_store(settings)
-    try:
-        (recorded,) = [
-            n for n in store.notifications(0, 10_000) if n.originator_id == CHECKPOINTS_ID
-        ][1:]
-        return recorded.id
-    finally:
-        store.close()
+    with bootstrap(settings) as services:
+        notifications = services.store.notifications(0, 10_000)
+    (recorded,) = [n for n in notifications if n.originator_id == CHECKPOINTS_ID][1:]
+    return recorded.id
 
 
-def test_a_finished_run_records_a_checkpoint_once_enough_events_came(store: HarnessStore) -> None:
+def test_a_finished_run_records_a_checkpoint_once_enough_events_came(
+    services: Services, store: HarnessStore
+) -> None:
     store.checkpointer.every = 20
-    first = run_scenario(store, "conclusion_supported", "session-1")
+    first = run_scenario(services, "conclusion_supported", "session-1")
     (started, recorded) = events_of(store, CHECKPOINTS_ID)
     assert isinstance(started, AuditCheckpoint.CheckpointsStarted)
     assert isinstance(recorded, AuditCheckpoint.CheckpointRecorded)
@@ -114,7 +101,7 @@ def test_a_finished_run_records_a_checkpoint_once_enough_events_came(store: Harn
     assert recorded.versions[str(first.run_id)] == head
     assert recorded.upto == store.head() - 2  # the checkpoint's own two events came after
 
-    with harness(store, "missing_context") as made:  # fewer than 20 events: not due yet
+    with scripted(services, "missing_context") as made:  # fewer than 20 events: not due yet
         made.service.ask("session-2", QUERY)
     assert len(events_of(store, CHECKPOINTS_ID)) == 2
     assert record_checkpoint(store) is not None  # on demand, it covers the rest
@@ -125,15 +112,13 @@ def test_a_finished_run_records_a_checkpoint_once_enough_events_came(store: Harn
 def test_a_run_terminated_without_run_finished_is_not_counted_finished(
     sqlite_settings: Settings, tmp_path: Path
 ) -> None:
-    store = init_store(sqlite_settings)
-    try:
-        run_scenario(store, "conclusion_supported", "session-1")
-        with harness(store, "conclusion_supported") as made:
+    with bootstrap(sqlite_settings, create=True) as services:
+        run_scenario(services, "conclusion_supported", "session-1")
+        with scripted(services, "conclusion_supported") as made:
             started = made.service.begin("session-2", QUERY)[0].id
+        store = services.store
         store.cancel(started, CancellationReason.USER_REQUESTED)  # its worker never finishes it
         store.start_run("session-3", QUERY, datetime.now(UTC) + timedelta(minutes=5))
-    finally:
-        store.close()
     env, export = env_of(sqlite_settings), tmp_path / "audit.jsonl"
     assert harness_cli(env, "audit", "export", "--all", "--out", str(export)).exit_code == 0
     code, found, summary = verified(env, str(export))

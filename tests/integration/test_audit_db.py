@@ -21,8 +21,7 @@ from domain.run import Run
 from domain.states import FailureCode, RunState
 from domain.tool_invocation import ToolInvocation
 from domain.tool_states import EvidenceStatus
-from infrastructure.database import create_sql_engine
-from infrastructure.eventstore import init_store
+from infrastructure.composition import bootstrap
 from infrastructure.read_tables import diagnosis_run
 from infrastructure.settings import Settings
 from tests.conftest import pg_schema
@@ -61,17 +60,12 @@ def database(
 
 
 def _built(settings: Settings) -> Iterator[Database]:
-    store = init_store(settings)
-    try:
-        build_log(store, settings)
+    with bootstrap(settings, create=True) as services:
+        build_log(services)
+        store = services.store
         head, events = store.head(), len(list(store_records(store)))  # PostgreSQL ids have holes
-    finally:
-        store.close()
-    engine = create_sql_engine(settings)
-    try:
-        yield Database(settings, env_of(settings), engine, head, events)
-    finally:
-        engine.dispose()
+    with bootstrap(settings) as services:
+        yield Database(settings, env_of(settings), services.engine, head, events)
 
 
 def verify_db(database: Database) -> tuple[int, list[str]]:
@@ -159,9 +153,9 @@ def test_an_event_edited_in_the_events_table_is_named(database: Database) -> Non
 
 def test_invariants_broken_by_raw_events_are_named(settings: Settings, tmp_path: Path) -> None:
     """Events appended past the aggregates' checks: the chain is intact, the invariants are not."""
-    store = init_store(settings)
-    try:
-        finished = run_scenario(store, "conclusion_supported")
+    with bootstrap(settings, create=True) as services:
+        store = services.store
+        finished = run_scenario(services, "conclusion_supported")
         run = store.get_run(finished.run_id)
         # the aggregates' own event machinery, without the commands' checks in front of it
         run.trigger_event(
@@ -178,8 +172,6 @@ def test_invariants_broken_by_raw_events_are_named(settings: Settings, tmp_path:
             content_hash=hashlib.sha256(b"").hexdigest(),
         )
         at_forged = store.save_all(invocation)
-    finally:
-        store.close()
     env = env_of(settings)
     export = tmp_path / "raw.jsonl"
     assert harness_cli(env, "audit", "export", "--all", "--out", str(export)).exit_code == 0

@@ -26,7 +26,7 @@ from application.audit.replay import EVENT_TOPICS
 from application.audit.verify import verify_records
 from domain.release_states import ReleaseOutcome
 from domain.states import RunState
-from infrastructure.eventstore import init_store
+from infrastructure.composition import bootstrap
 from infrastructure.settings import Settings
 from projections.sse_feed import run_feed
 from tests.integration._audit_helpers import (
@@ -57,12 +57,9 @@ class Logged:
 def logged(tmp_path_factory: pytest.TempPathFactory) -> Logged:
     directory = tmp_path_factory.mktemp("audit")
     settings = Settings(database_url=f"sqlite:///{directory / 'harness.db'}")
-    store = init_store(settings)
-    try:
-        build_log(store, settings)
-        head = store.head()
-    finally:
-        store.close()
+    with bootstrap(settings, create=True) as services:
+        build_log(services)
+        head = services.store.head()
     env = env_of(settings)
     export, heads = directory / "audit.jsonl", directory / "heads.json"
     done = harness_cli(env, "audit", "export", "--all", "--out", str(export), "--heads", str(heads))
@@ -296,11 +293,8 @@ def test_kept_heads_reveal_a_tail_rewritten_without_the_key(logged: Logged, tmp_
 def test_keyed_chains_verify_with_the_key_only(tmp_path: Path) -> None:
     key = "the audit key of this test, long enough"
     settings = Settings(database_url=f"sqlite:///{tmp_path / 'keyed.db'}", audit_key=SecretStr(key))
-    store = init_store(settings)
-    try:
-        run_scenario(store, "limited_checks")
-    finally:
-        store.close()
+    with bootstrap(settings, create=True) as services:
+        run_scenario(services, "limited_checks")
     export = tmp_path / "keyed.jsonl"
     keyed_env = env_of(settings, key)
     assert harness_cli(keyed_env, "audit", "export", "--all", "--out", str(export)).exit_code == 0

@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from infrastructure.eventstore import init_store
+from infrastructure.composition import bootstrap
 from infrastructure.model_scripted import (
     load_scenario,
 )
 from infrastructure.settings import Settings
+from tests.helpers import ask_scripted
 from tests.integration._audit_helpers import env_of, harness_cli, load, named, relink, save
-from tests.integration._scripted import ask_scripted
 
 ADVERSARIAL = Path(__file__).parents[1] / "adversarial"
 SCENARIOS = (
@@ -49,16 +49,13 @@ class Logged:
 def logged(tmp_path_factory: pytest.TempPathFactory) -> Logged:
     directory = tmp_path_factory.mktemp("grounding")
     settings = Settings(database_url=f"sqlite:///{directory / 'harness.db'}")
-    store = init_store(settings)
     runs: dict[str, str] = {}
-    try:
+    with bootstrap(settings, create=True) as services:
         for name in SCENARIOS:
             scenario = load_scenario(ADVERSARIAL / f"{name}.yaml")
             scenario.pop("expect")
-            result = ask_scripted(store, scenario, name, "Why was checkout slow on 2026-11-29?")
-            runs[name] = str(result.run_id)
-    finally:
-        store.close()
+            question = "Why was checkout slow on 2026-11-29?"
+            runs[name] = str(ask_scripted(services, scenario, name, question).run_id)
     env = env_of(settings)
     export = directory / "audit.jsonl"
     done = harness_cli(env, "audit", "export", "--all", "--out", str(export))

@@ -7,7 +7,7 @@ hand-written tool, a fixed clock, a knowledge base in a list); the store is a re
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -30,17 +30,9 @@ from infrastructure.eventstore import init_store
 from infrastructure.model_scripted import ScriptedProvider
 from infrastructure.settings import Settings
 from projections.queries import run_row
+from tests.helpers import FixedClock
 
 SCENARIO = Path(__file__).parents[1] / "scenarios" / "conclusion_supported.yaml"
-AT = datetime(2026, 11, 29, 10, 30, tzinfo=UTC)
-
-
-@dataclass
-class FixedClock:
-    """A clock that always says :data:`AT`."""
-
-    def now(self) -> datetime:
-        return AT
 
 
 @dataclass
@@ -85,7 +77,9 @@ def _scenario_without_its_tools() -> dict[str, Any]:
     return scenario
 
 
-def test_a_whole_chat_runs_through_the_composition_root_with_fakes_only(tmp_path: Path) -> None:
+def test_a_whole_chat_runs_through_the_composition_root_with_fakes_only(
+    tmp_path: Path, fixed_clock: FixedClock
+) -> None:
     settings = Settings(database_url=f"sqlite:///{tmp_path / 'harness.db'}")
     scenario = _scenario_without_its_tools()
     tools = {name: CannedTool(name, lines) for name, lines in scenario.pop("_lines").items()}
@@ -94,7 +88,7 @@ def test_a_whole_chat_runs_through_the_composition_root_with_fakes_only(tmp_path
     overrides = Overrides(
         provider=ScriptedProvider(scenario),
         tools=tools,
-        clock=FixedClock(),
+        clock=fixed_clock,
         knowledge=knowledge,
         config=limits,
         heartbeat=False,
@@ -118,7 +112,9 @@ def test_a_whole_chat_runs_through_the_composition_root_with_fakes_only(tmp_path
         "list_deployments": 1,
     }
     assert run.intent is Intent.DIAGNOSIS and run.owner == "ann"
-    assert run.deadline == AT + timedelta(seconds=600)  # the fixed clock and the given limits
+    assert run.deadline == fixed_clock.at + timedelta(
+        seconds=600
+    )  # the fixed clock and the given limits
     assert run.limits == Budget(12, 4, 20_000, 100_000)
     assert knowledge.asked == []  # a diagnosis does not consult the knowledge base
     assert row is not None and row["status"] == "SUCCESS"

@@ -10,7 +10,7 @@ from pydantic import SecretStr
 from application.audit.integrity import check_chain
 from application.audit.records import run_records, store_records
 from domain.states import CancellationReason, RunState
-from infrastructure.eventstore import init_store
+from infrastructure.composition import Services, bootstrap
 from tests.integration._projection_helpers import run_scenario
 
 if TYPE_CHECKING:
@@ -20,9 +20,9 @@ if TYPE_CHECKING:
 KEY = "an audit key of the tests, long enough"
 
 
-def test_every_event_of_a_real_log_is_linked(store: HarnessStore) -> None:
+def test_every_event_of_a_real_log_is_linked(services: Services, store: HarnessStore) -> None:
     for name in ("conclusion_supported", "saturated", "budget_safe_progress"):
-        run_scenario(store, name, session_id=f"s-{name}")
+        run_scenario(services, name, session_id=f"s-{name}")
     records = list(store_records(store))
     assert len(records) > 60
     assert all(r.hash is not None and r.hash.startswith("sha256:") for r in records)
@@ -31,14 +31,14 @@ def test_every_event_of_a_real_log_is_linked(store: HarnessStore) -> None:
 
 
 def test_another_process_appending_to_a_stream_links_to_its_head(
-    store: HarnessStore, settings: Settings
+    services: Services, store: HarnessStore, settings: Settings
 ) -> None:
-    run_scenario(store, "conclusion_supported")
+    run_scenario(services, "conclusion_supported")
     deadline = datetime.now(UTC) + timedelta(minutes=5)
     started, _ = store.start_run("s-2", "why is checkout slow?", deadline)
-    other = init_store(settings)  # a fresh mapper: it knows no stream's head, reads it
+    other = bootstrap(settings)  # a fresh mapper: it knows no stream's head, reads it
     try:
-        cancelled = other.cancel(started, CancellationReason.USER_REQUESTED)
+        cancelled = other.store.cancel(started, CancellationReason.USER_REQUESTED)
     finally:
         other.close()
     assert cancelled.position is not None
@@ -49,20 +49,17 @@ def test_another_process_appending_to_a_stream_links_to_its_head(
 
 
 def test_keyed_links_verify_only_with_the_key(settings: Settings) -> None:
-    keyed = init_store(settings.model_copy(update={"audit_key": SecretStr(KEY)}))
-    try:
+    with bootstrap(settings.model_copy(update={"audit_key": SecretStr(KEY)}), create=True) as keyed:
         run_scenario(keyed, "limited_checks")
-        records = list(store_records(keyed))
-    finally:
-        keyed.close()
+        records = list(store_records(keyed.store))
     assert all(r.hash is not None and r.hash.startswith("hmac-sha256:") for r in records)
     assert check_chain(records, KEY.encode()) == []
     assert len(check_chain(records, b"not the key")) == len(records)
 
 
-def test_a_run_export_holds_its_whole_streams(store: HarnessStore) -> None:
-    first = run_scenario(store, "conclusion_supported", session_id="a")
-    run_scenario(store, "limited_checks", session_id="b")
+def test_a_run_export_holds_its_whole_streams(services: Services, store: HarnessStore) -> None:
+    first = run_scenario(services, "conclusion_supported", session_id="a")
+    run_scenario(services, "limited_checks", session_id="b")
     mine = run_records(store, first.run_id)
     streams = {r.stream for r in mine}
     assert str(first.run_id) in streams and len(streams) >= 3  # run, collection, tools

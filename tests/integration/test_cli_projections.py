@@ -6,7 +6,7 @@ from pathlib import Path
 
 from sqlalchemy import inspect
 
-from infrastructure.database import create_sql_engine
+from infrastructure.composition import bootstrap
 from infrastructure.eventstore import init_store
 from infrastructure.settings import Settings
 from tests.integration._cli import harness, store_env
@@ -15,17 +15,14 @@ from tests.integration._cli import harness, store_env
 def test_status_without_read_tables_says_so_and_creates_none(
     sqlite_settings: Settings, tmp_path: Path
 ) -> None:
-    init_store(sqlite_settings).close()
+    init_store(sqlite_settings).close()  # the log without the read side
     status = harness("projections", "status", env=store_env(sqlite_settings), cwd=tmp_path)
     assert status.returncode == 0, status.stderr
     assert "diagnosis_run" in status.stdout and "lag" in status.stdout
     assert "harness db init" in status.stderr
     assert sqlite_settings.database.describe() in status.stderr
-    engine = create_sql_engine(sqlite_settings)
-    try:
-        assert "projection_tracking" not in inspect(engine).get_table_names()
-    finally:
-        engine.dispose()
+    with bootstrap(sqlite_settings) as services:
+        assert "projection_tracking" not in inspect(services.engine).get_table_names()
 
 
 def test_rebuild_and_status_print_results_on_stdout(

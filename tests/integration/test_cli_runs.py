@@ -27,13 +27,10 @@ TWINS = [UUID("abcd1234-0000-4000-8000-000000000001"), UUID("abcd1234-1111-4000-
 
 def _start_runs(settings: Settings, *run_ids: UUID) -> None:
     """RUNNING runs with chosen ids, appended to the log by this process (no projector runs)."""
-    store = init_store(settings)
-    try:
+    with bootstrap(settings) as services:  # `harness db init` made the store
         deadline = datetime.now(UTC) + timedelta(hours=1)
         for run_id in run_ids:
-            store.start_run("twins", LONG_QUERY, deadline, run_id=run_id)
-    finally:
-        store.close()
+            services.store.start_run("twins", LONG_QUERY, deadline, run_id=run_id)
 
 
 @pytest.fixture

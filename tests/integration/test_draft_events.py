@@ -16,7 +16,7 @@ import pytest
 
 from application.audit.records import store_records
 from application.audit.verify import verify_records
-from application.chat import ChatResult, ChatService
+from application.chat import ChatResult
 from application.explain import Answer, explain_run
 from application.store import HarnessStore
 from application.store_reads import events_of
@@ -24,27 +24,17 @@ from domain.catalogue import event_type_name
 from domain.release_states import FallbackType, ReleaseOutcome
 from domain.run import Run
 from domain.states import DraftOutcome, ModelStepPurpose
-from infrastructure.composition import SystemClock, chat_config
-from infrastructure.model_scripted import ScriptedProvider, load_scenario
-from infrastructure.scripted_tools import scripted_tools
+from infrastructure.composition import Services
+from infrastructure.model_scripted import load_scenario
+from tests.helpers import ask_scripted
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 QUERY = "why is checkout slow?"
 CITED = [{"reference": "$1", "excerpt": "connection pool 95% used"}]
 
 
-def _ask(store: HarnessStore, scenario: dict[str, Any]) -> ChatResult:
-    service = ChatService(
-        store,
-        ScriptedProvider(scenario),
-        scripted_tools(scenario),
-        SystemClock(),
-        config=chat_config(scenario),
-    )
-    try:
-        return service.ask("session-1", QUERY)
-    finally:
-        service.pool.shutdown(wait=True)
+def _ask(services: Services, scenario: dict[str, Any]) -> ChatResult:
+    return ask_scripted(services, scenario, "session-1", QUERY)
 
 
 def _scenario(name: str) -> dict[str, Any]:
@@ -104,12 +94,12 @@ def _scripted_text(step: dict[str, Any]) -> str:
 
 @pytest.mark.parametrize(("name", "outcome", "detail"), BROKEN, ids=[o.value for _, o, _ in BROKEN])
 def test_a_broken_final_answer_is_recorded_with_its_failure_and_explained(
-    store: HarnessStore, name: str, outcome: DraftOutcome, detail: str
+    services: Services, store: HarnessStore, name: str, outcome: DraftOutcome, detail: str
 ) -> None:
     scenario = _scenario(name)
     text = _scripted_text(scenario["steps"][-1])
 
-    result = _ask(store, scenario)
+    result = _ask(services, scenario)
     draft = _proposed(store, result)
 
     assert result.release_outcome is ReleaseOutcome.FAILED
@@ -127,6 +117,7 @@ def test_a_broken_final_answer_is_recorded_with_its_failure_and_explained(
 
 
 def test_a_conclusion_over_the_schema_limit_is_withheld_and_explained(
+    services: Services,
     store: HarnessStore,
 ) -> None:
     statement = "The payments pool is too small for the checkout load. " * 93
@@ -134,7 +125,7 @@ def test_a_conclusion_over_the_schema_limit_is_withheld_and_explained(
     conclusion = {"statement": statement, "citations": CITED}
     scenario = _with_final_draft("paths/schema_invalid_progress", {"conclusion": conclusion})
 
-    result = _ask(store, scenario)
+    result = _ask(services, scenario)
     draft = _proposed(store, result)
 
     assert result.release_outcome is ReleaseOutcome.FALLBACK
@@ -159,9 +150,10 @@ def test_a_conclusion_over_the_schema_limit_is_withheld_and_explained(
 
 
 def test_a_valid_draft_is_recorded_whole_and_explained_from_its_text(
+    services: Services,
     store: HarnessStore,
 ) -> None:
-    result = _ask(store, _scenario("conclusion_supported"))
+    result = _ask(services, _scenario("conclusion_supported"))
     draft = _proposed(store, result)
 
     assert result.release_outcome is ReleaseOutcome.SUCCESS
@@ -177,6 +169,7 @@ def test_a_valid_draft_is_recorded_whole_and_explained_from_its_text(
 
 
 def test_a_20000_character_draft_is_stored_bounded_with_its_full_length_and_hash(
+    services: Services,
     store: HarnessStore,
 ) -> None:
     cited = [{"reference": "not-an-invocation", "excerpt": "connection pool 95% used"}]
@@ -186,7 +179,7 @@ def test_a_20000_character_draft_is_stored_bounded_with_its_full_length_and_hash
     text = json.dumps({"draft": draft_data})  # what the scripted model answers
     assert len(text) == 20_000
 
-    result = _ask(store, _with_final_draft("paths/schema_invalid_progress", draft_data))
+    result = _ask(services, _with_final_draft("paths/schema_invalid_progress", draft_data))
     draft = _proposed(store, result)
 
     assert draft.outcome is DraftOutcome.SCHEMA_INVALID

@@ -18,10 +18,11 @@ from domain.published import FallbackContent, MissingItem
 from domain.release_states import FallbackType, ReleaseOutcome
 from domain.run import Run
 from domain.states import BudgetKind, CancellationReason, Intent, MissingKind, RunState
+from infrastructure.composition import Services
+from tests.helpers import scripted
 from tests.integration._projection_helpers import (
     QUERY,
     collection_stop_reason,
-    harness,
     run_scenario,
     value,
 )
@@ -127,8 +128,10 @@ def assert_evidence_is_the_runs(
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r.scenario for r in ROWS])
-def test_each_row_of_the_outcome_table_is_explained(store: HarnessStore, row: Row) -> None:
-    result = run_scenario(store, row.scenario)
+def test_each_row_of_the_outcome_table_is_explained(
+    services: Services, store: HarnessStore, row: Row
+) -> None:
+    result = run_scenario(services, row.scenario)
     explanation = explain_run(store, result.run_id)
     run = store.get_run(result.run_id)
     (finished,) = [e for e in events_of(store, run.id) if isinstance(e, Run.RunFinished)]
@@ -286,16 +289,16 @@ def check_previous_turn(answer: Answer, row: Row, run: Run) -> None:
         assert f"ReleaseOutcome is {row.outcome.value}" in answer.answer
 
 
-def test_an_unknown_run_is_refused(store: HarnessStore) -> None:
+def test_an_unknown_run_is_refused(services: Services, store: HarnessStore) -> None:
     with pytest.raises(UnknownAggregateError):
         explain_run(store, uuid4())
-    result = run_scenario(store, "missing_context")
+    result = run_scenario(services, "missing_context")
     with pytest.raises(UnknownAggregateError):
         explain_run(store, collection_id(result.run_id))  # a stream, but not a run
 
 
-def test_a_running_run_has_no_done_yet(store: HarnessStore) -> None:
-    with harness(store, "limited_checks") as made:
+def test_a_running_run_has_no_done_yet(services: Services, store: HarnessStore) -> None:
+    with scripted(services, "limited_checks") as made:
         run_id = made.service.begin("session-9", QUERY)[0].id
     explanation = explain_run(store, run_id)
     answers = answers_of(explanation)
@@ -323,9 +326,9 @@ def test_a_running_run_has_no_done_yet(store: HarnessStore) -> None:
     ],
 )
 def test_a_tool_without_evidence_names_its_cause(
-    store: HarnessStore, scenario: str, field: str, words: str, event_type: str
+    services: Services, store: HarnessStore, scenario: str, field: str, words: str, event_type: str
 ) -> None:
-    result = run_scenario(store, scenario)
+    result = run_scenario(services, scenario)
     explanation = explain_run(store, result.run_id)
     answer = answers_of(explanation)["why_no_evidence"]
 
@@ -336,8 +339,10 @@ def test_a_tool_without_evidence_names_its_cause(
     assert_evidence_is_the_runs(store, result.run_id, explanation)
 
 
-def test_a_user_cancel_ends_the_stream_without_done(store: HarnessStore) -> None:
-    result = run_scenario(store, "paths/cancel_during_tool")
+def test_a_user_cancel_ends_the_stream_without_done(
+    services: Services, store: HarnessStore
+) -> None:
+    result = run_scenario(services, "paths/cancel_during_tool")
     answers = answers_of(explain_run(store, result.run_id))
 
     done = answers["why_no_done"]
@@ -348,8 +353,10 @@ def test_a_user_cancel_ends_the_stream_without_done(store: HarnessStore) -> None
     assert "ended CANCELLED" in stopped.answer and "after 1 tool call(s)" in stopped.answer
 
 
-def test_a_budget_spent_in_release_is_not_why_the_agent_stopped(store: HarnessStore) -> None:
-    result = run_scenario(store, "paths/budget_spent_in_release")
+def test_a_budget_spent_in_release_is_not_why_the_agent_stopped(
+    services: Services, store: HarnessStore
+) -> None:
+    result = run_scenario(services, "paths/budget_spent_in_release")
     explanation = explain_run(store, result.run_id)
     answers = answers_of(explanation)
 

@@ -11,17 +11,16 @@ from eventsourcing.persistence import StoredEvent
 from application.audit.chain import link
 from application.audit.records import AuditRecord, store_records
 from application.audit.verify import verify_records
-from application.chat import ChatService
 from application.explain import explain_run
 from application.ports import ModelRequest, ModelResponse
 from application.store import HarnessStore
 from application.store_reads import events_of
 from domain.run import Run
 from domain.states import FailureCode, ModelStepPurpose, RunState
-from infrastructure.composition import SystemClock, chat_config
-from infrastructure.model_scripted import ScriptedProvider, load_scenario
-from infrastructure.scripted_tools import scripted_tools
-from tests.integration._projection_helpers import QUERY, SCENARIOS, run_scenario
+from infrastructure.composition import Services
+from infrastructure.model_scripted import ScriptedProvider
+from tests.helpers import scripted
+from tests.integration._projection_helpers import QUERY, run_scenario
 
 SECRETS = ("hunter2", "sk-live-0123456789", "eyJhbGciOi.payload")
 MESSAGE = (
@@ -48,17 +47,12 @@ class BrokenProvider:
 
 
 def test_explain_names_the_exception_of_an_internal_error_with_its_secrets_redacted(
-    store: HarnessStore,
+    services: Services, store: HarnessStore
 ) -> None:
-    scenario = load_scenario(SCENARIOS / "conclusion_supported.yaml")
-    provider = BrokenProvider(ScriptedProvider(scenario))
-    service = ChatService(
-        store, provider, scripted_tools(scenario), SystemClock(), config=chat_config(scenario)
-    )
-    try:
-        result = service.ask("session-1", QUERY)
-    finally:
-        service.pool.shutdown(wait=True)
+    with scripted(services, "conclusion_supported", wrap=BrokenProvider) as made:
+        result = made.service.ask("session-1", QUERY)
+    provider = made.service.provider
+    assert isinstance(provider, BrokenProvider)
 
     assert provider.raised
     assert (result.termination.state, result.termination.reason) == (
@@ -119,9 +113,11 @@ def _with_cause(records: list[AuditRecord], stream: str, cause: str) -> list[Aud
     return relinked
 
 
-def test_verify_names_a_cause_the_harness_would_not_have_recorded(store: HarnessStore) -> None:
-    succeeded = run_scenario(store, "conclusion_supported", "session-1")
-    failed = run_scenario(store, "internal_failure", "session-2")  # ROUTING_FAILED, no cause
+def test_verify_names_a_cause_the_harness_would_not_have_recorded(
+    services: Services, store: HarnessStore
+) -> None:
+    succeeded = run_scenario(services, "conclusion_supported", "session-1")
+    failed = run_scenario(services, "internal_failure", "session-2")  # ROUTING_FAILED, no cause
     records = list(store_records(store))
     assert verify_records(records).clean
 

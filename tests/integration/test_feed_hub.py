@@ -15,6 +15,7 @@ from sqlalchemy import Engine
 from api.feed_hub import FeedHub, Subscription
 from api.sse_wire import frame
 from application.store import HarnessStore
+from infrastructure.composition import Services
 from projections.runner import Projector
 from projections.sse_feed import SseFeed
 from tests.integration._projection_helpers import run_scenario
@@ -55,11 +56,11 @@ async def settle(loop: asyncio.AbstractEventLoop) -> None:
 
 
 def test_handed_over_batches_reach_the_watching_streams_without_a_query(
-    store: HarnessStore, engine: Engine
+    services: Services, store: HarnessStore, engine: Engine
 ) -> None:
     """In process: each committed batch reaches the streams of its runs, once, in order."""
-    first = run_scenario(store, "conclusion_supported", "s1")
-    second = run_scenario(store, "conclusion_supported", "s2")
+    first = run_scenario(services, "conclusion_supported", "s1")
+    second = run_scenario(services, "conclusion_supported", "s2")
     hub = FeedHub(engine, threading.Event(), poll_interval=3600)  # not started: no queries
     feed = Feed(store, engine, hub)
 
@@ -88,10 +89,10 @@ def test_handed_over_batches_reach_the_watching_streams_without_a_query(
 
 
 def test_a_hand_over_after_a_gap_is_left_to_the_query_which_delivers_the_rest(
-    store: HarnessStore, engine: Engine
+    services: Services, store: HarnessStore, engine: Engine
 ) -> None:
     """Entries committed without a hand-over (another process) come from the query, none twice."""
-    result = run_scenario(store, "conclusion_supported")
+    result = run_scenario(services, "conclusion_supported")
     hub = FeedHub(engine, threading.Event(), poll_interval=3600)
     elsewhere = Feed(store, engine, None)  # a projection process: it hands nothing over
     here = Feed(store, engine, hub)
@@ -119,8 +120,10 @@ def test_a_hand_over_after_a_gap_is_left_to_the_query_which_delivers_the_rest(
     assert seen[0][1] == "metadata" and seen[-1][1] == "done"
 
 
-def test_nothing_is_handed_over_when_no_stream_watches(store: HarnessStore, engine: Engine) -> None:
-    run_scenario(store, "conclusion_supported")
+def test_nothing_is_handed_over_when_no_stream_watches(
+    services: Services, store: HarnessStore, engine: Engine
+) -> None:
+    run_scenario(services, "conclusion_supported")
     hub = FeedHub(engine, threading.Event(), poll_interval=3600)
     assert Feed(store, engine, hub).catch_up() > 0
     assert hub.watched == 0 and not hub.wake.is_set()

@@ -16,8 +16,6 @@ row of the SPEC §10 table, the SPEC §16 invariants on every stream, no INTERNA
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import hypothesis
@@ -25,20 +23,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from application.chat import ChatResult, ChatService
+from application.chat import ChatResult
 from application.ports import ToolExecutionError, ToolOutput
 from domain.collection import Collection
 from domain.run import Run
 from domain.states import CompletionReason, FailureCode
 from domain.tool_invocation import ToolInvocation
 from domain.tool_states import ToolRejectionCode
-from infrastructure.composition import chat_config
-from infrastructure.eventstore import init_store
-from infrastructure.model_scripted import ScriptedProvider
 from infrastructure.openai_wire import parse_arguments
-from infrastructure.scripted_tools import scripted_tools
-from infrastructure.settings import Settings
 from tests._fuzz import fuzz_settings
+from tests.helpers import ask_scripted, fresh_sqlite
 from tests.integration._fuzz_outputs import (
     FORGED,
     ForgingProvider,
@@ -50,7 +44,6 @@ from tests.integration._fuzz_outputs import (
     protocol_steps,
 )
 from tests.integration._invariants import Log, check_run, read_events
-from tests.integration._scripted import SystemClock
 from tests.integration.test_runtime_properties import (
     EARLIER_RUN,
     LINES,
@@ -60,7 +53,7 @@ from tests.integration.test_runtime_properties import (
 
 if TYPE_CHECKING:
     from application.ports import Tool
-    from application.store import HarnessStore
+    from infrastructure.composition import Services
 
 QUERY = "why is checkout slow?"
 
@@ -71,18 +64,14 @@ def _run(
     scenario: dict[str, Any], tools: dict[str, Tool] | None = None, *, earlier: bool = False
 ) -> tuple[ChatResult, Log]:
     """Ask on a fresh SQLite file (after ``EARLIER_RUN`` if asked) and check the log."""
-    with tempfile.TemporaryDirectory() as tmp:
-        store = init_store(Settings(database_url=f"sqlite:///{Path(tmp) / 'harness.db'}"))
-        try:
-            if earlier:
-                _ask(store, EARLIER_RUN)
-                ready = ToolInvocation.ToolInvocationReady
-                other = next(e for e in read_events(store) if isinstance(e, ready))
-                scenario = _replace(scenario, OTHER_RUN, str(other.originator_id))
-            result = _ask(store, scenario, tools)  # never raises
-            log = check_run(result, read_events(store))
-        finally:
-            store.close()
+    with fresh_sqlite() as services:
+        if earlier:
+            _ask(services, EARLIER_RUN)
+            ready = ToolInvocation.ToolInvocationReady
+            other = next(e for e in read_events(services.store) if isinstance(e, ready))
+            scenario = _replace(scenario, OTHER_RUN, str(other.originator_id))
+        result = _ask(services, scenario, tools)  # never raises
+        log = check_run(result, read_events(services.store))
     if hypothesis.currently_in_test_context():
         hypothesis.event(f"{result.release_outcome.value} / {result.termination.reason.value}")
         for _, event in log.where(ToolInvocation.ToolInvocationFailed):
@@ -91,20 +80,9 @@ def _run(
 
 
 def _ask(
-    store: HarnessStore, scenario: dict[str, Any], tools: dict[str, Tool] | None = None
+    services: Services, scenario: dict[str, Any], tools: dict[str, Tool] | None = None
 ) -> ChatResult:
-    provider = ForgingProvider(ScriptedProvider(scenario))
-    service = ChatService(
-        store,
-        provider,
-        tools if tools is not None else scripted_tools(scenario),
-        SystemClock(),
-        config=chat_config(scenario),
-    )
-    try:
-        return service.ask("session-1", QUERY)
-    finally:
-        service.pool.shutdown(wait=True)
+    return ask_scripted(services, scenario, wrap=ForgingProvider, tools=tools)
 
 
 # -- the properties --------------------------------------------------------------------------------

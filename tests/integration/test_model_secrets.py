@@ -18,10 +18,9 @@ import pytest
 from pydantic import SecretStr
 
 from application.ports import ModelError, ModelUnavailableError
-from infrastructure.eventstore import init_store
 from infrastructure.model_openai import OpenAICompatibleProvider
 from infrastructure.settings import Settings
-from tests.api._serve import read_all, serving
+from tests.api._serve import read_all, served_client
 from tests.integration.test_model_openai import (
     API_KEY,
     MODEL,
@@ -101,12 +100,8 @@ def served(sqlite_settings: Settings, base_url: str) -> Iterator[tuple[httpx.Cli
             "openai_api_key": SecretStr(API_KEY),
         }
     )
-    store = init_store(settings)
-    try:
-        with serving(settings, store) as url, httpx.Client(base_url=url, timeout=60) as client:
-            yield client, Path(settings.database_url.removeprefix("sqlite:///"))
-    finally:
-        store.close()
+    with served_client(settings, sample=False) as running:
+        yield running.client, Path(settings.database_url.removeprefix("sqlite:///"))
 
 
 def test_no_secret_reaches_the_log_the_trace_or_the_explanation(

@@ -10,24 +10,23 @@ wiring from the setting to every call is what is tested. Outcomes and events onl
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from application.chat import ChatConfig, ChatResult, ChatService
+from application.chat import ChatConfig, ChatResult
 from application.ports import ModelRequest, ModelResponse
 from application.store import HarnessStore
 from domain.catalogue import event_type_name
 from domain.release_states import FallbackType, ReleaseOutcome
 from domain.run import Run
 from domain.states import FailureCode, ModelStepOutcome, ModelStepPurpose, RunState
-from infrastructure.composition import Overrides, bootstrap
+from infrastructure.composition import Overrides, Services, bootstrap
 from infrastructure.model_scripted import ScriptedProvider
-from infrastructure.scripted_tools import scripted_tools
 from infrastructure.settings import Settings
+from tests.helpers import scripted
 
 QUERY = "why is checkout slow?"
 LATE = 2.5
@@ -177,28 +176,21 @@ class BoundsSeen:
         return self.inner.complete(request)
 
 
-class SystemClock:
-    def now(self) -> datetime:
-        return datetime.now(UTC)
-
-
 @pytest.mark.parametrize("blocking", [True, False], ids=["blocking", "in-process"])
-def test_every_call_reaches_the_provider_with_the_bound(
-    store: HarnessStore, blocking: bool
-) -> None:
+def test_every_call_reaches_the_provider_with_the_bound(services: Services, blocking: bool) -> None:
     """Route, agent, repair and judge requests carry the bound, so a provider can stop itself."""
     steps = [
         {"tool": "search_logs", "arguments": {"service": "checkout"}},
         {"draft": BROKEN_DRAFT},
     ]
     scenario = _diagnosis(steps=steps, repair={"draft": VALID_DRAFT})
-    provider = BoundsSeen(ScriptedProvider(scenario), blocking)
     config = ChatConfig(deadline_s=60, model_timeout_s=1.0)
-    service = ChatService(store, provider, scripted_tools(scenario), SystemClock(), config=config)
-    try:
-        result = service.ask("session-1", QUERY)
-    finally:
-        service.pool.shutdown(wait=True)
+    with scripted(
+        services, scenario, wrap=lambda inner: BoundsSeen(inner, blocking), config=config
+    ) as made:
+        result = made.service.ask("session-1", QUERY)
+    provider = made.service.provider
+    assert isinstance(provider, BoundsSeen)
 
     assert result.release_outcome is ReleaseOutcome.SUCCESS
     assert set(provider.seen) == {

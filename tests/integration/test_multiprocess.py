@@ -14,7 +14,7 @@ from application.store_reads import events_of
 from domain.release_states import ReleaseOutcome
 from domain.run import Run
 from domain.states import Intent
-from infrastructure.eventstore import init_store
+from infrastructure.composition import bootstrap
 from infrastructure.settings import Settings
 from tests.integration._race_workers import race_terminations, start_service_process
 
@@ -41,16 +41,15 @@ def _collect(ctx: Any, target: Any, args_for: Any, count: int) -> dict[int, Any]
 
 def _prepared_runs(settings: Settings) -> list[UUID]:
     """Runs that any terminal command may end, including ``complete`` (release decided)."""
-    store = init_store(settings)
     run_ids = []
-    for n in range(RUNS):
-        run = Run.start(f"s{n}", "status?", datetime.now(UTC) + timedelta(minutes=5))
-        run.attempt_routing()
-        run.decide_routing(Intent.SYSTEM_CHAT)
-        run.decide_release(ReleaseOutcome.SUCCESS, None, {"text": "all green"})
-        store.save_all(run)
-        run_ids.append(run.id)
-    store.close()
+    with bootstrap(settings, create=True) as services:
+        for n in range(RUNS):
+            run = Run.start(f"s{n}", "status?", datetime.now(UTC) + timedelta(minutes=5))
+            run.attempt_routing()
+            run.decide_routing(Intent.SYSTEM_CHAT)
+            run.decide_release(ReleaseOutcome.SUCCESS, None, {"text": "all green"})
+            services.store.save_all(run)
+            run_ids.append(run.id)
     return run_ids
 
 
@@ -67,8 +66,8 @@ def test_racing_processes_terminate_each_run_exactly_once(pg_settings: Settings)
     assert sum(conflicts for conflicts, _ in gathered.values()) > 0
     reports = [outcomes for _, outcomes in gathered.values()]
 
-    store = init_store(pg_settings)
-    try:
+    with bootstrap(pg_settings) as services:
+        store = services.store
         for key in keys:
             run_id = UUID(key)
             types = Counter(type(e).__name__ for e in events_of(store, run_id))
@@ -80,20 +79,15 @@ def test_racing_processes_terminate_each_run_exactly_once(pg_settings: Settings)
             assert reported == {(stored.state.value, stored.reason.value)}
             winners = sum(w for outcomes in reports for k, _, _, w in outcomes if k == key)
             assert winners == 1, f"{key}: {winners} processes claim to have appended"
-    finally:
-        store.close()
 
 
 def test_service_processes_starting_together_after_init_never_fail(settings: Settings) -> None:
-    init_store(settings).close()
+    bootstrap(settings, create=True).close()  # `harness db init`
     ctx = multiprocessing.get_context("spawn")
     url, schema = settings.database_url, settings.database_schema
     gathered = _collect(ctx, start_service_process, lambda i: (url, schema), 4)
     assert sorted(gathered) == [0, 1, 2, 3]
     assert not [v for v in gathered.values() if v.startswith("ERROR")], gathered
-    store = init_store(settings)
-    try:
+    with bootstrap(settings) as services:
         for value in gathered.values():
-            assert store.get_run(UUID(value)).termination is not None
-    finally:
-        store.close()
+            assert services.store.get_run(UUID(value)).termination is not None

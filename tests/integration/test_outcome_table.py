@@ -4,22 +4,17 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
-from application.chat import ChatResult, ChatService
+from application.chat import ChatResult
 from application.store import HarnessStore
 from domain.catalogue import event_type_name
 from domain.release_states import FallbackType, ReleaseOutcome
 from domain.release_states import FallbackType as FT
 from domain.states import CancellationReason, RunState
-from infrastructure.composition import chat_config
-from infrastructure.model_scripted import ScriptedProvider, load_scenario
-from infrastructure.scripted_tools import scripted_tools
-
-SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
+from infrastructure.composition import Services
+from tests.helpers import scripted
 
 SUCCESS_TRACE = [
     "RUN_STARTED",
@@ -195,11 +190,6 @@ ROWS = [
 ]
 
 
-class SystemClock:
-    def now(self) -> datetime:
-        return datetime.now(UTC)
-
-
 def _trace(store: HarnessStore) -> list[str]:
     """Every event of the log (one run per test) as trace types, in log order."""
     notifications = store.recorder.select_notifications(start=1, limit=10_000)
@@ -211,13 +201,9 @@ def _is_subsequence(expected: list[str], actual: list[str]) -> bool:
     return all(any(a == e for a in it) for e in expected)
 
 
-def _run(store: HarnessStore, name: str) -> ChatResult:
-    scenario = load_scenario(SCENARIOS / f"{name}.yaml")
-    provider = ScriptedProvider(scenario)
-    service = ChatService(
-        store, provider, scripted_tools(scenario), SystemClock(), config=chat_config(scenario)
-    )
-    try:
+def _run(services: Services, name: str) -> ChatResult:
+    with scripted(services, name) as made:
+        service, provider = made.service, made.provider
         if name != "client_disconnected":
             return service.ask("session-1", "why is it broken?")
         run, _ = service.begin("session-1", "why is checkout slow?")
@@ -226,18 +212,15 @@ def _run(store: HarnessStore, name: str) -> ChatResult:
         worker = threading.Thread(target=lambda: results.append(service.execute(run)))
         worker.start()
         assert provider.hanging.wait(timeout=60)
-        store.cancel(run_id, CancellationReason.CLIENT_DISCONNECTED)
+        services.store.cancel(run_id, CancellationReason.CLIENT_DISCONNECTED)
         provider.release()  # the late answer arrives after the cancel and is discarded
         worker.join(timeout=60)
         return results[0]
-    finally:
-        provider.release()
-        service.pool.shutdown(wait=True)
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r.scenario for r in ROWS])
-def test_each_row_of_the_outcome_table(store: HarnessStore, row: Row) -> None:
-    result = _run(store, row.scenario)
+def test_each_row_of_the_outcome_table(services: Services, store: HarnessStore, row: Row) -> None:
+    result = _run(services, row.scenario)
     run = store.get_run(result.run_id)
     trace = _trace(store)
 

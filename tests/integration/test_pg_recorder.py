@@ -22,7 +22,7 @@ from psycopg import sql
 from application.ports import StoreUnavailableError
 from application.store import HarnessStore
 from domain.run import Run
-from infrastructure.eventstore import init_store, open_store
+from infrastructure.composition import bootstrap
 from infrastructure.pg_recorder import FailFastRecorder, connection_lost
 from infrastructure.settings import Settings
 from tests.integration._private_pg import PrivatePostgres, private_postgres
@@ -45,11 +45,10 @@ def private_store(cluster: PrivatePostgres) -> Iterator[HarnessStore]:
         db_connect_timeout=1,
         db_pool_size=3,
     )
-    init_store(settings).close()
-    store = open_store(settings)
-    _pool(store).wait(timeout=30)  # every pooled connection is open (and will be cut)
-    yield store
-    store.close()
+    bootstrap(settings, create=True).close()  # `harness db init`; then open it as a service does
+    with bootstrap(settings) as services:
+        _pool(services.store).wait(timeout=30)  # every pooled connection is open (and will be cut)
+        yield services.store
 
 
 def _pool(store: HarnessStore) -> psycopg_pool.ConnectionPool[Any]:
@@ -108,8 +107,9 @@ def test_after_a_restart_the_first_read_and_write_succeed_on_a_pool_of_dead_conn
 
 def test_a_lock_timeout_is_not_retried(pg_settings: Settings) -> None:
     settings = pg_settings.model_copy(update={"db_lock_timeout": 1})
-    init_store(settings).close()
-    store = open_store(settings)
+    bootstrap(settings, create=True).close()
+    services = bootstrap(settings)
+    store = services.store
     table = sql.Identifier(settings.database_schema, "harness_events")
     try:
         with psycopg.connect(settings.database_url) as holder:
@@ -121,7 +121,7 @@ def test_a_lock_timeout_is_not_retried(pg_settings: Settings) -> None:
             holder.rollback()
         assert store.save_all(_new_run())  # the lock is gone: the next write goes through
     finally:
-        store.close()
+        services.close()
 
 
 def _failure(cause: BaseException) -> OperationalError:

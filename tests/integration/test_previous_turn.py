@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from pathlib import Path
 
 from application.chat import ChatService
 from application.ports import ModelRequest, ModelResponse
 from application.store import HarnessStore
 from domain.release_states import ReleaseOutcome
 from domain.states import ModelStepPurpose
-from infrastructure.model_scripted import ScriptedProvider, load_scenario
-from infrastructure.scripted_tools import scripted_tools
-
-SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
-
-
-class Clock:
-    def now(self) -> datetime:
-        return datetime.now(UTC)
+from infrastructure.composition import Services
+from infrastructure.model_scripted import ScriptedProvider
+from tests.helpers import scripted
 
 
 @dataclass
@@ -37,36 +31,38 @@ class Recording:
         return self.inner.complete(request)
 
 
-def _service(store: HarnessStore, name: str) -> tuple[ChatService, Recording]:
-    scenario = load_scenario(SCENARIOS / f"{name}.yaml")
-    provider = Recording(ScriptedProvider(scenario))
-    return ChatService(store, provider, scripted_tools(scenario), Clock()), provider
+@contextmanager
+def _recorded(services: Services, name: str) -> Iterator[tuple[ChatService, Recording]]:
+    """The scenario's service, and the agent prompts its model was sent."""
+    with scripted(services, name, wrap=Recording) as made:
+        assert isinstance(made.service.provider, Recording)
+        yield made.service, made.service.provider
 
 
-def test_a_successful_diagnosis_is_carried_into_the_next_turn(store: HarnessStore) -> None:
-    first_service, _ = _service(store, "conclusion_supported")
-    first = first_service.ask("s", "why is checkout slow?")
-    first_service.pool.shutdown()
+def test_a_successful_diagnosis_is_carried_into_the_next_turn(
+    services: Services, store: HarnessStore
+) -> None:
+    with _recorded(services, "conclusion_supported") as (first_service, _):
+        first = first_service.ask("s", "why is checkout slow?")
     assert first.release_outcome is ReleaseOutcome.SUCCESS
 
-    second_service, recording = _service(store, "missing_context")
-    second_service.ask("s", "and what should I check next?", previous_run=first.run_id)
-    second_service.pool.shutdown()
+    with _recorded(services, "missing_context") as (second_service, recording):
+        second_service.ask("s", "and what should I check next?", previous_run=first.run_id)
 
     assert first.content is not None
     assert "Previous diagnosis in this session" in recording.prompts[0]
     assert first.content["conclusion"] in recording.prompts[0]
 
 
-def test_a_fallback_never_becomes_the_previous_turn(store: HarnessStore) -> None:
-    first_service, _ = _service(store, "limited_checks")
-    first = first_service.ask("s", "why is payments slow?")
-    first_service.pool.shutdown()
+def test_a_fallback_never_becomes_the_previous_turn(
+    services: Services, store: HarnessStore
+) -> None:
+    with _recorded(services, "limited_checks") as (first_service, _):
+        first = first_service.ask("s", "why is payments slow?")
     assert first.release_outcome is ReleaseOutcome.FALLBACK
     assert store.get_run(first.run_id).previous_turn is None
 
-    second_service, recording = _service(store, "missing_context")
-    second_service.ask("s", "and now?", previous_run=first.run_id)
-    second_service.pool.shutdown()
+    with _recorded(services, "missing_context") as (second_service, recording):
+        second_service.ask("s", "and now?", previous_run=first.run_id)
 
     assert recording.prompts == ["and now?"]

@@ -28,11 +28,8 @@ from application.store import HarnessStore
 from domain.checkpoint import CHECKPOINTS_ID
 from domain.run import Run
 from infrastructure.composition import bootstrap
-from infrastructure.database import create_sql_engine
-from infrastructure.eventstore import init_store, open_store
 from infrastructure.pg_listen import LISTEN_APPLICATION_NAME, PgNotifyWake
 from infrastructure.read_tables import (
-    create_read_tables,
     diagnosis_run,
     metadata,
     projection_tracking,
@@ -222,9 +219,8 @@ def _assert_exactly_once(store: HarnessStore, engine: Engine) -> None:
 def test_a_projection_process_killed_mid_log_and_restarted_loses_and_duplicates_nothing(
     settings: Settings, tmp_path: Path, followers: Callable[[Settings, str], Follower]
 ) -> None:
-    store = init_store(settings)
-    engine = create_sql_engine(settings)
-    create_read_tables(engine)  # what `harness db init` does before any process starts
+    services = bootstrap(settings, create=True)  # what `harness db init` does, before any process
+    store, engine = services.store, services.engine
     try:
         append_runs(store, 200, "before")  # ~2,400 log entries: a hundred-odd batches
         third = store.head() // 3
@@ -274,8 +270,7 @@ def test_a_projection_process_killed_mid_log_and_restarted_loses_and_duplicates_
         assert set(_positions(engine).values()) == {head}
         _assert_same_rows(resumed, _dump(engine))
     finally:
-        engine.dispose()
-        store.close()
+        services.close()
 
 
 # -- 2. concurrent writers, a follower cut off from NOTIFY ---------------------------------------
@@ -352,7 +347,7 @@ def test_live_projections_survive_a_lost_listen_connection_under_concurrent_writ
     admin = psycopg.connect(
         pg_settings.database_url, autocommit=True, application_name="harness-test-admin"
     )
-    quiet = open_store(pg_settings)  # its writes wake nothing in this process: NOTIFY only
+    quiet = bootstrap(pg_settings)  # its writes wake nothing in this process: NOTIFY only
 
     def caught_up() -> None:
         head = store.head()
@@ -398,7 +393,7 @@ def test_live_projections_survive_a_lost_listen_connection_under_concurrent_writ
         _terminate(admin, second)
         noticed = lambda: not listener.listening.is_set()  # noqa: E731
         _wait_until("the lost connection to be noticed", noticed, _nothing)
-        append_runs(quiet, 1, "in-the-gap")
+        append_runs(quiet.store, 1, "in-the-gap")
         caught_up()
         reconnected(second)
         assert listener.connections >= 3
@@ -418,7 +413,6 @@ def test_live_projections_survive_a_lost_listen_connection_under_concurrent_writ
         _assert_same_rows(followed, _dump(engine))
     finally:
         services.close()
-        store.close()
 
 
 # -- 3. the CLI -----------------------------------------------------------------------------------
@@ -441,8 +435,8 @@ def _status(settings: Settings, cwd: Path) -> dict[str, tuple[int, int, int]]:
 def test_the_projections_cli_shows_the_lag_and_rebuilds_to_the_same_rows(
     settings: Settings, tmp_path: Path
 ) -> None:
-    store = init_store(settings)
-    engine = create_sql_engine(settings)
+    services = bootstrap(settings, create=True)
+    store, engine = services.store, services.engine
     try:
         append_runs(store, 30, "cli")
         head = store.head()
@@ -470,8 +464,7 @@ def test_the_projections_cli_shows_the_lag_and_rebuilds_to_the_same_rows(
         assert f"known: {', '.join(NAMES)}" in said, said
         _assert_same_rows(before, _dump(engine))
     finally:
-        engine.dispose()
-        store.close()
+        services.close()
 
 
 # -- 4. a rebuild racing the live follower -------------------------------------------------------
@@ -496,8 +489,8 @@ def test_a_rebuild_racing_the_live_follower_applies_each_event_once(
     queue is first come, first served), then the rebuild resets the position: every row the
     follower wrote must be gone by then, or the rebuild and the follower collide on them.
     """
-    store = init_store(pg_settings)
-    engine = create_sql_engine(pg_settings)
+    services = bootstrap(pg_settings, create=True)
+    store, engine = services.store, services.engine
     Projector(store, engine).ensure_tracking()
     append_runs(store, 20, "race")
     head = store.head()
@@ -549,5 +542,4 @@ def test_a_rebuild_racing_the_live_follower_applies_each_event_once(
             rebuild.communicate()
         holder.close()
         admin.close()
-        engine.dispose()
-        store.close()
+        services.close()

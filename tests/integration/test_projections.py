@@ -37,8 +37,7 @@ from domain.states import (
     TracePhase,
 )
 from domain.tool_states import DiagnosisStopReason
-from infrastructure.composition import Overrides, bootstrap
-from infrastructure.database import create_sql_engine
+from infrastructure.composition import Overrides, Services, bootstrap
 from infrastructure.read_tables import (
     create_read_tables,
     diagnosis_run,
@@ -117,10 +116,10 @@ STEP_PHASES |= {"REPAIR": "GUARD", "JUDGE": "GUARD"}
 
 
 @pytest.fixture
-def fleet(store: HarnessStore, engine: Engine) -> dict[str, ChatResult]:
+def fleet(services: Services, store: HarnessStore, engine: Engine) -> dict[str, ChatResult]:
     """Every SPEC §10 row plus runtime paths in one store, projected in batches of 7 after each."""
     follower = Projector(store, engine, batch_size=7)
-    return run_fleet(store, follower.catch_up)
+    return run_fleet(services, follower.catch_up)
 
 
 # -- 1. diagnosis_run, row by row of SPEC §10 ---------------------------------------------------
@@ -128,9 +127,9 @@ def fleet(store: HarnessStore, engine: Engine) -> dict[str, ChatResult]:
 
 @pytest.mark.parametrize("row", ROWS, ids=[r.scenario for r in ROWS])
 def test_each_outcome_row_becomes_its_diagnosis_run_row(
-    store: HarnessStore, engine: Engine, row: OutcomeRow
+    services: Services, store: HarnessStore, engine: Engine, row: OutcomeRow
 ) -> None:
-    result = run_scenario(store, row.scenario)
+    result = run_scenario(services, row.scenario)
     Projector(store, engine).catch_up()
     db = run_row(engine, result.run_id)
     run = store.get_run(result.run_id)
@@ -190,14 +189,14 @@ def _assert_safe_content(
     ],
 )
 def test_stop_reason_is_why_the_agent_stopped_calling_tools(
-    store: HarnessStore, engine: Engine, name: str
+    services: Services, store: HarnessStore, engine: Engine, name: str
 ) -> None:
     """SPEC §7, §15: a run whose agent completed a draft has no stop reason.
 
     In ``budget_spent_in_release`` the agent drafted and the one repair call then spent the
     model-call budget: the run is BUDGET_EXHAUSTED, but its collection never stopped.
     """
-    result = run_scenario(store, name)
+    result = run_scenario(services, name)
     Projector(store, engine).catch_up()
     db = run_row(engine, result.run_id)
 
@@ -212,9 +211,9 @@ def test_stop_reason_is_why_the_agent_stopped_calling_tools(
 
 
 def test_read_tables_of_another_definition_are_recreated_and_rebuilt(
-    store: HarnessStore, engine: Engine
+    services: Services, store: HarnessStore, engine: Engine
 ) -> None:
-    run_scenario(store, "conclusion_supported")
+    run_scenario(services, "conclusion_supported")
     projector = Projector(store, engine)
     projector.catch_up()
     before = dump(engine)
@@ -231,15 +230,15 @@ def test_read_tables_of_another_definition_are_recreated_and_rebuilt(
 
 
 def test_the_feed_and_the_rest_followed_apart_give_the_same_rows(
-    store: HarnessStore, engine: Engine
+    services: Services, store: HarnessStore, engine: Engine
 ) -> None:
     """Live following runs the feed and the other tables as two runners; the result is the same.
 
     Each batch tells its listeners the range it applied: the ranges follow one another, and
     the feed entries its batches say they wrote are the feed's rows.
     """
-    run_scenario(store, "conclusion_supported")
-    run_scenario(store, "budget_no_progress")
+    run_scenario(services, "conclusion_supported")
+    run_scenario(services, "budget_no_progress")
     feed = Projector(store, engine, [SseFeed()], batch_size=5)
     rest = Projector(
         store, engine, [p for p in all_projections() if p.name != "sse_feed"], batch_size=7
@@ -433,14 +432,14 @@ def _assert_turn_carries(store: HarnessStore, turn: dict[str, Any]) -> None:
 
 
 def test_two_projectors_stepping_in_turn_apply_every_entry_once(
-    store: HarnessStore, engine: Engine
+    services: Services, store: HarnessStore, engine: Engine
 ) -> None:
     for name in ("conclusion_supported", "saturated", "client_disconnected"):
-        run_scenario(store, name)
+        run_scenario(services, name)
     first, second = Projector(store, engine, batch_size=7), Projector(store, engine, batch_size=7)
     while first.step() + second.step():
         pass
-    run_scenario(store, "budget_safe_progress")
+    run_scenario(services, "budget_safe_progress")
     assert second.catch_up() > 0 and first.step() == 0
 
     head = store.head()
@@ -456,10 +455,10 @@ def test_two_projectors_stepping_in_turn_apply_every_entry_once(
 
 @pytest.mark.parametrize("stale_from", ["log_start", "mid_log"])
 def test_a_stale_batch_is_refused_as_a_conflict_and_changes_nothing(
-    store: HarnessStore, engine: Engine, stale_from: str
+    services: Services, store: HarnessStore, engine: Engine, stale_from: str
 ) -> None:
     """The loser read its positions, the winner applied the same batch first (runner docstring)."""
-    run_scenario(store, "conclusion_supported")
+    run_scenario(services, "conclusion_supported")
     loser, winner = Projector(store, engine, batch_size=7), Projector(store, engine, batch_size=7)
     if stale_from == "mid_log":
         winner.step()  # the race is over entries after RUN_STARTED: no new rows in it
@@ -483,9 +482,9 @@ def test_a_stale_batch_is_refused_as_a_conflict_and_changes_nothing(
 
 
 def test_the_runner_that_loses_a_race_counts_a_conflict_and_carries_on(
-    store: HarnessStore, engine: Engine
+    services: Services, store: HarnessStore, engine: Engine
 ) -> None:
-    run_scenario(store, "conclusion_supported")
+    run_scenario(services, "conclusion_supported")
     winner = Projector(store, engine, batch_size=7)
     loser = LosesTheRace(store, engine, winner, batch_size=7)
     winner.step()  # both past RUN_STARTED: the raced batch only updates rows
@@ -506,13 +505,13 @@ def test_the_runner_that_loses_a_race_counts_a_conflict_and_carries_on(
 
 
 def test_a_reader_waits_for_its_own_write_to_be_projected(
-    settings: Settings, store: HarnessStore, engine: Engine
+    settings: Settings, services: Services, store: HarnessStore, engine: Engine
 ) -> None:
     services = bootstrap(settings, overrides=Overrides(store=store))
     live = services.live_projections().start()
     reader = Projector(store, engine)  # not following: it polls the tracking rows
     try:
-        result = run_scenario(store, "conclusion_supported")
+        result = run_scenario(services, "conclusion_supported")
         assert result.position == store.head()
 
         assert reader.wait_for(result.position, timeout=30)
@@ -558,7 +557,7 @@ def _group(row: dict[str, Any], day: str) -> tuple[str, ...]:
 
 
 def test_run_daily_groups_by_utc_day_whatever_the_servers_time_zone(
-    settings: Settings, store: HarnessStore
+    settings: Settings, services: Services, store: HarnessStore
 ) -> None:
     """A PostgreSQL server's default TimeZone is the host's (initdb), often not UTC.
 
@@ -566,12 +565,12 @@ def test_run_daily_groups_by_utc_day_whatever_the_servers_time_zone(
     UTC+14). The run starts and finishes in different batches, as it does when following live.
     SQLite has no session time zone: there it is the control.
     """
-    engine = create_sql_engine(settings)
-    if settings.database.kind == "postgres":
-        zone = "Etc/GMT-14" if datetime.now(UTC).hour >= 11 else "Etc/GMT+12"
-        event.listen(engine, "connect", session_time_zone(zone))
-    try:
-        run_scenario(store, "conclusion_supported")
+    with bootstrap(settings, overrides=Overrides(store=store)) as zoned:  # an engine of its own
+        engine = zoned.engine
+        if settings.database.kind == "postgres":
+            zone = "Etc/GMT-14" if datetime.now(UTC).hour >= 11 else "Etc/GMT+12"
+            event.listen(engine, "connect", session_time_zone(zone))
+        run_scenario(services, "conclusion_supported")
         Projector(store, engine, batch_size=7).catch_up()
         (run,) = rows(engine, diagnosis_run)
         daily = [(d["day"], d["runs"]) for d in rows(engine, run_daily)]
@@ -579,5 +578,3 @@ def test_run_daily_groups_by_utc_day_whatever_the_servers_time_zone(
             f"run_daily {daily}: the finished run created {run['created_at']} is not counted "
             "on its UTC day"
         )
-    finally:
-        engine.dispose()

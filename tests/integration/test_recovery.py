@@ -13,11 +13,13 @@ from application.recovery import Liveness, RecoverySweep, SweepReport
 from application.store import HarnessStore
 from domain.run import Run
 from domain.states import CancellationReason, FailureCode, RunState
-from infrastructure.eventstore import open_store, store_environment
+from infrastructure.composition import Services, bootstrap
+from infrastructure.eventstore import store_environment
 from infrastructure.leases import SqlLeases, worker_lease
 from infrastructure.settings import Settings
 from projections.runner import Projector
-from tests.integration._projection_helpers import QUERY, harness
+from tests.helpers import scripted
+from tests.integration._projection_helpers import QUERY
 from tests.integration._recovery_helpers import feed, start, sweep, sweeper, types, worker
 
 # -- which runs are ended, and how --------------------------------------------------------------
@@ -160,8 +162,8 @@ def test_two_sweepers_racing_end_each_run_exactly_once(
     leases.beat(worker("gone"), ttl=0)
     run_ids = {start(store, "gone") for _ in range(12)}
     Projector(store, engine).catch_up()
-    other = open_store(settings)
-    sweepers = [sweeper(store, engine), sweeper(other, engine)]
+    other = bootstrap(settings)
+    sweepers = [sweeper(store, engine), sweeper(other.store, engine)]
     gate = threading.Barrier(2)
     reports: list[SweepReport] = []
 
@@ -226,11 +228,11 @@ def test_a_slow_worker_finishing_at_the_same_moment_keeps_its_own_end(
 
 
 def test_a_live_worker_whose_lease_lapsed_is_fenced_off_its_swept_run(
-    store: HarnessStore, engine: Engine, leases: SqlLeases
+    services: Services, store: HarnessStore, engine: Engine, leases: SqlLeases
 ) -> None:
     """The worker still executes (its model hangs) when the sweep ends its run: it stops there."""
     leases.beat(worker("stalled"), ttl=0)
-    with harness(store, "client_disconnected") as made:
+    with scripted(services, "client_disconnected") as made:
         store.worker = "stalled"
         run, _ = made.service.begin("ops", QUERY)
         run_id = run.id

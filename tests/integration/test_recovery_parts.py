@@ -21,13 +21,18 @@ from application.ports import StoreUnavailableError
 from application.recovery import Liveness, RecoveryLoop, Unfinished
 from application.store import HarnessStore
 from domain.states import FailureCode, RunState
-from infrastructure.database import create_sql_engine
-from infrastructure.eventstore import init_store
-from infrastructure.leases import Heartbeat, SqlLeases, start_heartbeat, worker_lease
+from infrastructure.composition import Services, bootstrap
+from infrastructure.leases import (
+    Heartbeat,
+    SqlLeases,
+    start_heartbeat,
+    worker_lease,
+)
 from infrastructure.processes import process_identity, proven_dead
 from infrastructure.settings import Settings
 from projections.runner import Projector
-from tests.integration._projection_helpers import QUERY, harness
+from tests.helpers import scripted
+from tests.integration._projection_helpers import QUERY
 from tests.integration._recovery_helpers import (
     doomed_process,
     open_runs,
@@ -86,11 +91,11 @@ def test_a_heartbeat_keeps_a_live_lease_and_the_runs_name_its_worker(
 
 
 def test_a_worker_whose_lease_is_not_renewed_starts_no_runs(
-    store: HarnessStore, engine: Engine, leases: SqlLeases
+    services: Services, store: HarnessStore, engine: Engine, leases: SqlLeases
 ) -> None:
     heartbeat = Heartbeat(leases, worker("me"), ttl=1.0).start()
     try:
-        with harness(store, "conclusion_supported") as made:
+        with scripted(services, "conclusion_supported") as made:
             dispatcher = RunDispatcher(
                 made.service, 2, lambda _session: "", unsure=heartbeat.unsure
             )
@@ -168,17 +173,13 @@ def test_silence_is_not_trusted_until_the_database_has_answered_for_a_while(
 def test_harness_runs_recover_prints_what_it_ended(
     sqlite_settings: Settings, tmp_path: Path
 ) -> None:
-    store = init_store(sqlite_settings)
-    engine = create_sql_engine(sqlite_settings)
-    try:
+    with bootstrap(sqlite_settings, create=True) as services:
+        store, engine = services.store, services.engine
         Projector(store, engine).ensure_tracking()
         with doomed_process() as identity:
             SqlLeases(engine).beat(worker("killed", identity), ttl=3600)
         old = start(store, "killed", deadline_in=timedelta(seconds=-1))  # its deadline passed
         Projector(store, engine).catch_up()
-    finally:
-        engine.dispose()
-        store.close()
     env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
     env |= {"HARNESS_DATABASE_URL": sqlite_settings.database_url, "PYTHONPATH": str(ROOT)}
     env["COLUMNS"] = "250"  # the table's full width

@@ -12,8 +12,8 @@ import json
 import logging
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -24,7 +24,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from application.chat import ChatResult, ChatService
+from application.chat import ChatResult
 from application.ports import Clock
 from application.store import HarnessStore
 from domain.catalogue import event_type_name
@@ -46,21 +46,15 @@ from domain.tool_states import (
     InvocationStatus,
     ToolRejectionCode,
 )
-from infrastructure.composition import chat_config
-from infrastructure.eventstore import init_store
-from infrastructure.model_scripted import ScriptedProvider, load_scenario
-from infrastructure.scripted_tools import ScriptedTool, scripted_tools
+from infrastructure.composition import Services, bootstrap
+from infrastructure.scripted_tools import ScriptedTool
 from infrastructure.settings import Settings
+from tests.helpers import Scripted, scripted
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios" / "paths"
 QUERY = "why is checkout slow?"
 GUARD_CHAIN = {"EVIDENCE_REPAIR", "EVIDENCE_GUARD_RECHECK", "SEMANTIC_GUARD_ATTEMPT"}
 POOL_FACT = "the payments pool ran hot"
-
-
-class SystemClock:
-    def now(self) -> datetime:
-        return datetime.now(UTC)
 
 
 @dataclass
@@ -84,38 +78,20 @@ class TriggeredClock:
         return datetime.now(UTC) + self.leap
 
 
-@dataclass
-class Harness:
-    service: ChatService
-    provider: ScriptedProvider
-    tools: dict[str, ScriptedTool]
+def _harness(
+    services: Services, name: str, clock: Clock | None = None
+) -> AbstractContextManager[Scripted]:
+    """The service of the ``paths/`` scenario ``name``; on exit hangs released, the pool drained."""
+    return scripted(services, f"paths/{name}", clock=clock)
 
 
-@contextmanager
-def _harness(store: HarnessStore, name: str, clock: Clock | None = None) -> Iterator[Harness]:
-    """The scenario's service; on exit every hang is released and the worker pool drained."""
-    scenario = load_scenario(SCENARIOS / f"{name}.yaml")
-    provider = ScriptedProvider(scenario)
-    tools = scripted_tools(scenario)
-    service = ChatService(
-        store, provider, tools, clock or SystemClock(), config=chat_config(scenario)
-    )
-    try:
-        yield Harness(service, provider, tools)
-    finally:
-        provider.release()
-        for tool in tools.values():
-            tool.release()
-        service.pool.shutdown(wait=True)
-
-
-def _ask(store: HarnessStore, name: str, clock: Clock | None = None) -> ChatResult:
-    with _harness(store, name, clock) as harness:
+def _ask(services: Services, name: str, clock: Clock | None = None) -> ChatResult:
+    with _harness(services, name, clock) as harness:
         return harness.service.ask("session-1", QUERY)
 
 
 def _cancel_while(
-    harness: Harness, hanging: threading.Event, release: Callable[[], None]
+    harness: Scripted, hanging: threading.Event, release: Callable[[], None]
 ) -> ChatResult:
     """Execute in a worker; cancel (USER_REQUESTED) from this thread once ``hanging`` is set."""
     run, _ = harness.service.begin("session-1", QUERY)
@@ -200,9 +176,9 @@ DRAFT_AND_MODEL_FAILURES = [
 
 @pytest.mark.parametrize("path", [p for p, _ in DRAFT_AND_MODEL_FAILURES])
 def test_an_exception_with_verified_progress_publishes_only_that_progress(
-    store: HarnessStore, path: str
+    services: Services, store: HarnessStore, path: str
 ) -> None:
-    result = _ask(store, f"{path}_progress")
+    result = _ask(services, f"{path}_progress")
     events = _events(store)
 
     _assert_fallback(result, store, FallbackType.INSUFFICIENT_EVIDENCE)
@@ -225,9 +201,9 @@ def test_an_exception_with_verified_progress_publishes_only_that_progress(
 
 @pytest.mark.parametrize(("path", "code"), DRAFT_AND_MODEL_FAILURES)
 def test_an_exception_without_progress_fails_with_its_code(
-    store: HarnessStore, path: str, code: FailureCode
+    services: Services, store: HarnessStore, path: str, code: FailureCode
 ) -> None:
-    result = _ask(store, f"{path}_bare")
+    result = _ask(services, f"{path}_bare")
 
     _assert_failed(store, result, RunState.FAILED, code)
     failed = code is FailureCode.MODEL_FAILED
@@ -239,10 +215,10 @@ def test_an_exception_without_progress_fails_with_its_code(
     ("name", "steps_before_hang"), [("aborted_progress", 2), ("aborted_bare", 0)]
 )
 def test_a_run_aborted_while_the_model_hangs_is_cancelled_even_with_progress(
-    store: HarnessStore, name: str, steps_before_hang: int
+    services: Services, store: HarnessStore, name: str, steps_before_hang: int
 ) -> None:
     """Nothing is published after a cancel (SPEC §5, §14), so progress does not turn it SUCCESS."""
-    with _harness(store, name) as harness:
+    with _harness(services, name) as harness:
         result = _cancel_while(harness, harness.provider.hanging, harness.provider.release)
     events = _events(store)
 
@@ -266,9 +242,9 @@ def test_a_run_aborted_while_the_model_hangs_is_cancelled_even_with_progress(
     ],
 )
 def test_a_preflight_rejection_is_audited_and_no_invocation_begins(
-    store: HarnessStore, name: str, code: ToolRejectionCode, tool: str
+    services: Services, store: HarnessStore, name: str, code: ToolRejectionCode, tool: str
 ) -> None:
-    with _harness(store, name) as harness:
+    with _harness(services, name) as harness:
         result = harness.service.ask("session-1", QUERY)
         calls = sum(t.calls for t in harness.tools.values())
     events = _events(store)
@@ -281,8 +257,10 @@ def test_a_preflight_rejection_is_audited_and_no_invocation_begins(
     _assert_fallback(result, store, FallbackType.MISSING_REQUIRED_CONTEXT)  # the run went on
 
 
-def test_a_second_tool_call_in_one_answer_is_audited_and_not_run(store: HarnessStore) -> None:
-    with _harness(store, "two_calls_in_one_step") as harness:
+def test_a_second_tool_call_in_one_answer_is_audited_and_not_run(
+    services: Services, store: HarnessStore
+) -> None:
+    with _harness(services, "two_calls_in_one_step") as harness:
         result = harness.service.ask("session-1", QUERY)
         calls = {name: t.calls for name, t in harness.tools.items()}
     events = _events(store)
@@ -296,8 +274,10 @@ def test_a_second_tool_call_in_one_answer_is_audited_and_not_run(store: HarnessS
     _assert_fallback(result, store, FallbackType.INSUFFICIENT_EVIDENCE)
 
 
-def test_a_budget_spent_in_release_is_not_a_stop_reason_of_the_agent(store: HarnessStore) -> None:
-    with _harness(store, "budget_spent_in_release") as harness:
+def test_a_budget_spent_in_release_is_not_a_stop_reason_of_the_agent(
+    services: Services, store: HarnessStore
+) -> None:
+    with _harness(services, "budget_spent_in_release") as harness:
         result = harness.service.ask("session-1", QUERY)
     names = _names(_events(store))
 
@@ -309,9 +289,10 @@ def test_a_budget_spent_in_release_is_not_a_stop_reason_of_the_agent(store: Harn
 
 
 def test_a_repair_that_fixes_the_references_leads_to_a_supported_report(
+    services: Services,
     store: HarnessStore,
 ) -> None:
-    with _harness(store, "repair_succeeds") as harness:
+    with _harness(services, "repair_succeeds") as harness:
         result = harness.service.ask("session-1", QUERY)
     events = _events(store)
     names = _names(events)
@@ -327,9 +308,10 @@ def test_a_repair_that_fixes_the_references_leads_to_a_supported_report(
 
 
 def test_a_request_over_the_tool_call_budget_is_rejected_and_exhausts_the_run(
+    services: Services,
     store: HarnessStore,
 ) -> None:
-    with _harness(store, "reject_budget") as harness:
+    with _harness(services, "reject_budget") as harness:
         result = harness.service.ask("session-1", QUERY)
         calls = harness.tools["search_logs"].calls
     events = _events(store)
@@ -352,9 +334,11 @@ def _agent_asked_for_a_tool(store: HarnessStore) -> Callable[[], bool]:
     return lambda: _names(_events(store)).count("AGENT_MODEL_STEP") >= 2
 
 
-def test_a_tool_request_after_the_deadline_is_rejected_invalid_run(store: HarnessStore) -> None:
+def test_a_tool_request_after_the_deadline_is_rejected_invalid_run(
+    services: Services, store: HarnessStore
+) -> None:
     clock = TriggeredClock(_agent_asked_for_a_tool(store), lambda: timedelta(days=1))
-    with _harness(store, "reject_invalid_run", clock) as harness:
+    with _harness(services, "reject_invalid_run", clock) as harness:
         result = harness.service.ask("session-1", QUERY)
         calls = harness.tools["search_logs"].calls
     events = _events(store)
@@ -369,6 +353,7 @@ def test_a_tool_request_after_the_deadline_is_rejected_invalid_run(store: Harnes
 
 
 def test_a_cancel_that_wins_the_canonical_begin_rejects_the_request_invalid_run(
+    services: Services,
     store: HarnessStore,
 ) -> None:
     """The cancel lands after the boundary's check, so the begin's save loses the write race."""
@@ -379,7 +364,7 @@ def test_a_cancel_that_wins_the_canonical_begin_rejects_the_request_invalid_run(
         return timedelta(0)
 
     clock = TriggeredClock(_agent_asked_for_a_tool(store), cancel)
-    with _harness(store, "reject_invalid_run", clock) as harness:
+    with _harness(services, "reject_invalid_run", clock) as harness:
         run, _ = harness.service.begin("session-1", QUERY)
         run_ids.append(run.id)
         result = harness.service.execute(run)  # no exception escapes
@@ -438,14 +423,15 @@ def test_a_store_that_refuses_the_canonical_begin_rejects_the_request_store(
     settings: Settings,
 ) -> None:
     quick = settings.model_copy(update={"db_lock_timeout": 1})
-    store = init_store(quick)
+    services = bootstrap(quick, create=True)
+    store = services.store
     table: str = cast("Any", store.recorder).events_table_name
     lock = WriteLock(quick, table, "was not recorded")
     logger = logging.getLogger("application.tool_boundary")
     logger.addHandler(lock)
     try:
         clock = TriggeredClock(_agent_asked_for_a_tool(store), lock.take)
-        with _harness(store, "reject_store", clock) as harness:
+        with _harness(services, "reject_store", clock) as harness:
             result = harness.service.ask("session-1", QUERY)
             calls = harness.tools["search_logs"].calls
         logger.removeHandler(lock)
@@ -463,16 +449,17 @@ def test_a_store_that_refuses_the_canonical_begin_rejects_the_request_store(
         logger.removeHandler(lock)
         if lock.unlock and not lock.unlockd:
             lock.unlock()
-        store.close()
+        services.close()
 
 
 # -- oversized output, failing tools --------------------------------------------------------------
 
 
 def test_one_record_over_max_result_bytes_fails_the_invocation_with_size(
+    services: Services,
     store: HarnessStore,
 ) -> None:
-    result = _ask(store, "size_one_record")
+    result = _ask(services, "size_one_record")
     events = _events(store)
 
     (failed,) = _of(events, ToolInvocation.ToolInvocationFailed)
@@ -482,8 +469,8 @@ def test_one_record_over_max_result_bytes_fails_the_invocation_with_size(
     _assert_fallback(result, store, FallbackType.MISSING_REQUIRED_CONTEXT)
 
 
-def test_many_records_are_truncated_with_a_note(store: HarnessStore) -> None:
-    result = _ask(store, "size_truncated")
+def test_many_records_are_truncated_with_a_note(services: Services, store: HarnessStore) -> None:
+    result = _ask(services, "size_truncated")
     events = _events(store)
 
     (ready,) = _of(events, ToolInvocation.ToolInvocationReady)
@@ -496,8 +483,10 @@ def test_many_records_are_truncated_with_a_note(store: HarnessStore) -> None:
     _assert_fallback(result, store, FallbackType.INSUFFICIENT_EVIDENCE)
 
 
-def test_output_over_the_byte_budget_exhausts_the_run(store: HarnessStore) -> None:
-    result = _ask(store, "size_byte_budget")
+def test_output_over_the_byte_budget_exhausts_the_run(
+    services: Services, store: HarnessStore
+) -> None:
+    result = _ask(services, "size_byte_budget")
     events = _events(store)
 
     (failed,) = _of(events, ToolInvocation.ToolInvocationFailed)
@@ -511,9 +500,10 @@ def test_output_over_the_byte_budget_exhausts_the_run(store: HarnessStore) -> No
 
 
 def test_a_tool_that_raises_fails_its_invocation_and_the_run_goes_on(
+    services: Services,
     store: HarnessStore,
 ) -> None:
-    result = _ask(store, "tool_raises")
+    result = _ask(services, "tool_raises")
     events = _events(store)
 
     (failed,) = _of(events, ToolInvocation.ToolInvocationFailed)
@@ -534,8 +524,8 @@ def test_a_tool_that_raises_fails_its_invocation_and_the_run_goes_on(
     assert result.content["missing"] == [{"kind": "SYMPTOM", "service": "payments"}]
 
 
-def test_only_blank_records_are_no_evidence(store: HarnessStore) -> None:
-    result = _ask(store, "blank_records")
+def test_only_blank_records_are_no_evidence(services: Services, store: HarnessStore) -> None:
+    result = _ask(services, "blank_records")
     events = _events(store)
 
     (ready,) = _of(events, ToolInvocation.ToolInvocationReady)
@@ -551,8 +541,10 @@ def test_only_blank_records_are_no_evidence(store: HarnessStore) -> None:
 # -- SPEC §5, §14: cancels, deadlines and late results --------------------------------------------
 
 
-def test_a_cancel_during_a_slow_tool_discards_its_late_result(store: HarnessStore) -> None:
-    with _harness(store, "cancel_during_tool") as harness:
+def test_a_cancel_during_a_slow_tool_discards_its_late_result(
+    services: Services, store: HarnessStore
+) -> None:
+    with _harness(services, "cancel_during_tool") as harness:
         tool = harness.tools["search_logs"]
         result = _cancel_while(harness, tool.hanging, tool.release)
     events = _events(store)
@@ -569,9 +561,10 @@ def test_a_cancel_during_a_slow_tool_discards_its_late_result(store: HarnessStor
 
 
 def test_a_tool_still_hanging_when_the_run_is_cancelled_is_abandoned(
+    services: Services,
     store: HarnessStore,
 ) -> None:
-    with _harness(store, "cancel_during_tool") as harness:
+    with _harness(services, "cancel_during_tool") as harness:
         tool = harness.tools["search_logs"]
         run, _ = harness.service.begin("session-1", QUERY)
         run_id = run.id
@@ -590,8 +583,10 @@ def test_a_tool_still_hanging_when_the_run_is_cancelled_is_abandoned(
     assert failed.error_code == "ABANDONED"  # not a failure of the tool's own
 
 
-def test_a_cancel_while_the_tool_runs_keeps_its_failure_record(store: HarnessStore) -> None:
-    with _harness(store, "cancel_tool_fails_late") as harness:
+def test_a_cancel_while_the_tool_runs_keeps_its_failure_record(
+    services: Services, store: HarnessStore
+) -> None:
+    with _harness(services, "cancel_tool_fails_late") as harness:
         tool = harness.tools["search_logs"]
         result = _cancel_while(harness, tool.hanging, tool.release)
     events = _events(store)
@@ -603,6 +598,7 @@ def test_a_cancel_while_the_tool_runs_keeps_its_failure_record(store: HarnessSto
 
 
 def test_a_cancel_that_wins_the_write_race_at_completion_keeps_the_invocation(
+    services: Services,
     store: HarnessStore,
 ) -> None:
     """The cancel lands between the boundary's last check and the save of the tool's result."""
@@ -614,7 +610,7 @@ def test_a_cancel_that_wins_the_write_race_at_completion_keeps_the_invocation(
         return timedelta(0)
 
     clock = TriggeredClock(lambda: bool(tools) and tools[0].calls >= 1, cancel)
-    with _harness(store, "conflict_at_completion", clock) as harness:
+    with _harness(services, "conflict_at_completion", clock) as harness:
         tools.append(harness.tools["search_logs"])
         run, _ = harness.service.begin("session-1", QUERY)
         run_ids.append(run.id)
@@ -630,8 +626,10 @@ def test_a_cancel_that_wins_the_write_race_at_completion_keeps_the_invocation(
     assert len(_agent_steps(events)) == 1
 
 
-def test_a_model_answer_after_the_deadline_is_never_recorded(store: HarnessStore) -> None:
-    with _harness(store, "late_model_answer") as harness:
+def test_a_model_answer_after_the_deadline_is_never_recorded(
+    services: Services, store: HarnessStore
+) -> None:
+    with _harness(services, "late_model_answer") as harness:
         result = harness.service.ask("session-1", QUERY)
         hung = harness.provider.hanging.is_set()
         before = _names(_events(store))
@@ -645,8 +643,10 @@ def test_a_model_answer_after_the_deadline_is_never_recorded(store: HarnessStore
     assert not _of(events, ToolInvocation.ToolInvocationStarted)
 
 
-def test_a_tool_answer_after_the_deadline_is_never_recorded(store: HarnessStore) -> None:
-    with _harness(store, "late_tool_answer") as harness:
+def test_a_tool_answer_after_the_deadline_is_never_recorded(
+    services: Services, store: HarnessStore
+) -> None:
+    with _harness(services, "late_tool_answer") as harness:
         result = harness.service.ask("session-1", QUERY)
         hung = harness.tools["search_logs"].hanging.is_set()
         before = _names(_events(store))

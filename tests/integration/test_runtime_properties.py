@@ -14,8 +14,6 @@ tool-invocation and collection streams, the aggregate-level checks, the SPEC §1
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import hypothesis
@@ -23,13 +21,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from application.chat import ChatResult
-from application.store import HarnessStore
 from domain.release_states import ReleaseOutcome
 from domain.tool_invocation import ToolInvocation
-from infrastructure.eventstore import init_store
-from infrastructure.settings import Settings
+from infrastructure.composition import Services
+from tests.helpers import ask_scripted, fresh_sqlite
 from tests.integration._invariants import check_run, read_events
-from tests.integration._scripted import ask_scripted
 
 # -- the vocabulary scenarios are drawn from -------------------------------------------------------
 
@@ -301,8 +297,8 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
 # -- running one scenario ------------------------------------------------------------------------
 
 
-def _ask(store: HarnessStore, scenario: dict[str, Any]) -> ChatResult:
-    return ask_scripted(store, scenario)
+def _ask(services: Services, scenario: dict[str, Any]) -> ChatResult:
+    return ask_scripted(services, scenario)
 
 
 def _replace(value: Any, old: str, new: str) -> Any:
@@ -317,24 +313,15 @@ def _run(
     scenario: dict[str, Any], no_gain: int, violations: int, earlier: bool
 ) -> tuple[ChatResult, list[Any]]:
     """Ask on a fresh SQLite file (after ``EARLIER_RUN`` if asked); return every event in order."""
-    with tempfile.TemporaryDirectory() as tmp:
-        settings_ = Settings(
-            database_url=f"sqlite:///{Path(tmp) / 'harness.db'}",
-            no_gain_threshold=no_gain,
-            violation_threshold=violations,
-        )
-        store = init_store(settings_)
-        try:
-            if earlier:
-                first = _ask(store, EARLIER_RUN)
-                ready = ToolInvocation.ToolInvocationReady
-                other = [e for e in read_events(store) if isinstance(e, ready)]
-                assert first.content is not None and other, "the earlier run must have evidence"
-                scenario = _replace(scenario, OTHER_RUN, str(other[0].originator_id))
-            result = _ask(store, scenario)
-            events = read_events(store)
-        finally:
-            store.close()
+    with fresh_sqlite(no_gain_threshold=no_gain, violation_threshold=violations) as services:
+        if earlier:
+            first = _ask(services, EARLIER_RUN)
+            ready = ToolInvocation.ToolInvocationReady
+            other = [e for e in read_events(services.store) if isinstance(e, ready)]
+            assert first.content is not None and other, "the earlier run must have evidence"
+            scenario = _replace(scenario, OTHER_RUN, str(other[0].originator_id))
+        result = _ask(services, scenario)
+        events = read_events(services.store)
     return result, events
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from importlib import resources
 from typing import Any
@@ -13,10 +13,8 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, select
-from sqlalchemy.schema import CreateSchema
 
 from application.ports import Tool, ToolExecutionError
-from infrastructure.database import create_sql_engine
 from infrastructure.ops_data import (
     SampleIncident,
     create_ops_tables,
@@ -25,7 +23,6 @@ from infrastructure.ops_data import (
     ops_metadata,
     sample_incidents,
 )
-from infrastructure.settings import Settings
 from infrastructure.tools import builtin_tools
 
 SAMPLE: Mapping[str, Any] = json.loads(
@@ -40,17 +37,6 @@ VALID = {
     "list_deployments": dict(WINDOW),
     "list_alerts": dict(WINDOW),
 }
-
-
-@pytest.fixture
-def engine(settings: Settings) -> Iterator[Engine]:
-    """An engine on an empty database (PostgreSQL: the test's own schema, created here)."""
-    engine = create_sql_engine(settings)
-    if settings.database.kind == "postgres":
-        with engine.begin() as connection:
-            connection.execute(CreateSchema(settings.database_schema, if_not_exists=True))
-    yield engine
-    engine.dispose()
 
 
 @pytest.fixture

@@ -8,13 +8,12 @@ from typing import TYPE_CHECKING
 
 from application.audit.integrity import check_chain
 from application.audit.records import store_records
-from application.chat import ChatService
 from application.ports import ModelRequest, ModelResponse, Usage
 from domain.states import FailureCode, ModelStepPurpose, RunState
-from infrastructure.composition import SystemClock, chat_config
-from infrastructure.model_scripted import ScriptedProvider, load_scenario
-from infrastructure.scripted_tools import scripted_tools
-from tests.integration._projection_helpers import QUERY, SCENARIOS
+from infrastructure.composition import Services
+from infrastructure.model_scripted import ScriptedProvider
+from tests.helpers import scripted
+from tests.integration._projection_helpers import QUERY
 
 if TYPE_CHECKING:
     from application.store import HarnessStore
@@ -39,16 +38,12 @@ class UnstorableUsage:
 
 
 def test_a_save_failing_unexpectedly_ends_the_run_from_what_the_log_holds(
-    store: HarnessStore,
+    services: Services, store: HarnessStore
 ) -> None:
-    scenario = load_scenario(SCENARIOS / "conclusion_supported.yaml")
-    provider = UnstorableUsage(ScriptedProvider(scenario))
-    tools = scripted_tools(scenario)
-    service = ChatService(store, provider, tools, SystemClock(), config=chat_config(scenario))
-    try:
-        result = service.ask("session-1", QUERY)
-    finally:
-        service.pool.shutdown(wait=True)
+    with scripted(services, "conclusion_supported", wrap=UnstorableUsage) as made:
+        result = made.service.ask("session-1", QUERY)
+    provider = made.service.provider
+    assert isinstance(provider, UnstorableUsage)
 
     assert provider.spoiled, "the agent step was never asked"
     run = store.get_run(result.run_id)  # replays: no version the log never got

@@ -119,8 +119,11 @@ def later():
 
 # -- one composition root ---------------------------------------------------------------------
 
-CONSTRUCTORS = frozenset({"open_store", "init_store", "create_sql_engine", "HarnessStore"})
-"""What opens an event store or a read-side engine: only the composition root calls these."""
+CONSTRUCTORS = frozenset(
+    {"open_store", "init_store", "create_sql_engine", "HarnessStore", "ChatService"}
+)
+"""What opens an event store or a read-side engine, or builds the chat service on them: only the
+composition root calls these."""
 BUILDERS = {
     "infrastructure/composition.py": "the composition root",
     "infrastructure/eventstore.py": "defines open_store / init_store",
@@ -156,6 +159,25 @@ def constructions(folders: tuple[str, ...] = (*LAYERS, "bench")) -> list[str]:
 
 def test_only_the_composition_root_opens_stores_and_engines() -> None:
     assert constructions() == []
+
+
+NO_READ_SIDE = "a log without the read side, which bootstrap(create=True) would create"
+TESTS_ABOUT_THE_THING = {
+    "tests/integration/test_store.py: open_store": "open_store refuses a store before db init",
+    "tests/integration/test_store.py: init_store": "init_store ignores the process environment",
+    "tests/integration/test_bootstrap.py: init_store": "a store bootstrap is given, left open",
+    "tests/integration/test_cli_projections.py: init_store": NO_READ_SIDE,
+    "tests/integration/test_cli_runs.py: init_store": NO_READ_SIDE,
+    "tests/integration/test_knowledge.py: create_sql_engine": (
+        "an engine on a schema that does not exist, which bootstrap refuses to open"
+    ),
+}
+"""The tests that construct a store or an engine themselves, and why; every other test goes
+through the composition root (``bootstrap`` and its ``Overrides``), as the app does."""
+
+
+def test_tests_open_stores_and_engines_through_the_composition_root() -> None:
+    assert sorted(constructions(("tests",))) == sorted(TESTS_ABOUT_THE_THING)
 
 
 def test_the_construction_check_sees_a_call_by_attribute() -> None:
