@@ -12,7 +12,6 @@ nothing below ``api`` imports it.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +20,7 @@ from application.ports import StoreUnavailableError
 from application.recovery import RecoverySweep
 from application.turns import PreviousTurns
 from domain.grounding import GroundingRules
+from infrastructure.clock import SystemClock
 from infrastructure.database import create_sql_engine
 from infrastructure.eventstore import init_store, open_store
 from infrastructure.knowledge import (
@@ -50,14 +50,6 @@ if TYPE_CHECKING:
     from application.recovery import Unfinished
     from application.store import HarnessStore
     from infrastructure.settings import Settings
-
-
-class SystemClock:
-    """The wall clock, timezone-aware."""
-
-    def now(self) -> datetime:
-        """The current UTC time."""
-        return datetime.now(UTC)
 
 
 @dataclass(frozen=True)

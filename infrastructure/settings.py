@@ -10,7 +10,8 @@ from urllib.parse import unquote, urlsplit
 from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
-from domain.values import DEFAULT_DEADLINE_S, DEFAULT_LIMITS, DEFAULT_MODEL_TIMEOUT_S, Budget
+from domain.values import DEFAULT_DEADLINE_S, DEFAULT_MODEL_TIMEOUT_S, Budget
+from domain.values import DEFAULT_LIMITS as LIMITS
 
 DEFAULT_DATABASE_URL = "sqlite:///./harness.db"
 MIN_KEY_CHARS = 16
@@ -128,23 +129,13 @@ class Settings(BaseSettings):
     )
     openai_model: str = Field(default="gpt-4o-mini", description="Model name to request.")
     model_timeout: float = Field(
-        default=DEFAULT_MODEL_TIMEOUT_S, gt=0, description="Seconds per model call."
+        DEFAULT_MODEL_TIMEOUT_S, gt=0, description="Seconds per model call."
     )
-    run_deadline: float = Field(
-        default=DEFAULT_DEADLINE_S, gt=0, description="Seconds a run may take."
-    )
-    budget_model_calls: int = Field(
-        default=DEFAULT_LIMITS.model_calls, ge=1, description="Model calls per run."
-    )
-    budget_tool_calls: int = Field(
-        default=DEFAULT_LIMITS.tool_calls, ge=0, description="Tool calls per run."
-    )
-    budget_tokens: int = Field(
-        default=DEFAULT_LIMITS.tokens, ge=1, description="Tokens (in + out) per run."
-    )
-    budget_bytes: int = Field(
-        default=DEFAULT_LIMITS.bytes, ge=0, description="Tool-output bytes per run."
-    )
+    run_deadline: float = Field(DEFAULT_DEADLINE_S, gt=0, description="Seconds a run may take.")
+    budget_model_calls: int = Field(LIMITS.model_calls, ge=1, description="Model calls per run.")
+    budget_tool_calls: int = Field(LIMITS.tool_calls, ge=0, description="Tool calls per run.")
+    budget_tokens: int = Field(LIMITS.tokens, ge=1, description="Tokens (in + out) per run.")
+    budget_bytes: int = Field(LIMITS.bytes, ge=0, description="Tool-output bytes per run.")
     projections_in_process: bool = Field(
         default=True,
         description="Run the projections inside the service; false when `harness projections run`"

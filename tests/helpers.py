@@ -4,7 +4,7 @@ and chat services on a scripted scenario built by the composition root.
 A scripted service goes through :func:`infrastructure.composition.bootstrap` with the parts a
 test supplies in :class:`~infrastructure.composition.Overrides` (the scenario's model and tools,
 a clock, no knowledge), on the store the test already opened, as cosmicpython's tests call its
-``bootstrap`` with fakes. The wall clock is :class:`infrastructure.composition.SystemClock`.
+``bootstrap`` with fakes. The wall clock is :class:`infrastructure.clock.SystemClock`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from infrastructure.composition import Overrides, SystemClock, bootstrap, chat_config
+from infrastructure.clock import SystemClock
+from infrastructure.composition import Overrides, bootstrap, chat_config
 from infrastructure.model_scripted import ScriptedProvider, load_scenario
 from infrastructure.scripted_tools import ScriptedTool, scripted_tools
 from infrastructure.settings import Settings
