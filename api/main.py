@@ -155,6 +155,7 @@ def _projections(services: Services, hub: FeedHub) -> Projector:
         live = services.live_projections()
         live.published.append(hub.publish)
         services.defer(live.start().close)
+        services.trace_follower()  # where the projections run: one per deployment
         return live.projector
     if settings.database.kind == "postgres":
         stop = threading.Event()

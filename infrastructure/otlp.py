@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
+from infrastructure.settings import ConfigurationError
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -25,11 +27,18 @@ QUIET = ("opentelemetry.exporter", "opentelemetry.sdk")
 
 
 def configured_endpoint(environ: Mapping[str, str]) -> str | None:
-    """The receiver the standard variables name, as the exporter resolves it (None: none)."""
-    if traces := environ.get(ENDPOINT_VARIABLES[0], "").strip():
-        return traces
-    if base := environ.get(ENDPOINT_VARIABLES[1], "").strip():
-        return f"{base.removesuffix('/')}/v1/traces"
+    """The receiver the standard variables name, as the exporter resolves it (None: none).
+
+    Raises :class:`ConfigurationError` naming the variable when it is not an http(s) URL.
+    """
+    for name in ENDPOINT_VARIABLES:
+        if value := environ.get(name, "").strip():
+            if not value.startswith(("http://", "https://")):
+                raise ConfigurationError(
+                    f"{name}={value!r} is not an http:// or https:// URL (OTLP over HTTP)"
+                )
+            traces = name == ENDPOINT_VARIABLES[0]
+            return value if traces else f"{value.removesuffix('/')}/v1/traces"
     return None
 
 

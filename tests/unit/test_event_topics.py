@@ -223,7 +223,9 @@ def test_a_model_step_recorded_before_providers_were_named_still_decodes() -> No
         "originator_topic": "domain.run:Run",
         "class_version": 2,
     }
-    stored = StoredEvent(UUID(int=4), 2, "domain.run:Run.AgentModelStep", json.dumps(state).encode())
+    stored = StoredEvent(
+        UUID(int=4), 2, "domain.run:Run.AgentModelStep", json.dumps(state).encode()
+    )
     event = _mapper().to_domain_event(stored)
     assert type(event) is Run.AgentModelStep
     assert (event.bound_ms, event.provider, event.model, event.finish_reason) == (9, "", "", "")
