@@ -91,8 +91,11 @@ def create_app_from_environment() -> FastAPI:
     """
     from infrastructure.settings import ConfigurationError, Settings
 
+    from infrastructure.otlp import configured_endpoint
+
     try:
         settings = Settings.from_environment()
+        configured_endpoint(os.environ)  # the live trace exporter's receiver, if one is named
     except ConfigurationError as error:
         log.error("invalid configuration: %s", error)  # one line, as the CLI says it
         raise SystemExit(2) from None

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
+import subprocess
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -14,7 +18,7 @@ from infrastructure.composition import Overrides, bootstrap
 from infrastructure.ops_data import sample_incidents
 from infrastructure.settings import Settings
 from projections.otel_data import trace_id
-from tests.integration._cli import harness, store_env
+from tests.integration._cli import HARNESS, ROOT, harness, store_env
 from tests.integration._otlp import Receiver, free_port
 
 
@@ -118,3 +122,45 @@ def test_bad_input_exits_2_in_one_line(
     result = harness("otel", "export", *args, env=_env(settings, **otel), cwd=tmp_path)
     assert result.returncode == 2
     assert says in _one_line_error(result.stderr)
+
+
+def test_a_receiver_that_never_answers_is_given_up_on_in_one_line(
+    finished: tuple[Settings, UUID], tmp_path: Path
+) -> None:
+    settings, run_id = finished
+    with socket.socket() as silent:  # accepts connections (the kernel does) and says nothing
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/v1/traces"
+        result = harness(
+            "otel", "export", str(run_id), "--endpoint", url, env=_env(settings), cwd=tmp_path
+        )
+    assert result.returncode == 1
+    assert url in _one_line_error(result.stderr)
+
+
+def test_the_projection_process_exports_live_when_an_endpoint_is_set(
+    finished: tuple[Settings, UUID], tmp_path: Path
+) -> None:
+    settings, run_id = finished
+    with Receiver() as receiver:
+        env = (
+            os.environ
+            | {"PYTHONPATH": str(ROOT)}
+            | _env(settings, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=receiver.url)
+        )
+        process = subprocess.Popen(
+            [*HARNESS, "projections", "run"],
+            env=env,
+            cwd=tmp_path,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            receiver.wait_until(lambda r: any(s.parent == "" for s in r.spans))
+        finally:
+            process.send_signal(signal.SIGTERM)
+            _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0, stderr
+    assert "(exporting traces)" in stderr
+    assert {s.trace_id for s in receiver.spans} == {f"{trace_id(run_id):032x}"}

@@ -7,6 +7,7 @@ export on demand sends it. The exporter's position is a row of ``projection_trac
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from functools import partial
 from uuid import UUID
@@ -16,6 +17,7 @@ import pytest
 from infrastructure.composition import Overrides, Services, bootstrap
 from infrastructure.ops_data import sample_incidents
 from infrastructure.otlp import otlp_exporter
+from infrastructure.read_store import SqlReadStore
 from infrastructure.settings import Settings
 from projections.otel_data import trace_id
 from projections.otel_export import TraceExport
@@ -114,3 +116,24 @@ def test_a_receiver_not_listening_loses_nothing_once_it_starts(
     with Receiver(port=port) as receiver:
         receiver.wait_until(lambda r: _whole(r, run_id))
     assert sorted({s.raw for s in _received(receiver, run_id)}) == _expected(runtime, run_id)
+
+
+def test_two_followers_of_one_database_send_each_run_and_never_move_the_position_back(
+    runtime: Services,
+) -> None:
+    runs = [runtime.chat.ask(f"s{n}", QUESTION).run_id for n in range(3)]
+    head = runtime.store.head()
+    with Receiver() as receiver:
+        export = TraceExport(runtime.store, otlp_exporter(receiver.url, timeout=5))
+        followers = [TraceFollower(export, SqlReadStore(runtime.engine)) for _ in range(2)]
+        threads = [threading.Thread(target=f.step) for f in followers]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        until(lambda: followers[0].position() == head)
+        for run_id in runs:  # each once, at most twice (both took it before either moved)
+            roots = [s for s in _received(receiver, run_id) if s.parent == ""]
+            assert 1 <= len(roots) <= 2
+        assert all(f.step() == 0 for f in followers) and followers[1].position() == head
+        export.exporter.shutdown()
