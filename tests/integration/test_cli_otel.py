@@ -144,11 +144,9 @@ def test_the_projection_process_exports_live_when_an_endpoint_is_set(
 ) -> None:
     settings, run_id = finished
     with Receiver() as receiver:
-        env = (
-            os.environ
-            | {"PYTHONPATH": str(ROOT)}
-            | _env(settings, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=receiver.url)
-        )
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
+        otel = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": receiver.url, "PYTHONPATH": str(ROOT)}
+        env = clean | _env(settings, **otel)
         process = subprocess.Popen(
             [*HARNESS, "projections", "run"],
             env=env,
