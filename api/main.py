@@ -89,9 +89,8 @@ def create_app_from_environment() -> FastAPI:
     Without API keys, a bind address that is not loopback (``--host`` or ``UVICORN_HOST``) is
     warned about at once: the app answers only this machine's requests (``LoopbackOnly``).
     """
-    from infrastructure.settings import ConfigurationError, Settings
-
     from infrastructure.otlp import configured_endpoint
+    from infrastructure.settings import ConfigurationError, Settings
 
     try:
         settings = Settings.from_environment()

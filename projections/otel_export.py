@@ -23,6 +23,7 @@ from domain.collection import Collection, collection_id
 from domain.errors import UnknownAggregateError
 from domain.run import Run
 from domain.states import BudgetKind
+from domain.tool_invocation import ToolInvocation
 from projections.otel_data import AGENT_NAME, RunStreams, SpanData
 from projections.otel_spans import run_spans
 
@@ -62,7 +63,8 @@ def read_run(store: HarnessStore, run_id: UUID) -> RunStreams:
     invocations = {}
     for invocation in _invocation_ids(events, collection):
         stream = store.stream(invocation)
-        if stream and getattr(stream[0], "run_id", None) == run_id:
+        begun = stream[0] if stream else None
+        if isinstance(begun, ToolInvocation.ToolInvocationStarted) and begun.run_id == run_id:
             invocations[invocation] = stream
     return RunStreams(events, invocations, collection)
 
