@@ -27,16 +27,12 @@ from infrastructure.knowledge import SqlKnowledgeRetriever, create_knowledge_tab
 from infrastructure.leases import Heartbeat, SqlLeases, start_heartbeat
 from infrastructure.model_scripted import ScriptedProvider, load_scenario
 from infrastructure.ops_data import create_ops_tables, load_sample
-from infrastructure.otlp import configured_endpoint, otlp_exporter
 from infrastructure.pg_listen import PgNotifyWake, read_channel
-from infrastructure.read_store import SqlReadStore
 from infrastructure.read_tables import create_read_tables
 from infrastructure.run_config import chat_config, chat_config_of
 from infrastructure.settings import ConfigurationError
 from infrastructure.tools import builtin_tools
 from projections.live import LiveProjections
-from projections.otel_export import TraceExport
-from projections.otel_follower import TraceFollower
 from projections.queries import last_turn_run, unfinished_runs
 from projections.runner import Projector, brief
 
@@ -52,6 +48,7 @@ if TYPE_CHECKING:
     from application.recovery import Unfinished
     from application.store import HarnessStore
     from infrastructure.settings import Settings
+    from projections.otel_follower import TraceFollower
 
 
 @dataclass(frozen=True)
@@ -184,13 +181,14 @@ class Services:
         ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_ENDPOINT`` turn it on;
         ``retry`` is its first and longest wait after a failure (None: its defaults).
         """
+        from infrastructure.otlp import configured_endpoint, otlp_exporter
+        from projections.otel_follower import follow_traces
+
         if configured_endpoint(os.environ) is None:
             return None
-        export = TraceExport(self.store, otlp_exporter())
         poll = self.settings.projection_poll
-        follower = TraceFollower(export, SqlReadStore(self.engine), poll_interval=poll)
-        follower.retry = retry or follower.retry
-        self.defer(follower.start().close)
+        follower = follow_traces(self.store, self.engine, otlp_exporter(), poll, retry)
+        self.defer(follower.close)
         return follower
 
     def recovery_sweep(

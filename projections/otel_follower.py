@@ -26,14 +26,17 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from application.ports import StoreError
 from domain.run import Run
-from projections.otel_export import ExportFailedError
+from infrastructure.read_store import SqlReadStore
+from projections.otel_export import ExportFailedError, TraceExport
 from projections.runner import brief
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from infrastructure.read_store import SqlReadStore
-    from projections.otel_export import TraceExport
+    from opentelemetry.sdk.trace.export import SpanExporter
+    from sqlalchemy import Engine
+
+    from application.store import HarnessStore
 
 log = logging.getLogger(__name__)
 
@@ -164,3 +167,24 @@ class TraceFollower:
                 wait,
             )
         self.stop_event.wait(wait)
+
+
+def follow_traces(
+    store: HarnessStore,
+    engine: Engine,
+    exporter: SpanExporter,
+    poll_interval: float,
+    retry: tuple[float, float] | None = None,
+) -> TraceFollower:
+    """A follower exporting ``store``'s runs through ``exporter``, its position on ``engine``.
+
+    Started; ``retry`` is its first and longest wait after a failure (None: the defaults).
+    """
+    export = TraceExport(store, exporter)
+    follower = TraceFollower(
+        export,
+        SqlReadStore(engine),
+        poll_interval=poll_interval,
+        retry=retry or (FIRST_RETRY, LAST_RETRY),
+    )
+    return follower.start()
