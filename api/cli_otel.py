@@ -14,6 +14,7 @@ import typer
 from rich.text import Text
 
 from api.cli_common import err_console, fail, opened, out_console
+from api.cli_reads import lookup_run_id
 
 if TYPE_CHECKING:
     from uuid import UUID
@@ -32,7 +33,10 @@ otel_app = typer.Typer(
 @otel_app.command("export")
 def export(
     run_id: Annotated[
-        str | None, typer.Argument(help="The run to export (or --all).", show_default=False)
+        str | None,
+        typer.Argument(
+            help="The run to export: its id or a unique prefix (or --all).", show_default=False
+        ),
     ] = None,
     every: Annotated[
         bool, typer.Option("--all", help="Every finished run (unfinished ones are skipped).")
@@ -53,9 +57,9 @@ def export(
     """
     if (run_id is None) == (not every):
         fail("give one RUN_ID or --all")
-    run = _parse_run(run_id) if run_id is not None else None
     target = _target(endpoint)
     with opened() as services:
+        run = lookup_run_id(services, run_id) if run_id is not None else None
         export = _export(services.store, target)
         try:
             if run is not None:
@@ -79,15 +83,6 @@ def _target(endpoint: str | None) -> str:
         return configured_endpoint(os.environ) or DEFAULT_ENDPOINT
     except ConfigurationError as error:
         fail(f"invalid configuration: {error}")
-
-
-def _parse_run(text: str) -> UUID:
-    from uuid import UUID
-
-    try:
-        return UUID(text)
-    except ValueError:
-        fail(f"{text!r} is not a run id (a UUID, as `harness runs list` shows)")
 
 
 def _export(store: HarnessStore, target: str) -> TraceExport:
