@@ -36,6 +36,7 @@ def run() -> None:
     from sqlalchemy.exc import SQLAlchemyError
 
     from application.ports import StoreError
+    from infrastructure.settings import ConfigurationError
     from projections.runner import brief
 
     stopped = threading.Event()
@@ -46,9 +47,13 @@ def run() -> None:
         live = services.live_projections()
         try:
             live.start()
+            traces = services.trace_follower()  # OTEL_EXPORTER_OTLP_*: the live trace exporter
         except (SQLAlchemyError, StoreError) as error:
             fail(f"cannot start following the log of {where}: {brief(error)}")
-        err_console().print(f"following the log of {where}")
+        except ConfigurationError as error:
+            fail(f"invalid configuration: {error}")
+        exporting = " (exporting traces)" if traces else ""
+        err_console().print(f"following the log of {where}{exporting}")
         stopped.wait()
         live.close()
 

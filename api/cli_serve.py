@@ -47,6 +47,13 @@ def check_bind(settings: Settings, host: str, workers: int) -> None:
             "several workers need PostgreSQL (HARNESS_DATABASE_URL=postgresql://…); the embedded "
             "SQLite default serves with one worker"
         )
+    from infrastructure.otlp import configured_endpoint
+    from infrastructure.settings import ConfigurationError
+
+    try:
+        configured_endpoint(os.environ)  # the live trace exporter's receiver, if any
+    except ConfigurationError as error:
+        fail(f"invalid configuration: {error}")
 
 
 def check_port(host: str, port: int) -> socket.socket:

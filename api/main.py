@@ -89,10 +89,12 @@ def create_app_from_environment() -> FastAPI:
     Without API keys, a bind address that is not loopback (``--host`` or ``UVICORN_HOST``) is
     warned about at once: the app answers only this machine's requests (``LoopbackOnly``).
     """
+    from infrastructure.otlp import configured_endpoint
     from infrastructure.settings import ConfigurationError, Settings
 
     try:
         settings = Settings.from_environment()
+        configured_endpoint(os.environ)  # the live trace exporter's receiver, if one is named
     except ConfigurationError as error:
         log.error("invalid configuration: %s", error)  # one line, as the CLI says it
         raise SystemExit(2) from None
@@ -155,6 +157,7 @@ def _projections(services: Services, hub: FeedHub) -> Projector:
         live = services.live_projections()
         live.published.append(hub.publish)
         services.defer(live.start().close)
+        services.trace_follower()  # where the projections run: one per deployment
         return live.projector
     if settings.database.kind == "postgres":
         stop = threading.Event()

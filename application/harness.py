@@ -42,7 +42,15 @@ CANCEL_POLL = 0.5
 MAX_BOUND_S = 86_400.0
 """A bound recorded in a model step is at most a day (an unbounded one would not fit an int)."""
 
+MAX_FINISH_REASON = 64
+"""The most characters of a model's finish reason a model step keeps (it is the model's text)."""
+
 T = TypeVar("T")
+
+
+def model_name(provider: ModelProvider) -> str:
+    """The model ``provider`` is asked for (its ``model``; '' for a provider that names none)."""
+    return str(getattr(provider, "model", ""))
 
 
 class RunAborted(Exception):
@@ -260,5 +268,8 @@ class RunContext:
             outcome=outcome,
             detail=detail,
             bound_ms=int(min(request.timeout_s, MAX_BOUND_S) * 1000),
+            provider=self.provider.name,
+            model=model_name(self.provider),
+            finish_reason=response.finish_reason[:MAX_FINISH_REASON] if response else "",
         )
         self.save()

@@ -132,7 +132,11 @@ class ModelRefusedError(ModelError):
 
 
 class ModelProvider(Protocol):
-    """Answers model requests; implementations: offline, scripted, openai-compatible."""
+    """Answers model requests; implementations: offline, scripted, openai-compatible.
+
+    A provider may also say which ``model`` it asks for (a ``str`` attribute): model steps
+    record it with ``name`` (:func:`application.harness.model_name`).
+    """
 
     name: str
     blocking: bool

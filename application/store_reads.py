@@ -63,6 +63,11 @@ class StoreReads(StoreLibrary):
                 cast("Run.Event", event).mutate(run)
         return run
 
+    def stream(self, aggregate_id: UUID) -> list[Any]:
+        """Every stored event of one stream, in order (empty: no such stream)."""
+        with self._store_errors():
+            return list(self.events.get(aggregate_id))
+
     def head(self) -> int:
         """The last log position (0 for an empty log)."""
         with self._store_errors():
@@ -74,10 +79,17 @@ class StoreReads(StoreLibrary):
             found = list(self.events.get(aggregate_id, desc=True, limit=1))
         return found[0] if found else None
 
-    def notifications(self, after: int, limit: int) -> Sequence[Notification]:
-        """Up to ``limit`` log entries after position ``after``, in log order."""
+    def notifications(
+        self, after: int, limit: int, topics: Sequence[str] = (), stop: int | None = None
+    ) -> Sequence[Notification]:
+        """Up to ``limit`` log entries after position ``after``, in log order.
+
+        ``topics`` keeps only entries of those event topics; ``stop`` is the last position read.
+        """
         with self._store_errors():
-            return self.recorder.select_notifications(after, limit, inclusive_of_start=False)
+            return self.recorder.select_notifications(
+                after, limit, stop=stop, topics=topics, inclusive_of_start=False
+            )
 
     def check_ready(self) -> None:
         """Raise a clear error unless the tables exist and the database answers."""

@@ -63,7 +63,7 @@ class RunSteps(RunTermination):
     class AgentModelStep(Aggregate.Event):
         """One model call with its purpose, usage, latency and outcome; charges the budget."""
 
-        class_version = 2
+        class_version = 3
         purpose: ModelStepPurpose
         tokens_in: int
         tokens_out: int
@@ -72,11 +72,22 @@ class RunSteps(RunTermination):
         detail: str
         bound_ms: int
         """The longest the harness would wait for this answer (0: not recorded, before v2)."""
+        provider: str
+        """The model provider's name (e.g. ``offline``; '' when not recorded, before v3)."""
+        model: str
+        """The model requested ('' when not recorded, before v3)."""
+        finish_reason: str
+        """Why the model stopped, as it said (``stop``, ``tool_calls``; '' when it failed)."""
 
         @staticmethod
         def upcast_v1_v2(state: dict[str, Any]) -> None:
             """Version 1 did not record the bound of the wait."""
             state["bound_ms"] = 0
+
+        @staticmethod
+        def upcast_v2_v3(state: dict[str, Any]) -> None:
+            """Version 2 did not record the provider, the model or the finish reason."""
+            state.update(provider="", model="", finish_reason="")
 
         def apply(self, aggregate: RunSteps) -> None:
             """Charge one model call and its tokens."""
@@ -140,11 +151,16 @@ class RunSteps(RunTermination):
         outcome: ModelStepOutcome = ModelStepOutcome.OK,
         detail: str = "",
         bound_ms: int = 0,
+        *,
+        provider: str = "",
+        model: str = "",
+        finish_reason: str = "",
     ) -> None:
         """Record one model call and charge it (``AGENT_MODEL_STEP``); exhaust if over budget.
 
         ``bound_ms`` is the longest the harness waited for it (the model timeout or the
         deadline, whichever came first), so an auditor can see no late answer was used.
+        ``provider``, ``model`` and ``finish_reason`` say who answered and why it stopped.
         """
         self.check_active()
         self._refuse_if(self.release is not None, "the release was already decided")
@@ -158,6 +174,9 @@ class RunSteps(RunTermination):
             outcome=outcome,
             detail=detail,
             bound_ms=bound_ms,
+            provider=provider,
+            model=model,
+            finish_reason=finish_reason,
         )
         self._exhaust_if_over()
 

@@ -11,28 +11,25 @@ nothing below ``api`` imports it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import os
+from dataclasses import dataclass
 from functools import cached_property, partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from application.chat import ChatConfig, ChatService
+from application.chat import ChatService
 from application.ports import StoreUnavailableError
 from application.recovery import RecoverySweep
 from application.turns import PreviousTurns
-from domain.grounding import GroundingRules
 from infrastructure.clock import SystemClock
 from infrastructure.database import create_sql_engine
 from infrastructure.eventstore import init_store, open_store
-from infrastructure.knowledge import (
-    SqlKnowledgeRetriever,
-    create_knowledge_tables,
-    index_runbooks,
-)
+from infrastructure.knowledge import SqlKnowledgeRetriever, create_knowledge_tables, index_runbooks
 from infrastructure.leases import Heartbeat, SqlLeases, start_heartbeat
-from infrastructure.model_scripted import ScriptedProvider, load_scenario, scenario_limits
+from infrastructure.model_scripted import ScriptedProvider, load_scenario
 from infrastructure.ops_data import create_ops_tables, load_sample
 from infrastructure.pg_listen import PgNotifyWake, read_channel
 from infrastructure.read_tables import create_read_tables
+from infrastructure.run_config import chat_config, chat_config_of
 from infrastructure.settings import ConfigurationError
 from infrastructure.tools import builtin_tools
 from projections.live import LiveProjections
@@ -46,10 +43,12 @@ if TYPE_CHECKING:
 
     from sqlalchemy import Engine
 
+    from application.chat import ChatConfig
     from application.ports import Clock, KnowledgeRetriever, ModelProvider, Tool
     from application.recovery import Unfinished
     from application.store import HarnessStore
     from infrastructure.settings import Settings
+    from projections.otel_follower import TraceFollower
 
 
 @dataclass(frozen=True)
@@ -176,6 +175,22 @@ class Services:
             wake_source=partial(PgNotifyWake, settings, channel) if postgres else None,
         )
 
+    def trace_follower(self, retry: tuple[float, float] | None = None) -> TraceFollower | None:
+        """The live trace exporter, started, when an OTLP endpoint is configured (else None).
+
+        ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_ENDPOINT`` turn it on;
+        ``retry`` is its first and longest wait after a failure (None: its defaults).
+        """
+        from infrastructure.otlp import configured_endpoint, otlp_exporter
+        from projections.otel_follower import follow_traces
+
+        if configured_endpoint(os.environ) is None:
+            return None
+        poll = self.settings.projection_poll
+        follower = follow_traces(self.store, self.engine, otlp_exporter(), poll, retry)
+        self.defer(follower.close)
+        return follower
+
     def recovery_sweep(
         self, executing: Callable[[], Collection[UUID]] | None = None
     ) -> RecoverySweep:
@@ -278,20 +293,3 @@ def load_sample_data(services: Services) -> dict[str, int]:
             f"cannot load the sample data into {where}: {brief(error)}"
         ) from None
     return counts
-
-
-def chat_config_of(settings: Settings) -> ChatConfig:
-    """The configured run limits, deadline, model timeout and grounding rules."""
-    return ChatConfig(
-        deadline_s=settings.run_deadline,
-        limits=settings.limits,
-        model_timeout_s=settings.model_timeout,
-        grounding=GroundingRules(settings.excerpt_min_words, settings.excerpt_min_chars),
-    )
-
-
-def chat_config(scenario: dict[str, Any], base: ChatConfig | None = None) -> ChatConfig:
-    """A scripted scenario's run limits (``budget``, ``deadline_s``) over ``base``."""
-    base = base or ChatConfig()
-    limits, deadline_s = scenario_limits(scenario, base.limits, base.deadline_s)
-    return replace(base, limits=limits, deadline_s=deadline_s)

@@ -55,6 +55,7 @@ class OfflineProvider:
     """Answers every request purpose deterministically from the conversation alone."""
 
     name = "offline"
+    model = "offline-rules"
     blocking = False  # pure computation over the conversation: no I/O, nothing to wait for
 
     def complete(self, request: ModelRequest) -> ModelResponse:

@@ -74,6 +74,7 @@ class ScriptedProvider:
 
     scenario: dict[str, Any]
     name: str = "scripted"
+    model: str = "scripted"
     blocking: bool = True  # delay and hang steps wait
     play: Play = field(default_factory=Play)
     _steps: list[dict[str, Any]] = field(init=False)

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from infrastructure.clock import SystemClock
-from infrastructure.composition import Overrides, bootstrap, chat_config
+from infrastructure.composition import Overrides, bootstrap
 from infrastructure.model_scripted import ScriptedProvider, load_scenario
+from infrastructure.run_config import chat_config
 from infrastructure.scripted_tools import ScriptedTool, scripted_tools
 from infrastructure.settings import Settings
 

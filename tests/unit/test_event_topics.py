@@ -210,6 +210,27 @@ def test_a_record_written_before_the_split_still_decodes() -> None:
     assert (event.kind, event.used) == (BudgetKind.BYTES, 5000)
 
 
+def test_a_model_step_recorded_before_providers_were_named_still_decodes() -> None:
+    state = {
+        "timestamp": {"_type_": "datetime_iso", "_data_": DEADLINE.isoformat()},
+        "purpose": {"_type_": "ModelStepPurpose", "_data_": "AGENT"},
+        "tokens_in": 3,
+        "tokens_out": 4,
+        "latency_ms": 5,
+        "outcome": {"_type_": "ModelStepOutcome", "_data_": "OK"},
+        "detail": "",
+        "bound_ms": 9,
+        "originator_topic": "domain.run:Run",
+        "class_version": 2,
+    }
+    stored = StoredEvent(
+        UUID(int=4), 2, "domain.run:Run.AgentModelStep", json.dumps(state).encode()
+    )
+    event = _mapper().to_domain_event(stored)
+    assert type(event) is Run.AgentModelStep
+    assert (event.bound_ms, event.provider, event.model, event.finish_reason) == (9, "", "", "")
+
+
 def test_enums_are_stored_under_their_class_names() -> None:
     assert {enum.__name__ for enum in ALL_ENUMS} == STORED_ENUM_NAMES
     transcoder = JSONTranscoder()

@@ -419,7 +419,17 @@ def test_safety_validating_is_refused_after_a_budget_exhausted_run_finished() ->
 def test_a_model_step_charges_one_model_call_and_its_tokens() -> None:
     run = given(ROUTE_DIAGNOSIS)
 
-    run.record_model_step(ModelStepPurpose.AGENT, 30, 12, 250, ModelStepOutcome.OK, "tool call")
+    run.record_model_step(
+        ModelStepPurpose.AGENT,
+        30,
+        12,
+        250,
+        ModelStepOutcome.OK,
+        "tool call",
+        provider="openai-compatible",
+        model="gpt-4o-mini",
+        finish_reason="tool_calls",
+    )
 
     assert then_events(run) == [
         (
@@ -432,6 +442,9 @@ def test_a_model_step_charges_one_model_call_and_its_tokens() -> None:
                 "outcome": ModelStepOutcome.OK,
                 "detail": "tool call",
                 "bound_ms": 0,
+                "provider": "openai-compatible",
+                "model": "gpt-4o-mini",
+                "finish_reason": "tool_calls",
             },
         )
     ]

@@ -1,0 +1,30 @@
+"""The run limits a chat service is built with: the configured ones, or a scenario's over them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from application.chat import ChatConfig
+from domain.grounding import GroundingRules
+from infrastructure.model_scripted import scenario_limits
+
+if TYPE_CHECKING:
+    from infrastructure.settings import Settings
+
+
+def chat_config_of(settings: Settings) -> ChatConfig:
+    """The configured run limits, deadline, model timeout and grounding rules."""
+    return ChatConfig(
+        deadline_s=settings.run_deadline,
+        limits=settings.limits,
+        model_timeout_s=settings.model_timeout,
+        grounding=GroundingRules(settings.excerpt_min_words, settings.excerpt_min_chars),
+    )
+
+
+def chat_config(scenario: dict[str, Any], base: ChatConfig | None = None) -> ChatConfig:
+    """A scripted scenario's run limits (``budget``, ``deadline_s``) over ``base``."""
+    base = base or ChatConfig()
+    limits, deadline_s = scenario_limits(scenario, base.limits, base.deadline_s)
+    return replace(base, limits=limits, deadline_s=deadline_s)
