@@ -14,6 +14,7 @@ import typer
 from api.cli_app import HarnessTyper
 from api.cli_audit import audit_app
 from api.cli_common import fail, load_settings, opened, out_console
+from api.cli_mcp import mcp_app
 from api.cli_projections import projections_app
 from api.cli_runs import runs_app
 
@@ -30,6 +31,7 @@ app.add_typer(db_app, name="db")
 app.add_typer(projections_app, name="projections")
 app.add_typer(runs_app, name="runs")
 app.add_typer(audit_app, name="audit")
+app.add_typer(mcp_app, name="mcp")
 
 
 @db_app.command("init")
