@@ -68,10 +68,15 @@ def _for_work() -> Settings:
     here is the zero set-up path. PostgreSQL workers never create tables (several starting at
     once would race): run `harness db init --sample` once first.
     """
+    from infrastructure.settings import ConfigurationError
+
     settings = load_settings()
     embedded = settings.database.kind == "sqlite"
-    with opened(settings, create=embedded, sample=embedded):
-        pass
+    with opened(settings, create=embedded, sample=embedded) as services:
+        try:  # the configured tools start (MCP servers listed) before serving, then close
+            services.tools()
+        except ConfigurationError as error:
+            fail(f"invalid tools configuration: {error}")
     return settings
 
 
