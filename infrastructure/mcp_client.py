@@ -154,9 +154,10 @@ class McpConnection:
                 ready.set_result(None)
                 await self._stop.wait()
         except BaseException as error:
-            if not ready.done():
+            if not ready.done():  # the starter reports it
                 ready.set_exception(error)
-            log.warning("MCP server %r: connection ended: %s", self.name, _brief(error))
+            else:
+                log.warning("MCP server %r: connection ended: %s", self.name, _brief(error))
         finally:
             self._client = None
 

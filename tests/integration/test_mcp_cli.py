@@ -79,6 +79,7 @@ def test_a_server_that_cannot_start_stops_the_command_with_exit_2(
     done = harness(*args, env=_env(tmp_path, config), cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert "servers.gone" in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
 
 
 def _install_plugin(tmp_path: Path) -> Path:
