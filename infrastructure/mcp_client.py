@@ -29,6 +29,17 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+
+class _NoTraceback(logging.Filter):
+    """The SDK logs a server's garbled line with a traceback; the harness says it in one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.exc_info = record.exc_text = None
+        return True
+
+
+logging.getLogger("mcp.client.stdio").addFilter(_NoTraceback())
+
 CLOSE_WAIT_S = 5.0
 _MAX_PAGES = 20
 _TRANSPORT_FAILURES = (-32000, -32001)
@@ -69,6 +80,8 @@ class McpConnection:
         self._client: Client | None = None
         self._stop: asyncio.Event | None = None
         self._ended: Future[None] | None = None
+        self._garbled = ""
+        """What the server wrote that is not MCP, if it did (its session is then closed)."""
         self.tools: dict[str, Tool] = {}
         """The server's tools as last listed, by name (refreshed at each start)."""
         self.starts = 0
@@ -120,6 +133,7 @@ class McpConnection:
         thread.start()
         self._loop, self._thread = loop, thread
         ready: Future[None] = Future()
+        self._garbled = ""
         self._ended = asyncio.run_coroutine_threadsafe(self._supervise(ready), loop)
         try:
             ready.result(self.timeout)
@@ -148,7 +162,12 @@ class McpConnection:
             async with contextlib.AsyncExitStack() as stack:
                 target = await self._target(stack)
                 client = await stack.enter_async_context(
-                    Client(target, cache=None, read_timeout_seconds=self.timeout)
+                    Client(
+                        target,
+                        cache=None,
+                        read_timeout_seconds=self.timeout,
+                        message_handler=self._on_message,
+                    )
                 )
                 self._client = client
                 ready.set_result(None)
@@ -160,6 +179,14 @@ class McpConnection:
                 log.warning("MCP server %r: connection ended: %s", self.name, _brief(error))
         finally:
             self._client = None
+
+    async def _on_message(self, message: object) -> None:
+        """A transport fault (a line that is not JSON-RPC) closes the session: it cannot be
+        trusted to pair answers with calls any more; the calls waiting fail MALFORMED."""
+        if isinstance(message, Exception):
+            self._garbled = _brief(message)
+            if self._stop is not None:
+                self._stop.set()
 
     async def _target(self, stack: contextlib.AsyncExitStack) -> Any:
         config = self.config
@@ -210,6 +237,12 @@ class McpConnection:
                 code="TIMEOUT",
             ) from None
         except Exception as error:
+            if self._garbled:
+                raise McpServerError(
+                    f"MCP server {self.name!r} wrote something that is not MCP"
+                    f" ({self._garbled[:200]}); it is restarted for the next call",
+                    code="MALFORMED",
+                ) from None
             raise _failure(self.name, error) from None
 
     def _shutdown(self) -> None:

@@ -105,17 +105,22 @@ def test_a_server_that_crashes_mid_call_fails_the_call_and_serves_the_next_run(
     assert calls(tmp_path) == ["1 crash", "2 crash"]
 
 
-@pytest.mark.parametrize("mode", ["hang", "garbage"])
-def test_a_server_that_hangs_or_writes_garbage_fails_within_the_call_timeout(
-    services: Services, tmp_path: Path, mode: str
+@pytest.mark.parametrize(
+    ("mode", "code", "reason"),
+    [("hang", "TIMEOUT", "did not answer"), ("garbage", "MALFORMED", "not MCP")],
+)
+def test_a_server_that_hangs_or_writes_garbage_fails_the_call_and_is_restarted(
+    services: Services, tmp_path: Path, mode: str, code: str, reason: str
 ) -> None:
-    server = hostile(tmp_path, mode, call_timeout=1.5)
+    # garbage is noticed when it arrives, not at the call timeout (30 s, past the test's patience)
+    server = hostile(tmp_path, mode, call_timeout=1.5 if mode == "hang" else 30)
     config = write_config(tmp_path / "tools.toml", {"h": server})
     with configured(services, config) as sources:
         result = ask_scripted(services, one_call(mode, ARGS, deadline_s=20), tools=sources.tools)
-        assert "TIMED_OUT" not in str(result.termination)  # the call timed out, not the run
+        assert "TIMED_OUT" not in str(result.termination)  # the call failed, not the run
         (failed,) = _of(_events(services), ToolInvocation.ToolInvocationFailed)
-        assert failed.error_code == "TIMEOUT" and "did not answer" in failed.message
+        assert failed.error_code == code and reason in failed.message
+        assert "'h'" in failed.message and "restarted" in failed.message
         sources.connections[0].start()  # the next use starts it again
         assert starts(tmp_path) == 2
 

@@ -66,9 +66,12 @@ async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.Cal
     if params.name == "crash_to_restart" or (MODE == "crash" and START == 1):
         os._exit(3)
     if MODE in ("hang", "garbage"):
-        if MODE == "garbage":
-            sys.stdout.buffer.write(b"\x00\xffthis is not JSON-RPC {]\n")
-            sys.stdout.flush()
+        if MODE == "garbage":  # onto the wire itself: the SDK diverts fd 1 away from it
+            from mcp.server.stdio import _claims
+
+            wire = _claims[1].private_fd
+            assert wire is not None
+            os.write(wire, b"this is not JSON-RPC {]\n")
         await anyio.sleep_forever()
     if params.name == "big_line":
         return types.CallToolResult(content=[types.TextContent(text="x" * 10_000_000)])
