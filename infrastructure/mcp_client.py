@@ -181,8 +181,10 @@ class McpConnection:
             self._client = None
 
     async def _on_message(self, message: object) -> None:
-        """A transport fault (a line that is not JSON-RPC) closes the session: it cannot be
-        trusted to pair answers with calls any more; the calls waiting fail MALFORMED."""
+        """Close the session on a transport fault (a line that is not JSON-RPC).
+
+        It cannot be trusted to pair answers with calls any more; the calls waiting fail MALFORMED.
+        """
         if isinstance(message, Exception):
             self._garbled = _brief(message)
             if self._stop is not None:
