@@ -180,7 +180,7 @@ def describe(block: ContentBlock) -> str:
     data: Any = getattr(block, "data", None)
     if kind in ("image", "audio") and isinstance(data, str):
         mime = getattr(block, "mime_type", "?")
-        return f"[{kind} {mime}, about {len(data) * 3 // 4} bytes, not shown]"
+        return f"[{kind} {mime}, about {len(data.rstrip('=')) * 3 // 4} bytes, not shown]"
     if kind == "resource":
         inner = block.resource  # type: ignore[union-attr]
         body = str(getattr(inner, "text", None) or getattr(inner, "blob", ""))

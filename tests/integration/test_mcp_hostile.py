@@ -171,3 +171,32 @@ def test_a_name_offered_twice_is_a_start_error(services: Services, tmp_path: Pat
     ):
         with configured(services, config):
             pass
+
+
+def test_arguments_the_schema_refuses_and_scopes_not_granted_never_reach_the_server(
+    services: Services, tmp_path: Path
+) -> None:
+    server = hostile(tmp_path, "big", tools={"big_line": {"scope": "ops:write"}})
+    config = write_config(tmp_path / "tools.toml", {"b": server})
+    with configured(services, config) as sources:
+        ask_scripted(services, one_call("big", {"service": 5}), tools=sources.tools)
+        ask_scripted(services, one_call("big_line", ARGS), tools=sources.tools)
+    rejected = _of(_events(services), Run.ToolRequestRejected)
+    assert [(r.code, r.detail) for r in rejected] == [
+        (ToolRejectionCode.INVALID_REQUEST, "service: 5 is not of type 'string'"),
+        (ToolRejectionCode.AUTH, "scope ops:write not granted"),
+    ]
+    assert calls(tmp_path) == []
+
+
+def test_a_tool_error_fails_the_invocation_with_the_servers_words_bounded(
+    services: Services, tmp_path: Path
+) -> None:
+    config = write_config(tmp_path / "tools.toml", {"b": hostile(tmp_path, "big")})
+    with configured(services, config) as sources:
+        ask_scripted(services, one_call("refuses", ARGS), tools=sources.tools)
+        ask_scripted(services, one_call("big", ARGS), tools=sources.tools)
+    (failed,) = _of(_events(services), ToolInvocation.ToolInvocationFailed)
+    assert failed.error_code == "EXECUTION" and len(failed.message) <= 500
+    assert failed.message.startswith("refuses failed: permission denied for checkout zzz")
+    assert starts(tmp_path) == 1  # a tool's own error is no reason to restart its server

@@ -53,7 +53,7 @@ def _tools() -> list[types.Tool]:
             _tool("flips", flips),
             _tool("crash_to_restart", READ_ONLY),
         ]
-    return [_tool(MODE, READ_ONLY), _tool("big_line", READ_ONLY)]
+    return [_tool(MODE, READ_ONLY), _tool("big_line", READ_ONLY), _tool("refuses", READ_ONLY)]
 
 
 async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
@@ -73,6 +73,9 @@ async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.Cal
             assert wire is not None
             os.write(wire, b"this is not JSON-RPC {]\n")
         await anyio.sleep_forever()
+    if params.name == "refuses":
+        text = "permission denied for checkout " + "z" * 5000
+        return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
     if params.name == "big_line":
         return types.CallToolResult(content=[types.TextContent(text="x" * 10_000_000)])
     if MODE == "big":
