@@ -142,3 +142,56 @@ def test_a_plugin_that_fails_or_returns_garbage_is_named(
     assert done.returncode == 2, done.stderr
     assert expected in done.stderr and "Traceback" not in done.stderr
     assert sys.executable
+
+
+def test_the_service_diagnoses_over_the_shipped_mcp_server(tmp_path: Path) -> None:
+    import os
+    import sqlite3
+    import subprocess
+    import time
+    import urllib.request
+
+    from tests.integration._cli import HARNESS, ROOT
+    from tests.integration._mcp import HARNESS_BIN
+
+    example = ROOT / "docs" / "examples" / "tools-sample-mcp.toml"
+    port = free_port()
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
+    clean["PATH"] = f"{HARNESS_BIN.parent}{os.pathsep}{clean['PATH']}"
+    clean["PYTHONPATH"] = str(ROOT)
+    process = subprocess.Popen(
+        [*HARNESS, "serve", "--port", str(port)],
+        env=clean | _env(tmp_path, example),
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # until it answers (the sample server is started twice: check, then worker)
+            assert process.poll() is None and time.monotonic() < deadline, "serve did not start"
+            try:
+                urllib.request.urlopen(f"{base}/healthz", timeout=5).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        body = b'{"query": "Why was checkout slow on 2026-11-29?", "session_id": "mcp-1"}'
+        request = urllib.request.Request(
+            f"{base}/v1/chat", body, {"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            stream = response.read().decode()
+        assert "event: done" in stream
+        with sqlite3.connect(tmp_path / "harness.db") as db:
+            deadline = time.monotonic() + 60
+            query = "SELECT status, release_outcome FROM diagnosis_run WHERE session_id = 'mcp-1'"
+            while not db.execute(query + " AND finished_at IS NOT NULL").fetchall():
+                assert time.monotonic() < deadline, "the run was not projected"
+                time.sleep(0.05)
+            assert db.execute(query).fetchall() == [("SUCCESS", "SUCCESS")]
+    finally:
+        process.terminate()
+        _, stderr = process.communicate(timeout=30)
+    assert "Traceback" not in stderr, stderr
