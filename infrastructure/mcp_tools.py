@@ -125,47 +125,51 @@ def canonical_scope(arguments: JSON) -> str:
 
 
 class _Lines:
-    """Lines kept up to a byte limit; the rest only counted."""
+    """Lines kept up to a byte limit; once one does not fit, the rest is only counted."""
 
     def __init__(self, limit: int) -> None:
         self.limit = max(limit, 64)
         self.kept: list[str] = []
         self.used = 0
-        self.dropped_bytes = 0
+        self.skipped = 0
+        """Bytes of content not shown (counted once the limit is reached)."""
 
     def add(self, line: str) -> None:
-        size = len(line.encode("utf-8", "surrogatepass"))
-        if self.used + size + 1 > self.limit:
-            if not self.kept and self.used == 0:  # one huge line: keep its start, say so
+        size = len(line.encode("utf-8", "surrogatepass")) + 1
+        if self.skipped or self.used + size > self.limit:
+            if not self.kept:  # one huge first line: keep its start, say so
                 cut = line.encode("utf-8", "surrogatepass")[: self.limit - 48]
-                line = cut.decode("utf-8", "ignore") + f" …[cut: {size} bytes]"
-                self.kept.append(line)
+                self.kept.append(cut.decode("utf-8", "ignore") + f" …[cut: {size - 1} bytes]")
                 self.used = self.limit
-                return
-            self.dropped_bytes += size + 1
+            else:
+                self.skipped += size
             return
         self.kept.append(line)
-        self.used += size + 1
+        self.used += size
 
     def result(self) -> tuple[str, ...]:
-        note = f"[{self.dropped_bytes} more bytes of the result not shown]"
-        return (*self.kept, note) if self.dropped_bytes else tuple(self.kept)
+        note = f"[{self.skipped} more bytes of the result not shown]"
+        return (*self.kept, note) if self.skipped else tuple(self.kept)
 
 
 def project(result: CallToolResult, limit: int) -> tuple[str, ...]:
-    """Evidence lines of a result: text lines, structured content as JSON, the rest described."""
+    """Evidence lines of a result: text lines, structured content as JSON, the rest described.
+
+    Structured content is shown only when there is no text: a server that sends both sends the
+    same data twice (the MCP specification asks it to serialise the structure as text too).
+    """
     lines = _Lines(limit)
     texts = 0
     for block in result.content:
-        if block.type == "text":
-            texts += 1
-            for line in block.text.splitlines():
-                lines.add(line)
-                if lines.dropped_bytes:  # the rest is only counted, not split into lines
-                    lines.dropped_bytes += max(0, len(block.text) - lines.limit)
-                    break
-        else:
+        if block.type != "text":
             lines.add(describe(block))
+            continue
+        texts += 1
+        if lines.skipped:  # full already: count the block, do not split it
+            lines.skipped += len(block.text.encode("utf-8", "surrogatepass")) + 1
+            continue
+        for line in block.text.splitlines():
+            lines.add(line)
     if result.structured_content is not None and not texts:
         structured = json.dumps(
             result.structured_content, sort_keys=True, separators=(",", ":"), ensure_ascii=False
