@@ -129,3 +129,29 @@ def test_headers_come_from_the_environment_and_a_missing_variable_is_named(
         with pytest.raises(ConfigurationError, match=r"X-Token is to come from \$MCP_TEST_TOKEN"):
             assemble_tools(config, services.engine)
     assert sys.executable  # the harness process itself is unharmed
+
+
+def test_concurrent_runs_share_one_session_and_get_their_own_answers() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from infrastructure.mcp_client import McpConnection
+    from infrastructure.tool_config import StdioServer
+
+    server = StdioServer(transport="stdio", command=str(HARNESS_BIN), args=["mcp", "serve-sample"])
+    connection = McpConnection("sample", server)
+    window = {"service": "checkout", "start": "2026-11-29T09:00:00Z", "end": "2026-11-29T12:00:00Z"}
+    try:
+        connection.start()
+
+        def logs(limit: int) -> tuple[int, list[str]]:
+            result = connection.call("search_logs", window | {"limit": limit}, 20)
+            text = "\n".join(block.text for block in result.content if block.type == "text")
+            return limit, [line for line in text.splitlines() if not line.startswith("[")]
+
+        with ThreadPoolExecutor(8) as pool:
+            answers = dict(pool.map(logs, range(1, 17)))
+        assert connection.starts == 1
+    finally:
+        connection.close()
+    assert {limit: len(lines) for limit, lines in answers.items()} == {n: n for n in range(1, 17)}
+    assert all(answers[n] == answers[16][:n] for n in range(1, 17))  # each its own answer
