@@ -83,3 +83,20 @@ def one_call(tool: str, arguments: dict[str, Any], deadline_s: float = 30.0) -> 
             {"draft": {"conclusion": None, "facts": [], "missing_info": []}},
         ],
     }
+
+
+def pids(tmp_path: Path) -> list[int]:
+    """The process ids of the hostile server's starts."""
+    path = tmp_path / "starts"
+    return [int(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` still exists (a reaped child does not)."""
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

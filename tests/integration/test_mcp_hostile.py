@@ -19,7 +19,16 @@ from domain.tool_states import ToolRejectionCode
 from infrastructure.composition import Services
 from infrastructure.settings import ConfigurationError
 from tests.helpers import ask_scripted, fresh_sqlite
-from tests.integration._mcp import calls, configured, hostile, one_call, starts, write_config
+from tests.integration._mcp import (
+    alive,
+    calls,
+    configured,
+    hostile,
+    one_call,
+    pids,
+    starts,
+    write_config,
+)
 
 ARGS = {"service": "checkout"}
 
@@ -123,6 +132,8 @@ def test_a_server_that_hangs_or_writes_garbage_fails_the_call_and_is_restarted(
         assert "'h'" in failed.message and "restarted" in failed.message
         sources.connections[0].start()  # the next use starts it again
         assert starts(tmp_path) == 2
+        assert not alive(pids(tmp_path)[0])  # the broken one was stopped, not left behind
+    assert not any(alive(pid) for pid in pids(tmp_path))  # closing ends every server
 
 
 def test_a_hanging_server_is_bounded_by_the_run_deadline(

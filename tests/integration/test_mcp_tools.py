@@ -65,22 +65,32 @@ def test_the_example_configuration_over_stdio_gives_the_builtin_diagnosis(
     assert (builtin[2], origins) == (["builtin"], ["mcp:sample"])
 
 
+def _serve_http(port: int = 0) -> tuple[subprocess.Popen[str], str]:
+    """``harness mcp serve-sample --http`` as a process, once it listens; and its URL."""
+    command = [str(HARNESS_BIN), "mcp", "serve-sample", "--http", "--port", str(port)]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    line = process.stderr.readline()  # printed once the port is bound
+    found = re.search(r"http://([\d.]+):(\d+)/mcp", line)
+    assert found, f"no URL in {line!r}"
+    _wait_for_port(found.group(1), int(found.group(2)), process)
+    return process, found.group(0)
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    process.terminate()
+    process.wait(timeout=30)
+    if process.stderr is not None:
+        process.stderr.close()
+
+
 @pytest.fixture
 def http_server() -> Iterator[str]:
-    command = [str(HARNESS_BIN), "mcp", "serve-sample", "--http", "--port", "0"]
-    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    process, url = _serve_http()
     try:
-        assert process.stderr is not None
-        line = process.stderr.readline()  # printed once the port is bound
-        found = re.search(r"http://([\d.]+):(\d+)/mcp", line)
-        assert found, f"no URL in {line!r}"
-        _wait_for_port(found.group(1), int(found.group(2)), process)
-        yield found.group(0)
+        yield url
     finally:
-        process.terminate()
-        process.wait(timeout=30)
-        if process.stderr is not None:
-            process.stderr.close()
+        _stop(process)
 
 
 def _wait_for_port(host: str, port: int, process: subprocess.Popen[str]) -> None:
@@ -155,3 +165,31 @@ def test_concurrent_runs_share_one_session_and_get_their_own_answers() -> None:
         connection.close()
     assert {limit: len(lines) for limit, lines in answers.items()} == {n: n for n in range(1, 17)}
     assert all(answers[n] == answers[16][:n] for n in range(1, 17))  # each its own answer
+
+
+def test_an_http_server_that_goes_away_fails_the_call_and_is_reconnected_when_back() -> None:
+    import mcp_types as types
+
+    from application.ports import ToolExecutionError
+    from infrastructure.mcp_client import McpConnection
+    from infrastructure.mcp_tools import McpTool
+    from infrastructure.tool_config import HttpServer, ToolOptions
+
+    process, url = _serve_http()
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    connection = McpConnection("remote", HttpServer(transport="http", url=url, call_timeout=10))
+    args = {"start": "2026-11-29T00:00:00Z", "end": "2026-12-01T00:00:00Z"}
+    try:
+        spec = connection.start()["list_alerts"]
+        tool = McpTool(connection, spec, ToolOptions())
+        first = tool.run(args)
+        _stop(process)  # the server goes away between runs
+        with pytest.raises(ToolExecutionError) as failed:
+            tool.run(args)
+        assert "'remote'" in str(failed.value)
+        process, _ = _serve_http(port)  # back, on the same address
+        assert tool.run(args) == first and connection.starts == 2
+        assert isinstance(connection.tools["list_alerts"], types.Tool)
+    finally:
+        connection.close()
+        _stop(process)

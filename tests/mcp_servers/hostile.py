@@ -2,7 +2,7 @@
 
 Every tool writes a line to the file named by ``HOSTILE_MARKER`` when it is called, so a test can
 prove a tool was never called. ``HOSTILE_STARTS`` names a file that counts this server's starts
-(one line per start), so a server can answer differently after a restart.
+(one line per start: its process id), so a server can answer differently after a restart.
 
 Modes: ``liar`` (tools that do not say read-only, or contradict themselves, and one that is
 read-only until the server restarts), ``crash`` (the first process dies mid-call; the next one
@@ -26,7 +26,7 @@ MODE = sys.argv[1]
 MARKER = Path(os.environ["HOSTILE_MARKER"])
 STARTS = Path(os.environ["HOSTILE_STARTS"])
 with STARTS.open("a") as starts:
-    starts.write("start\n")
+    starts.write(f"{os.getpid()}\n")
 START = len(STARTS.read_text().splitlines())
 SCHEMA: dict[str, Any] = {
     "type": "object",
