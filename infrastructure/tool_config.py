@@ -145,8 +145,9 @@ def describe(error: ValidationError) -> str:
     """Each problem as ``field.path: message``, joined by ``; `` (one line)."""
     problems = []
     for item in error.errors():
-        # a discriminated union adds the transport's name to the path: leave it out
-        parts = [str(p) for p in item["loc"] if p not in ("stdio", "http")]
+        parts = [str(p) for p in item["loc"]]
+        if parts[:1] == ["servers"] and len(parts) > 2 and parts[2] in ("stdio", "http"):
+            del parts[2]  # the discriminated union's tag, not a field of the file
         where = ".".join(parts) or "the file"
         message = str(item["msg"]).removeprefix("Value error, ")
         if item["type"] == "extra_forbidden":

@@ -148,6 +148,9 @@ def test_yaml_reads_like_toml_and_errors_name_the_file_and_field(tmp_path: Path)
     message = str(raised.value)
     assert message.startswith(f"{path}: ") and "servers.ops.url" in message
     assert "servers.ops.headers: unknown field" in message and "\n" not in message
+    path.write_text("servers:\n  http: {transport: http, url: 'ftp://h'}\n")
+    with pytest.raises(ToolsConfigError, match=r"servers\.http\.url: String should match"):
+        load_tools_config(path)  # a server may be called like a transport
     (tmp_path / "tools.json").write_text("{}")
     with pytest.raises(ToolsConfigError, match="name a .toml, .yaml or .yml file"):
         load_tools_config(tmp_path / "tools.json")
