@@ -14,6 +14,7 @@ import typer
 from api.cli_app import HarnessTyper
 from api.cli_audit import audit_app
 from api.cli_common import fail, load_settings, opened, out_console
+from api.cli_mcp import mcp_app
 from api.cli_otel import otel_app
 from api.cli_projections import projections_app
 from api.cli_runs import runs_app
@@ -32,6 +33,7 @@ app.add_typer(projections_app, name="projections")
 app.add_typer(runs_app, name="runs")
 app.add_typer(audit_app, name="audit")
 app.add_typer(otel_app, name="otel")
+app.add_typer(mcp_app, name="mcp")
 
 
 @db_app.command("init")
@@ -68,10 +70,15 @@ def _for_work() -> Settings:
     here is the zero set-up path. PostgreSQL workers never create tables (several starting at
     once would race): run `harness db init --sample` once first.
     """
+    from infrastructure.settings import ConfigurationError
+
     settings = load_settings()
     embedded = settings.database.kind == "sqlite"
-    with opened(settings, create=embedded, sample=embedded):
-        pass
+    with opened(settings, create=embedded, sample=embedded) as services:
+        try:  # the configured tools start (MCP servers listed) before serving, then close
+            services.tools()
+        except ConfigurationError as error:
+            fail(f"invalid tools configuration: {error}")
     return settings
 
 

@@ -181,13 +181,22 @@ class Tool(Protocol):
     name: str
     description: str
     parameters: JSON
-    read_only: bool
     required_scope: str
     max_result_bytes: int
     blocking: bool
     """As for :attr:`ModelProvider.blocking`: True runs each call in a worker thread that the
     harness stops waiting for at the run's deadline; False (a read that cannot wait on a lock or
     a network) is called inline."""
+
+    @property
+    def read_only(self) -> bool:
+        """Whether preflight admits it (read at each request: an MCP server may change its mind).
+
+        A tool may also carry ``origin`` (``builtin``, ``plugin:NAME``, ``mcp:SERVER``) and
+        ``read_only_override`` (the configuration, not the tool, made it read-only); the
+        boundary records both on each invocation's begin.
+        """
+        ...
 
     def normalize_scope(self, arguments: JSON) -> str:
         """The canonical scope (service, time window, filters); raises ToolArgumentsError."""

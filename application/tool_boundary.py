@@ -102,7 +102,14 @@ class ToolBoundary:
 
     def _invoke(self, call: ToolCall, tool: Tool, scope: str) -> ToolResult:
         """Begin, run and project a call that passed the preflight."""
-        invocation = ToolInvocation.begin(self.ctx.run.id, tool.name, scope, dict(call.arguments))
+        invocation = ToolInvocation.begin(
+            self.ctx.run.id,
+            tool.name,
+            scope,
+            dict(call.arguments),
+            origin=str(getattr(tool, "origin", "builtin")),
+            read_only_override=getattr(tool, "read_only_override", False) is True,
+        )
         self.ctx.run.charge(BudgetKind.TOOL_CALLS, 1, str(invocation.id))
         refused = self._record_begin(call, tool, invocation)
         if refused is not None:

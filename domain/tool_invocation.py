@@ -21,11 +21,21 @@ class ToolInvocation(Aggregate):
     class ToolInvocationStarted(Aggregate.Created):
         """The canonical begin: preflight passed and the tool is being called."""
 
-        class_version = 1
+        class_version = 2
         run_id: UUID
         tool: str
         normalized_scope: str
         arguments: dict[str, Any]
+        origin: str
+        """Where the tool comes from: ``builtin``, ``plugin:NAME`` or ``mcp:SERVER``."""
+        read_only_override: bool
+        """True when the configuration admitted a tool its source does not call read-only."""
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            """Version 1 knew only the harness's own tools, none of them admitted by override."""
+            state["origin"] = "builtin"
+            state["read_only_override"] = False
 
         def apply(self, aggregate: ToolInvocation) -> None:
             """Record what was called, for which run."""
@@ -33,6 +43,8 @@ class ToolInvocation(Aggregate):
             aggregate.tool = self.tool
             aggregate.normalized_scope = self.normalized_scope
             aggregate.arguments = self.arguments
+            aggregate.origin = self.origin
+            aggregate.read_only_override = self.read_only_override
 
     class ToolInvocationReady(Aggregate.Event):
         """The result was projected into bounded evidence content."""
@@ -69,6 +81,8 @@ class ToolInvocation(Aggregate):
         self.tool = ""
         self.normalized_scope = ""
         self.arguments: dict[str, Any] = {}
+        self.origin = "builtin"
+        self.read_only_override = False
         self.status = InvocationStatus.PROJECTING
         self.evidence_status: EvidenceStatus | None = None
         self.content = ""
@@ -82,8 +96,15 @@ class ToolInvocation(Aggregate):
         normalized_scope: str,
         arguments: dict[str, Any],
         invocation_id: UUID | None = None,
+        *,
+        origin: str = "builtin",
+        read_only_override: bool = False,
     ) -> ToolInvocation:
-        """Begin an invocation in PROJECTING (``TOOL_INVOCATION_STARTED``)."""
+        """Begin an invocation in PROJECTING (``TOOL_INVOCATION_STARTED``).
+
+        ``origin`` names the tool's source; ``read_only_override`` records that the configuration,
+        not the tool's own annotations, made it read-only.
+        """
         key = invocation_id or uuid4()
         if not tool.strip():
             raise InvalidCommandError(key, f"invocation {key!r}: the tool name is required")
@@ -94,6 +115,8 @@ class ToolInvocation(Aggregate):
             tool=tool,
             normalized_scope=normalized_scope,
             arguments=dict(arguments),
+            origin=origin,
+            read_only_override=read_only_override,
         )
 
     @property

@@ -3,10 +3,8 @@
 The app's lifespan, every CLI command, the benches and the tests call it, so the event store
 and the read side's engine are constructed here and nowhere else (one engine per process).
 Tests and benches pass their own parts through :class:`Overrides` (a scripted model, fake
-tools, a fixed clock), as cosmicpython's ``bootstrap`` does.
-
-It is the one module below ``api`` that may import every layer (tests/unit/test_layers.py), and
-nothing below ``api`` imports it.
+tools, a fixed clock), as cosmicpython's ``bootstrap`` does. It is the one module below ``api``
+that may import every layer (tests/unit/test_layers.py), and nothing below ``api`` imports it.
 """
 
 from __future__ import annotations
@@ -31,7 +29,7 @@ from infrastructure.pg_listen import PgNotifyWake, read_channel
 from infrastructure.read_tables import create_read_tables
 from infrastructure.run_config import chat_config, chat_config_of
 from infrastructure.settings import ConfigurationError
-from infrastructure.tools import builtin_tools
+from infrastructure.tool_sources import assemble_tools
 from projections.live import LiveProjections
 from projections.queries import last_turn_run, unfinished_runs
 from projections.runner import Projector, brief
@@ -113,9 +111,7 @@ class Services:
     def chat(self) -> ChatService:
         """The service that starts and executes runs (HARNESS_MODEL picks the model)."""
         given = self.overrides
-        tools: dict[str, Tool] = dict(
-            {t.name: t for t in builtin_tools(self.engine)} if given.tools is None else given.tools
-        )
+        tools: dict[str, Tool] = dict(self.tools() if given.tools is None else given.tools)
         config = given.config or chat_config_of(self.settings)
         provider = given.provider or self._provider()
         if isinstance(provider, ScriptedProvider):
@@ -130,6 +126,12 @@ class Services:
             self.heartbeat = start_heartbeat(self.settings, self.store, self.engine)
             self.defer(self.heartbeat.close)  # the runs this process starts name its worker
         return service
+
+    def tools(self) -> dict[str, Tool]:
+        """The configured tools (HARNESS_TOOLS_CONFIG; unset: the built-ins), closed with us."""
+        sources = assemble_tools(self.settings.tools_config, self.engine)
+        self.defer(sources.close)  # MCP sessions; a ConfigurationError left nothing open
+        return sources.tools
 
     def _provider(self) -> ModelProvider:
         name = self.settings.model

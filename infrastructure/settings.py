@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Literal
+from pathlib import Path
+from typing import Annotated, Literal
 from urllib.parse import unquote, urlsplit
 
-from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from domain.values import DEFAULT_DEADLINE_S, DEFAULT_MODEL_TIMEOUT_S, Budget
 from domain.values import DEFAULT_LIMITS as LIMITS
+from infrastructure.tool_config import check_tools_config
 
 DEFAULT_DATABASE_URL = "sqlite:///./harness.db"
 MIN_KEY_CHARS = 16
@@ -92,9 +94,7 @@ class Settings(BaseSettings):
         default=DEFAULT_DATABASE_URL,
         description="Event store: sqlite:///PATH (default) or postgresql://USER@HOST:PORT/DB.",
     )
-    database_schema: str = Field(
-        default="public", description="PostgreSQL schema holding the tables."
-    )
+    database_schema: str = Field("public", description="PostgreSQL schema holding the tables.")
     db_lock_timeout: int = Field(
         default=5, ge=1, description="Seconds a write waits for a lock before failing."
     )
@@ -208,6 +208,9 @@ class Settings(BaseSettings):
         default=SecretStr(""),
         description="Secret that makes each event's chain link an HMAC (see Audit); empty: a plain"
         " SHA-256 chain. Verifying needs the same key.",
+    )
+    tools_config: Annotated[Path | None, AfterValidator(check_tools_config)] = Field(
+        None, description="TOML/YAML file of tools: built-ins, plugins, MCP servers (see README)."
     )
     read_wait: float = Field(
         default=5.0,

@@ -231,6 +231,25 @@ def test_a_model_step_recorded_before_providers_were_named_still_decodes() -> No
     assert (event.bound_ms, event.provider, event.model, event.finish_reason) == (9, "", "", "")
 
 
+def test_a_tool_begin_of_version_1_reads_as_a_builtin_tool_without_override() -> None:
+    state = {
+        "timestamp": {"_type_": "datetime_iso", "_data_": DEADLINE.isoformat()},
+        "originator_topic": "domain.tool_invocation:ToolInvocation",
+        "run_id": {"_type_": "uuid_hex", "_data_": UUID(int=1).hex},
+        "tool": "search_logs",
+        "normalized_scope": "service=checkout",
+        "arguments": {"service": "checkout"},
+    }
+    topic = "domain.tool_invocation:ToolInvocation.ToolInvocationStarted"
+    stored = StoredEvent(UUID(int=4), 1, topic, json.dumps(state).encode())
+    event = _mapper().to_domain_event(stored)
+    assert type(event) is ToolInvocation.ToolInvocationStarted
+    assert (event.origin, event.read_only_override) == ("builtin", False)
+    invocation = event.mutate(None)
+    assert invocation is not None
+    assert (invocation.tool, invocation.origin) == ("search_logs", "builtin")
+
+
 def test_enums_are_stored_under_their_class_names() -> None:
     assert {enum.__name__ for enum in ALL_ENUMS} == STORED_ENUM_NAMES
     transcoder = JSONTranscoder()

@@ -65,6 +65,8 @@ def test_begin_records_the_canonical_start_in_projecting() -> None:
                 "tool": "logs.search",
                 "normalized_scope": "service=checkout",
                 "arguments": ARGUMENTS,
+                "origin": "builtin",
+                "read_only_override": False,
             },
         )
     ]

@@ -1,0 +1,290 @@
+"""One MCP server's session, owned by an event loop in a thread of its own, restarted when broken.
+
+The official SDK's client is async (anyio). The harness calls tools from worker threads, so each
+server gets one background thread running an asyncio loop: a supervisor task opens the
+transport and the session (stdio child process, or Streamable HTTP) and holds them until the
+connection closes or breaks; calls are submitted to that loop and awaited with the call's
+timeout. A call that fails because the connection broke, hung or answered garbage marks the
+connection broken; the next call (or the next listing) starts it again and lists its tools anew.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import threading
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import TYPE_CHECKING, Any
+
+from infrastructure.tool_config import HttpServer, StdioServer, from_environment, server_environment
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Mapping
+
+    from mcp import Client
+    from mcp_types import CallToolResult, Tool
+
+log = logging.getLogger(__name__)
+
+
+class _NoTraceback(logging.Filter):
+    """The SDK logs a server's garbled line with a traceback; the harness says it in one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.exc_info = record.exc_text = None
+        return True
+
+
+logging.getLogger("mcp.client.stdio").addFilter(_NoTraceback())
+
+CLOSE_WAIT_S = 5.0
+_MAX_PAGES = 20
+_TRANSPORT_FAILURES = (-32000, -32001)
+"""The SDK's codes for a closed connection and a request that timed out."""
+
+
+class McpServerError(Exception):
+    """The server could not be reached, broke the connection, hung or answered garbage.
+
+    ``broken`` is False when the server answered the call with a protocol error of its own
+    (an unknown tool, invalid parameters): the connection is sound and is kept.
+    """
+
+    def __init__(self, message: str, *, broken: bool = True, code: str = "EXECUTION") -> None:
+        """Keep whether the connection must be started again, and the invocation's error code."""
+        super().__init__(message)
+        self.broken = broken
+        self.code = code
+
+
+class McpConnection:
+    """A restartable session with one configured MCP server; thread-safe."""
+
+    def __init__(
+        self,
+        name: str,
+        config: StdioServer | HttpServer,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        """Prepare (not start) the connection to server ``name``."""
+        self.name = name
+        self.config = config
+        self.timeout = config.call_timeout
+        self._environ = dict(os.environ if environ is None else environ)
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._client: Client | None = None
+        self._stop: asyncio.Event | None = None
+        self._ended: Future[None] | None = None
+        self._garbled = ""
+        """What the server wrote that is not MCP, if it did (its session is then closed)."""
+        self.tools: dict[str, Tool] = {}
+        """The server's tools as last listed, by name (refreshed at each start)."""
+        self.starts = 0
+
+    def start(self) -> dict[str, Tool]:
+        """Connect (again, if broken) and list the server's tools; raise McpServerError."""
+        with self._lock:
+            if self._client is not None and not self._broken():
+                return self.tools
+            self._shutdown()
+            self._boot()
+            return self.tools
+
+    def call(self, tool: str, arguments: dict[str, Any], timeout: float) -> CallToolResult:
+        """Call ``tool``; McpServerError (and a restart next time) when the server fails."""
+        self.start()
+        client = self._client
+        if client is None:  # pragma: no cover - start() either sets it or raises
+            raise McpServerError(f"MCP server {self.name!r} is not connected")
+        try:
+            result: CallToolResult = self._submit(
+                lambda: client.call_tool(tool, arguments, timeout), timeout
+            )
+            return result
+        except McpServerError as error:
+            if error.broken:
+                self.mark_broken()
+            raise
+
+    def mark_broken(self) -> None:
+        """Have the next call start the server again (the current session is closed then)."""
+        with self._lock:
+            if self._stop is not None and self._loop is not None:
+                self._loop.call_soon_threadsafe(self._stop.set)
+
+    def close(self) -> None:
+        """Close the session (ending a stdio server's process) and stop the thread."""
+        with self._lock:
+            self._shutdown()
+
+    def _broken(self) -> bool:
+        return self._ended is None or self._ended.done() or bool(self._stop and self._stop.is_set())
+
+    def _boot(self) -> None:
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(
+            target=loop.run_forever, name=f"harness-mcp-{self.name}", daemon=True
+        )
+        thread.start()
+        self._loop, self._thread = loop, thread
+        ready: Future[None] = Future()
+        self._garbled = ""
+        self._ended = asyncio.run_coroutine_threadsafe(self._supervise(ready), loop)
+        try:
+            ready.result(self.timeout)
+            self.tools = self._submit(self._list, self.timeout)
+        except FutureTimeout:
+            self._shutdown()
+            raise McpServerError(
+                f"MCP server {self.name!r} did not start within {self.timeout:g} s"
+            ) from None
+        except McpServerError:
+            self._shutdown()
+            raise
+        except Exception as error:
+            self._shutdown()
+            raise McpServerError(
+                f"MCP server {self.name!r} failed to start: {_brief(error)}"
+            ) from None
+        self.starts += 1
+
+    async def _supervise(self, ready: Future[None]) -> None:
+        """Open the transport and session, hold them until told to stop or the transport ends."""
+        from mcp import Client
+
+        self._stop = asyncio.Event()
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                target = await self._target(stack)
+                client = await stack.enter_async_context(
+                    Client(
+                        target,
+                        cache=None,
+                        read_timeout_seconds=self.timeout,
+                        message_handler=self._on_message,
+                    )
+                )
+                self._client = client
+                ready.set_result(None)
+                await self._stop.wait()
+        except BaseException as error:
+            if not ready.done():  # the starter reports it
+                ready.set_exception(error)
+            else:
+                log.warning("MCP server %r: connection ended: %s", self.name, _brief(error))
+        finally:
+            self._client = None
+
+    async def _on_message(self, message: object) -> None:
+        """Close the session on a transport fault (a line that is not JSON-RPC).
+
+        It cannot be trusted to pair answers with calls any more; the calls waiting fail MALFORMED.
+        """
+        if isinstance(message, Exception):
+            self._garbled = _brief(message)
+            if self._stop is not None:
+                self._stop.set()
+
+    async def _target(self, stack: contextlib.AsyncExitStack) -> Any:
+        config = self.config
+        if isinstance(config, StdioServer):
+            from mcp import StdioServerParameters
+
+            env = server_environment(config, self._environ)
+            return StdioServerParameters(
+                command=config.command, args=list(config.args), env=env, cwd=config.cwd
+            )
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        headers = from_environment(config.headers_from_env, "headers_from_env", self._environ)
+        http = await stack.enter_async_context(create_mcp_http_client(headers=headers))
+        return streamable_http_client(config.url, http_client=http)
+
+    async def _list(self) -> dict[str, Tool]:
+        client = self._client
+        assert client is not None
+        tools: dict[str, Tool] = {}
+        cursor: str | None = None
+        for _ in range(_MAX_PAGES):
+            page = await client.list_tools(cursor=cursor, cache_mode="refresh")
+            tools |= {tool.name: tool for tool in page.tools}
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        return tools
+
+    def _submit(self, make: Callable[[], Awaitable[Any]], timeout: float) -> Any:
+        """Run ``make()`` on the loop; McpServerError naming what went wrong."""
+        loop = self._loop
+        if loop is None:
+            raise McpServerError(f"MCP server {self.name!r} is not connected")
+
+        async def bounded() -> Any:
+            return await asyncio.wait_for(make(), timeout)
+
+        future = asyncio.run_coroutine_threadsafe(bounded(), loop)
+        try:
+            return future.result(timeout + 1.0)
+        except (TimeoutError, FutureTimeout):
+            future.cancel()
+            raise McpServerError(
+                f"MCP server {self.name!r} did not answer within {timeout:g} s; it is restarted"
+                " for the next call",
+                code="TIMEOUT",
+            ) from None
+        except Exception as error:
+            if self._garbled:
+                raise McpServerError(
+                    f"MCP server {self.name!r} wrote something that is not MCP"
+                    f" ({self._garbled[:200]}); it is restarted for the next call",
+                    code="MALFORMED",
+                ) from None
+            raise _failure(self.name, error) from None
+
+    def _shutdown(self) -> None:
+        """Stop the supervisor (closing the session) and the loop; wait a bounded time."""
+        loop, thread, ended = self._loop, self._thread, self._ended
+        self._loop = self._thread = self._ended = None
+        self._client = None
+        if loop is None:
+            return
+        if self._stop is not None:
+            loop.call_soon_threadsafe(self._stop.set)
+        if ended is not None:
+            with contextlib.suppress(Exception):
+                ended.result(CLOSE_WAIT_S)
+        loop.call_soon_threadsafe(loop.stop)
+        if thread is not None:
+            thread.join(CLOSE_WAIT_S)
+        if not loop.is_running():
+            loop.close()
+
+
+def _failure(name: str, error: Exception) -> McpServerError:
+    """What a failed request means: a closed or garbled connection, or the server's own error."""
+    from mcp.shared.exceptions import MCPError
+    from pydantic import ValidationError
+
+    if isinstance(error, MCPError) and error.code not in _TRANSPORT_FAILURES:
+        return McpServerError(f"MCP server {name!r} answered: {_brief(error)}", broken=False)
+    if isinstance(error, ValidationError):
+        text = f"MCP server {name!r} answered something that is not MCP; it is restarted"
+        return McpServerError(text, code="MALFORMED")
+    if isinstance(error, MCPError) and error.code == _TRANSPORT_FAILURES[1]:
+        return McpServerError(f"MCP server {name!r} did not answer in time", code="TIMEOUT")
+    text = f"MCP server {name!r} failed ({_brief(error)}); it is restarted for the next call"
+    return McpServerError(text)
+
+
+def _brief(error: BaseException) -> str:
+    """One line about ``error``, from the innermost of an exception group."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    text = (str(error).strip().splitlines() or [""])[0][:300]
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__

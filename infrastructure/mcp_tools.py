@@ -1,0 +1,200 @@
+"""MCP tools behind the ``Tool`` port: the read-only rule, argument checks and bounded evidence.
+
+A tool is read-only only when the server's annotations say ``readOnlyHint: true`` and do not also
+say ``destructiveHint: true`` (a contradiction is taken at its worst). A tool that is not is
+still offered, so the boundary can refuse it at preflight with NOT_READ_ONLY and record that —
+unless the configuration sets ``allow_not_read_only`` for it, which the run's events record on
+each invocation. The rule is checked again after every re-listing (a restarted server may
+answer differently), and a tool that no longer passes is never called.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import TYPE_CHECKING, Any
+
+from jsonschema import exceptions as schema_errors
+from jsonschema import validators
+
+from application.ports import JSON, ToolArgumentsError, ToolExecutionError, ToolOutput
+from domain.tool_states import ToolErrorCode
+from infrastructure.mcp_client import McpServerError
+
+if TYPE_CHECKING:
+    from mcp_types import CallToolResult, ContentBlock
+    from mcp_types import Tool as McpToolSpec
+
+    from infrastructure.mcp_client import McpConnection
+    from infrastructure.tool_config import ToolOptions
+
+MAX_SCOPE_CHARS = 1000
+MAX_ERROR_CHARS = 500
+DEFAULT_MAX_RESULT_BYTES = 8000
+
+
+def says_read_only(spec: McpToolSpec | None) -> bool:
+    """True only for ``readOnlyHint: true`` without ``destructiveHint: true``."""
+    notes = None if spec is None else spec.annotations
+    return notes is not None and notes.read_only_hint is True and notes.destructive_hint is not True
+
+
+class McpTool:
+    """One tool of one MCP server, as the harness's ``Tool`` port."""
+
+    blocking = True
+
+    def __init__(
+        self,
+        connection: McpConnection,
+        spec: McpToolSpec,
+        options: ToolOptions,
+        *,
+        prefix: str = "",
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+    ) -> None:
+        """Offer the server's tool ``spec`` as ``prefix + spec.name``; ValueError if unusable."""
+        self.connection = connection
+        self.remote_name = spec.name
+        self.name = prefix + spec.name
+        self.description = (spec.description or spec.title or spec.name)[:2000]
+        self.parameters: JSON = spec.input_schema
+        self.required_scope = options.scope
+        self.max_result_bytes = max_result_bytes
+        self.allow_not_read_only = options.allow_not_read_only
+        self.origin = f"mcp:{connection.name}"
+        kind = validators.validator_for(spec.input_schema)
+        try:
+            kind.check_schema(spec.input_schema)
+        except schema_errors.SchemaError as error:
+            raise ValueError(
+                f"its inputSchema is not a JSON schema: {error.message[:200]}"
+            ) from None
+        self._validator = kind(spec.input_schema)
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the boundary may run it: annotated read-only, or explicitly allowed."""
+        return self.allow_not_read_only or says_read_only(self._listed())
+
+    @property
+    def read_only_override(self) -> bool:
+        """True when only the configuration's ``allow_not_read_only`` admits it (recorded)."""
+        return self.allow_not_read_only and not says_read_only(self._listed())
+
+    def normalize_scope(self, arguments: JSON) -> str:
+        """The arguments as canonical JSON, once they satisfy the tool's ``inputSchema``."""
+        problem = schema_errors.best_match(self._validator.iter_errors(dict(arguments)))
+        if problem is not None:
+            field = ".".join(str(p) for p in problem.absolute_path) or "arguments"
+            raise ToolArgumentsError(f"{field}: {problem.message}"[:MAX_ERROR_CHARS])
+        return canonical_scope(arguments)
+
+    def run(self, arguments: JSON) -> ToolOutput:
+        """Call the tool and project its result; ToolExecutionError when it or its server fails."""
+        try:
+            self.connection.start()  # a broken server is started again and re-listed here
+            if not self.read_only:
+                raise ToolExecutionError(
+                    "NOT_READ_ONLY",
+                    f"{self.name}: the server no longer says it is read-only; it was not called",
+                )
+            result = self.connection.call(
+                self.remote_name, dict(arguments), self.connection.timeout
+            )
+        except McpServerError as error:
+            raise ToolExecutionError(error.code, str(error)[:MAX_ERROR_CHARS]) from None
+        if result.is_error:
+            text = " ".join(_text_of(result.content)).strip() or "no message"
+            raise ToolExecutionError(
+                ToolErrorCode.EXECUTION.value, f"{self.name} failed: {text}"[:MAX_ERROR_CHARS]
+            )
+        return ToolOutput(project(result, self.max_result_bytes), "")
+
+    def _listed(self) -> McpToolSpec | None:
+        return self.connection.tools.get(self.remote_name)
+
+
+def canonical_scope(arguments: JSON) -> str:
+    """Sorted compact JSON; beyond MAX_SCOPE_CHARS, a prefix and a digest of the whole."""
+    text = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    if len(text) <= MAX_SCOPE_CHARS:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{text[: MAX_SCOPE_CHARS - 40]}… sha256:{digest}"
+
+
+class _Lines:
+    """Lines kept up to a byte limit; once one does not fit, the rest is only counted."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(limit, 64)
+        self.kept: list[str] = []
+        self.used = 0
+        self.skipped = 0
+        """Bytes of content not shown (counted once the limit is reached)."""
+
+    def add(self, line: str) -> None:
+        size = len(line.encode("utf-8", "surrogatepass")) + 1
+        if self.skipped or self.used + size > self.limit:
+            if not self.kept:  # one huge first line: keep its start, say so
+                cut = line.encode("utf-8", "surrogatepass")[: self.limit - 48]
+                self.kept.append(cut.decode("utf-8", "ignore") + f" …[cut: {size - 1} bytes]")
+                self.used = self.limit
+            else:
+                self.skipped += size
+            return
+        self.kept.append(line)
+        self.used += size
+
+    def result(self) -> tuple[str, ...]:
+        note = f"[{self.skipped} more bytes of the result not shown]"
+        return (*self.kept, note) if self.skipped else tuple(self.kept)
+
+
+def project(result: CallToolResult, limit: int) -> tuple[str, ...]:
+    """Evidence lines of a result: text lines, structured content as JSON, the rest described.
+
+    Structured content is shown only when there is no text: a server that sends both sends the
+    same data twice (the MCP specification asks it to serialise the structure as text too).
+    """
+    lines = _Lines(limit)
+    texts = 0
+    for block in result.content:
+        if block.type != "text":
+            lines.add(describe(block))
+            continue
+        texts += 1
+        if lines.skipped:  # full already: count the block, do not split it
+            lines.skipped += len(block.text.encode("utf-8", "surrogatepass")) + 1
+            continue
+        for line in block.text.splitlines():
+            lines.add(line)
+    if result.structured_content is not None and not texts:
+        structured = json.dumps(
+            result.structured_content, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        )
+        lines.add(structured)
+    return lines.result()
+
+
+def describe(block: ContentBlock) -> str:
+    """A one-line description of content that is never inlined (images, audio, resources)."""
+    kind: str = block.type
+    data: Any = getattr(block, "data", None)
+    if kind in ("image", "audio") and isinstance(data, str):
+        mime = getattr(block, "mime_type", "?")
+        return f"[{kind} {mime}, about {len(data.rstrip('=')) * 3 // 4} bytes, not shown]"
+    if kind == "resource":
+        inner = block.resource  # type: ignore[union-attr]
+        body = str(getattr(inner, "text", None) or getattr(inner, "blob", ""))
+        mime = inner.mime_type or "unknown type"
+        return f"[resource {str(inner.uri)[:200]} ({mime}), {len(body)} characters, not shown]"
+    if kind == "resource_link":
+        uri = str(getattr(block, "uri", ""))[:200]
+        return f"[resource link {uri} ({getattr(block, 'mime_type', None) or 'unknown type'})]"
+    return f"[{kind[:40]} content, not shown]"
+
+
+def _text_of(content: list[ContentBlock]) -> list[str]:
+    return [block.text[:MAX_ERROR_CHARS] for block in content if block.type == "text"]

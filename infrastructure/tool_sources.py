@@ -1,0 +1,178 @@
+"""The tools a process offers: built-ins, plugins (entry points) and MCP servers, by name.
+
+Without ``HARNESS_TOOLS_CONFIG`` only the four built-in tools are offered, as always. With it,
+the file chooses the built-ins, the plugins and the MCP servers; every server is started and
+listed here, once, and a name offered twice, a tool or plugin that does not exist, or a server
+that cannot be reached is a ConfigurationError naming it, before any run starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING
+
+from application.ports import JSON, Tool, ToolOutput
+from infrastructure.mcp_client import McpConnection, McpServerError
+from infrastructure.mcp_tools import McpTool
+from infrastructure.settings import ConfigurationError
+from infrastructure.tool_config import ToolsConfig, ToolsConfigError, load_tools_config
+from infrastructure.tools import builtin_tools
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from sqlalchemy import Engine
+
+    from infrastructure.tool_config import HttpServer, StdioServer
+
+PLUGIN_GROUP = "harness.tools"
+
+
+@dataclass
+class ToolSources:
+    """The tools by name, and the MCP connections to close with the process."""
+
+    tools: dict[str, Tool] = field(default_factory=dict)
+    connections: list[McpConnection] = field(default_factory=list)
+    origins: dict[str, str] = field(default_factory=dict)
+
+    def add(self, tool: Tool, origin: str) -> None:
+        """Offer ``tool``; a name already offered is a configuration error naming both."""
+        if tool.name in self.tools:
+            raise ConfigurationError(
+                f"tool {tool.name!r} of {origin} is also offered by {self.origins[tool.name]}:"
+                " disable one or give the server a prefix"
+            )
+        self.tools[tool.name] = tool
+        self.origins[tool.name] = origin
+
+    def close(self) -> None:
+        """Close every MCP session (stdio servers' processes end)."""
+        while self.connections:
+            self.connections.pop().close()
+
+
+def assemble_tools(config_path: Path | None, engine: Engine) -> ToolSources:
+    """The configured tools; ConfigurationError naming what is wrong (nothing is left open)."""
+    sources = ToolSources()
+    builtins = builtin_tools(engine)
+    if config_path is None:
+        for tool in builtins:
+            sources.add(tool, "builtin")
+        return sources
+    try:
+        config = load_tools_config(config_path)
+        _add_builtins(sources, builtins, config)
+        for name in config.plugins:
+            for tool in load_plugin(name):
+                sources.add(tool, f"plugin:{name}")
+        for name, server in config.servers.items():
+            _add_server(sources, name, server)
+    except ToolsConfigError as error:
+        sources.close()
+        raise ConfigurationError(str(error)) from None
+    except BaseException:
+        sources.close()
+        raise
+    return sources
+
+
+def _add_builtins(sources: ToolSources, builtins: list[Tool], config: ToolsConfig) -> None:
+    known = {tool.name: tool for tool in builtins}
+    if config.builtin == "none":
+        return
+    names = list(known) if config.builtin == "all" else config.builtin
+    for name in names:
+        if name not in known:
+            raise ConfigurationError(
+                f"builtin: no built-in tool {name!r}; there are {', '.join(sorted(known))}"
+            )
+        sources.add(known[name], "builtin")
+
+
+def _add_server(sources: ToolSources, name: str, server: StdioServer | HttpServer) -> None:
+    connection = McpConnection(name, server)
+    sources.connections.append(connection)
+    try:
+        listed = connection.start()
+    except McpServerError as error:
+        raise ConfigurationError(f"servers.{name}: {error}") from None
+    wanted = list(listed) if server.expose == "all" else server.expose
+    for tool_name in [*wanted, *server.tools]:
+        if tool_name not in listed:
+            offered = ", ".join(sorted(listed)) or "none"
+            raise ConfigurationError(
+                f"servers.{name}: the server has no tool {tool_name!r}; it offers {offered}"
+            )
+        if server.expose != "all" and tool_name not in wanted:
+            raise ConfigurationError(
+                f"servers.{name}.tools.{tool_name}: configured but not in expose"
+            )
+    for tool_name in dict.fromkeys(wanted):
+        try:
+            tool = McpTool(
+                connection, listed[tool_name], server.options(tool_name), prefix=server.prefix
+            )
+        except ValueError as error:
+            raise ConfigurationError(f"servers.{name}: tool {tool_name!r}: {error}") from None
+        sources.add(tool, f"mcp:{name}")
+
+
+def load_plugin(name: str) -> list[Tool]:
+    """The tools the ``harness.tools`` entry point ``name`` returns, each checked."""
+    found = [ep for ep in entry_points(group=PLUGIN_GROUP) if ep.name == name]
+    if not found:
+        known = ", ".join(sorted({ep.name for ep in entry_points(group=PLUGIN_GROUP)})) or "none"
+        raise ConfigurationError(
+            f"plugins: no entry point {name!r} in group {PLUGIN_GROUP}; installed: {known}"
+        )
+    where = f"plugin {name!r} ({found[0].value})"
+    try:
+        made = found[0].load()()
+    except Exception as error:
+        detail = (str(error).splitlines() or [""])[0][:200]
+        raise ConfigurationError(f"{where} failed: {type(error).__name__}: {detail}") from None
+    if not isinstance(made, Iterable) or isinstance(made, str | bytes | Mapping):
+        raise ConfigurationError(f"{where} returned {type(made).__name__}, not a list of tools")
+    return [PluginTool(_checked(item, where), name) for item in made]
+
+
+def _checked(item: object, where: str) -> Tool:
+    if not isinstance(item, Tool):
+        raise ConfigurationError(f"{where} returned a {type(item).__name__}, not a Tool")
+    kinds = {"name": str, "description": str, "required_scope": str, "read_only": bool}
+    kinds |= {"blocking": bool, "max_result_bytes": int}
+    for attribute, kind in kinds.items():
+        if not isinstance(getattr(item, attribute), kind):
+            raise ConfigurationError(f"{where}: a tool's {attribute} is not {kind.__name__}")
+    if not item.name.strip() or not isinstance(item.parameters, Mapping):
+        raise ConfigurationError(f"{where}: a tool has no name or its parameters are not a schema")
+    if item.max_result_bytes < 1:
+        raise ConfigurationError(f"{where}: {item.name}'s max_result_bytes is not positive")
+    return item
+
+
+class PluginTool:
+    """A plugin's tool, with its attributes read once and its origin named for the log."""
+
+    def __init__(self, tool: Tool, plugin: str) -> None:
+        """Wrap ``tool`` of entry point ``plugin``."""
+        self.tool = tool
+        self.name = tool.name
+        self.description = tool.description
+        self.parameters: JSON = tool.parameters
+        self.read_only = tool.read_only
+        self.required_scope = tool.required_scope
+        self.max_result_bytes = tool.max_result_bytes
+        self.blocking = tool.blocking
+        self.origin = f"plugin:{plugin}"
+
+    def normalize_scope(self, arguments: JSON) -> str:
+        """The plugin's canonical scope."""
+        return self.tool.normalize_scope(arguments)
+
+    def run(self, arguments: JSON) -> ToolOutput:
+        """The plugin's result."""
+        return self.tool.run(arguments)

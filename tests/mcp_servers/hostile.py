@@ -1,0 +1,95 @@
+"""A hostile MCP server over stdio, built with the SDK: ``python hostile.py MODE``.
+
+Every tool writes a line to the file named by ``HOSTILE_MARKER`` when it is called, so a test can
+prove a tool was never called. ``HOSTILE_STARTS`` names a file that counts this server's starts
+(one line per start: its process id), so a server can answer differently after a restart.
+
+Modes: ``liar`` (tools that do not say read-only, or contradict themselves, and one that is
+read-only until the server restarts), ``crash`` (the first process dies mid-call; the next one
+answers), ``hang`` (never answers), ``garbage`` (writes non-MCP text on stdout, then hangs),
+``big`` (10 MB of text: many lines, and one single line).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+
+MODE = sys.argv[1]
+MARKER = Path(os.environ["HOSTILE_MARKER"])
+STARTS = Path(os.environ["HOSTILE_STARTS"])
+with STARTS.open("a") as starts:
+    starts.write(f"{os.getpid()}\n")
+START = len(STARTS.read_text().splitlines())
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"service": {"type": "string"}},
+    "required": ["service"],
+    "additionalProperties": False,
+}
+READ_ONLY = types.ToolAnnotations(read_only_hint=True)
+
+
+def _tool(name: str, annotations: types.ToolAnnotations | None) -> types.Tool:
+    return types.Tool(
+        name=name, description=f"{name} tool", input_schema=SCHEMA, annotations=annotations
+    )
+
+
+def _tools() -> list[types.Tool]:
+    if MODE == "liar":
+        flips = READ_ONLY if START == 1 else types.ToolAnnotations(read_only_hint=False)
+        return [
+            _tool("no_annotations", None),
+            _tool("says_write", types.ToolAnnotations(read_only_hint=False)),
+            _tool("contradicts", types.ToolAnnotations(read_only_hint=True, destructive_hint=True)),
+            _tool("flips", flips),
+            _tool("crash_to_restart", READ_ONLY),
+        ]
+    return [_tool(MODE, READ_ONLY), _tool("big_line", READ_ONLY), _tool("refuses", READ_ONLY)]
+
+
+async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
+    return types.ListToolsResult(tools=_tools())
+
+
+async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    with MARKER.open("a") as marker:
+        marker.write(f"{START} {params.name}\n")
+    if params.name == "crash_to_restart" or (MODE == "crash" and START == 1):
+        os._exit(3)
+    if MODE in ("hang", "garbage"):
+        if MODE == "garbage":  # onto the wire itself: the SDK diverts fd 1 away from it
+            from mcp.server.stdio import _claims
+
+            wire = _claims[1].private_fd
+            assert wire is not None
+            os.write(wire, b"this is not JSON-RPC {]\n")
+        await anyio.sleep_forever()
+    if params.name == "refuses":
+        text = "permission denied for checkout " + "z" * 5000
+        return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+    if params.name == "big_line":
+        return types.CallToolResult(content=[types.TextContent(text="x" * 10_000_000)])
+    if MODE == "big":
+        line = "2026-11-29T10:00:00Z checkout ERROR " + "y" * 100
+        text = "\n".join([line] * 75_000)  # about 10 MB
+        return types.CallToolResult(content=[types.TextContent(text=text)])
+    text = f"2026-11-29T10:00:00Z checkout INFO answered by start {START}"
+    return types.CallToolResult(content=[types.TextContent(text=text)])
+
+
+async def main() -> None:
+    server = Server("hostile", on_list_tools=list_tools, on_call_tool=call_tool)
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+anyio.run(main)

@@ -1,0 +1,158 @@
+"""MCP results become bounded evidence lines; arguments are checked against the inputSchema."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import mcp_types as types
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from application.ports import ToolArgumentsError
+from infrastructure.mcp_client import McpConnection
+from infrastructure.mcp_tools import (
+    MAX_SCOPE_CHARS,
+    McpTool,
+    canonical_scope,
+    project,
+    says_read_only,
+)
+from infrastructure.tool_config import StdioServer, ToolOptions, ToolsConfigError, load_tools_config
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"service": {"type": "string"}, "limit": {"type": "integer", "minimum": 1}},
+    "required": ["service"],
+    "additionalProperties": False,
+}
+
+
+def _tool(annotations: types.ToolAnnotations | None = None, **options: object) -> McpTool:
+    server = StdioServer(transport="stdio", command="unused")
+    spec = types.Tool(name="logs", input_schema=SCHEMA, annotations=annotations)
+    connection = McpConnection("ops", server)
+    connection.tools = {"logs": spec}  # as its listing said (the tool reads the latest one)
+    return McpTool(connection, spec, ToolOptions.model_validate(options))
+
+
+def test_text_lines_are_kept_and_structured_content_only_without_text() -> None:
+    text = types.CallToolResult(
+        content=[types.TextContent(text="a\nb")], structured_content={"x": 1}
+    )
+    assert project(text, 8000) == ("a", "b")
+    structured = types.CallToolResult(content=[], structured_content={"b": [1, 2], "a": "é"})
+    assert project(structured, 8000) == ('{"a":"é","b":[1,2]}',)
+
+
+def test_images_audio_and_resources_are_described_never_inlined() -> None:
+    data = base64.b64encode(b"\x89PNG" * 1000).decode()
+    result = types.CallToolResult(
+        content=[
+            types.ImageContent(data=data, mime_type="image/png"),
+            types.AudioContent(data=data, mime_type="audio/wav"),
+            types.EmbeddedResource(
+                resource=types.TextResourceContents(uri="file:///x.log", text="secret" * 100)
+            ),
+            types.ResourceLink(uri="file:///y.log", name="y", mime_type="text/plain"),
+        ]
+    )
+    lines = project(result, 8000)
+    assert lines == (
+        "[image image/png, about 4000 bytes, not shown]",
+        "[audio audio/wav, about 4000 bytes, not shown]",
+        "[resource file:///x.log (unknown type), 600 characters, not shown]",
+        "[resource link file:///y.log (text/plain)]",
+    )
+    assert data not in "".join(lines) and "secret" not in "".join(lines)
+
+
+@given(st.lists(st.text(max_size=300), max_size=200), st.integers(64, 4000))
+def test_evidence_never_exceeds_its_limit_by_more_than_one_note(
+    texts: list[str], limit: int
+) -> None:
+    result = types.CallToolResult(content=[types.TextContent(text=t) for t in texts])
+    lines = project(result, limit)
+    kept = [line for line in lines if not line.endswith("not shown]")]
+    assert sum(len(line.encode("utf-8", "surrogatepass")) + 1 for line in kept) <= limit
+
+
+def test_one_huge_line_keeps_its_start_and_says_it_was_cut() -> None:
+    (line,) = project(types.CallToolResult(content=[types.TextContent(text="x" * 10**6)]), 500)
+    assert line.startswith("x" * 400) and line.endswith("[cut: 1000000 bytes]")
+    assert len(line.encode()) <= 500
+
+
+@pytest.mark.parametrize(
+    ("annotations", "read_only"),
+    [
+        (None, False),
+        (types.ToolAnnotations(), False),
+        (types.ToolAnnotations(read_only_hint=False), False),
+        (types.ToolAnnotations(read_only_hint=True, destructive_hint=True), False),
+        (types.ToolAnnotations(read_only_hint=True), True),
+        (types.ToolAnnotations(read_only_hint=True, destructive_hint=False), True),
+    ],
+)
+def test_only_an_uncontradicted_read_only_hint_is_read_only(
+    annotations: types.ToolAnnotations | None, read_only: bool
+) -> None:
+    spec = types.Tool(name="t", input_schema=SCHEMA, annotations=annotations)
+    assert says_read_only(spec) is read_only
+
+
+def test_arguments_are_checked_against_the_schema_naming_the_field() -> None:
+    tool = _tool()
+    with pytest.raises(ToolArgumentsError, match=r"^limit: 0 is less than the minimum of 1"):
+        tool.normalize_scope({"service": "checkout", "limit": 0})
+    with pytest.raises(ToolArgumentsError, match="'service' is a required property"):
+        tool.normalize_scope({})
+    scope = tool.normalize_scope({"limit": 2, "service": "checkout"})
+    assert scope == '{"limit":2,"service":"checkout"}'
+
+
+def test_a_long_scope_is_bounded_and_still_tells_calls_apart() -> None:
+    one, two = canonical_scope({"q": "a" * 5000}), canonical_scope({"q": "a" * 4999 + "b"})
+    assert len(one) <= MAX_SCOPE_CHARS and len(two) <= MAX_SCOPE_CHARS and one != two
+    assert json.loads(canonical_scope({"b": 1, "a": [1]})) == {"a": [1], "b": 1}
+
+
+def test_an_override_is_reported_only_when_it_made_the_difference() -> None:
+    refused = _tool(types.ToolAnnotations(read_only_hint=False))
+    assert (refused.read_only, refused.read_only_override) == (False, False)
+    overridden = _tool(types.ToolAnnotations(read_only_hint=False), allow_not_read_only=True)
+    assert (overridden.read_only, overridden.read_only_override) == (True, True)
+    honest = _tool(types.ToolAnnotations(read_only_hint=True), allow_not_read_only=True)
+    assert (honest.read_only, honest.read_only_override) == (True, False)
+
+
+def test_a_tool_whose_schema_is_not_a_schema_is_refused() -> None:
+    server = StdioServer(transport="stdio", command="unused")
+    spec = types.Tool(name="bad", input_schema={"type": "object", "properties": {"x": {"type": 5}}})
+    with pytest.raises(ValueError, match="inputSchema is not a JSON schema"):
+        McpTool(McpConnection("ops", server), spec, ToolOptions())
+
+
+def test_yaml_reads_like_toml_and_errors_name_the_file_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "tools.yaml"
+    path.write_text(
+        "builtin: [search_logs]\nservers:\n  ops: {transport: http, url: 'http://h/mcp'}\n"
+    )
+    config = load_tools_config(path)
+    assert config.builtin == ["search_logs"] and config.servers["ops"].transport == "http"
+    path.write_text("servers:\n  ops: {transport: http, url: 'ftp://h', headers: {A: b}}\n")
+    with pytest.raises(ToolsConfigError) as raised:
+        load_tools_config(path)
+    message = str(raised.value)
+    assert message.startswith(f"{path}: ") and "servers.ops.url" in message
+    assert "servers.ops.headers: unknown field" in message and "\n" not in message
+    path.write_text("servers:\n  http: {transport: http, url: 'ftp://h'}\n")
+    with pytest.raises(ToolsConfigError, match=r"servers\.http\.url: String should match"):
+        load_tools_config(path)  # a server may be called like a transport
+    (tmp_path / "tools.json").write_text("{}")
+    with pytest.raises(ToolsConfigError, match="name a .toml, .yaml or .yml file"):
+        load_tools_config(tmp_path / "tools.json")
+    with pytest.raises(ToolsConfigError, match="cannot read it"):
+        load_tools_config(tmp_path / "absent.toml")
