@@ -11,9 +11,11 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from typing import TYPE_CHECKING
 
@@ -87,6 +89,11 @@ def serve_many(settings: Settings, sock: socket.socket, workers: int) -> None:
     host, port = sock.getsockname()[:2]
     sock.close()  # uvicorn binds it again for its workers (a moment later)
     os.environ["HARNESS_PROJECTIONS_IN_PROCESS"] = "false"  # the workers inherit it
+    # The workers' own metrics (refusals, open streams) go to files here, summed by every
+    # worker's GET /metrics (prometheus_client's multiprocess mode); private to this serve,
+    # so no stale file of an earlier one is ever counted.
+    metrics_dir = tempfile.mkdtemp(prefix="harness-metrics-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
     stop = threading.Event()
     supervisor = threading.Thread(
         target=supervise,
@@ -114,6 +121,7 @@ def serve_many(settings: Settings, sock: socket.socket, workers: int) -> None:
     finally:
         stop.set()
         supervisor.join(timeout=15)
+        shutil.rmtree(metrics_dir, ignore_errors=True)
 
 
 def _url_host(host: str) -> str:

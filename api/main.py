@@ -16,7 +16,7 @@ from api.access_log import redact_access_log
 from api.auth import LoopbackOnly, is_loopback
 from api.deps import Worker
 from api.feed_hub import FeedHub
-from api.routes import audit, chat, runs, sessions, system
+from api.routes import audit, chat, metrics, runs, sessions, system
 from api.schemas import document_limits
 from application.dispatch import RunDispatcher
 from application.recovery import RecoveryLoop
@@ -78,7 +78,14 @@ def create_app(settings: Settings, store: HarnessStore | None = None) -> FastAPI
     app.add_middleware(errors.BodyLimit, limit=settings.max_body_bytes)
     if not settings.api_keys:  # the local admin: for this machine only, however it is bound
         app.add_middleware(LoopbackOnly)
-    for router in (chat.router, runs.router, sessions.router, system.router, audit.router):
+    for router in (
+        chat.router,
+        runs.router,
+        sessions.router,
+        system.router,
+        audit.router,
+        metrics.router,
+    ):
         app.include_router(router)
     return app
 
@@ -140,7 +147,9 @@ def _start(
         troubled=(lambda: beats.troubled_at) if beats else None,
     )
     services.defer(loop.start().close)
-    return Worker(settings, services.store, services.engine, projector, dispatcher, hub)
+    found = Worker(settings, services.store, services.engine, projector, dispatcher, hub)
+    services.defer(found.local_metrics.close)
+    return found
 
 
 def _projections(services: Services, hub: FeedHub) -> Projector:
