@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 from fastapi import APIRouter
 from fastapi.responses import Response
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
 
 from api.auth import Auditor
 from api.deps import WorkerDep
@@ -16,7 +16,7 @@ router = APIRouter(tags=["system"])
 
 EXPOSITION_DOC = {
     "description": "The metrics in the Prometheus text exposition format (version 0.0.4).",
-    "content": {CONTENT_TYPE_LATEST.split(";")[0]: {"schema": {"type": "string"}}},
+    "content": {CONTENT_TYPE_PLAIN_0_0_4.split(";")[0]: {"schema": {"type": "string"}}},
 }
 
 
@@ -34,4 +34,4 @@ async def metrics(worker: WorkerDep, _auditor: Auditor) -> Response:
     """
     snapshot = await anyio.to_thread.run_sync(read_snapshot, worker)
     body = generate_latest(Exposition(snapshot, worker.local_metrics))
-    return Response(body, media_type=CONTENT_TYPE_LATEST)
+    return Response(body, media_type=CONTENT_TYPE_PLAIN_0_0_4)
