@@ -48,7 +48,9 @@ from projections.metric_reads import MetricSample, metric_samples
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
 
-    from api.deps import Worker
+    from sqlalchemy import Engine
+
+    from projections.runner import Projector
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
@@ -63,11 +65,11 @@ class LogSnapshot:
     lags: dict[str, int]
 
 
-def read_snapshot(worker: Worker) -> LogSnapshot:
+def read_snapshot(engine: Engine, projector: Projector) -> LogSnapshot:
     """Read the metrics rows and the projections' lag (blocking: run it in a thread)."""
-    with worker.engine.connect() as connection:
+    with engine.connect() as connection:
         samples = metric_samples(connection)
-    lags = {status.name: status.lag for status in worker.projector.status()}
+    lags = {status.name: status.lag for status in projector.status()}
     return LogSnapshot(samples, lags)
 
 

@@ -32,6 +32,6 @@ async def metrics(worker: WorkerDep, _auditor: Auditor) -> Response:
     The log-derived values are the same from every worker (read from the ``metrics``
     projection); a database outage answers 503 with Retry-After.
     """
-    snapshot = await anyio.to_thread.run_sync(read_snapshot, worker)
+    snapshot = await anyio.to_thread.run_sync(read_snapshot, worker.engine, worker.projector)
     body = generate_latest(Exposition(snapshot, worker.local_metrics))
     return Response(body, media_type=CONTENT_TYPE_PLAIN_0_0_4)
