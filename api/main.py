@@ -45,6 +45,9 @@ auditor, admin). Streams follow the WHATWG event-stream format; resume one with 
 """
 
 
+ROUTERS = (chat.router, runs.router, sessions.router, system.router, audit.router, metrics.router)
+
+
 def create_app(settings: Settings, store: HarnessStore | None = None) -> FastAPI:
     """The service app; opens the store at start-up unless one is given."""
 
@@ -78,14 +81,7 @@ def create_app(settings: Settings, store: HarnessStore | None = None) -> FastAPI
     app.add_middleware(errors.BodyLimit, limit=settings.max_body_bytes)
     if not settings.api_keys:  # the local admin: for this machine only, however it is bound
         app.add_middleware(LoopbackOnly)
-    for router in (
-        chat.router,
-        runs.router,
-        sessions.router,
-        system.router,
-        audit.router,
-        metrics.router,
-    ):
+    for router in ROUTERS:
         app.include_router(router)
     return app
 

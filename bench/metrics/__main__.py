@@ -28,21 +28,7 @@ def report(reports: list[BackendReport]) -> None:
                 f"{rep.backend:8}  {rep.runs:6d}  {rep.rows:5d}  {rep.exposition_bytes:6d}  "
                 f"{p:3d}  {scrape:9.3f}  {floor:8.3f}  {scrape / floor:6.2f}"
             )
-            lines.append(
-                {
-                    "kind": "ratio",
-                    "backend": rep.backend,
-                    "measure": SCRAPE,
-                    "reference": FLOOR,
-                    "percentile": p,
-                    "runs": rep.runs,
-                    "rows": rep.rows,
-                    "scrape_ms": round(scrape, 3),
-                    "floor_ms": round(floor, 3),
-                    "ratio": round(scrape / floor, 2),
-                    "target_ms": TARGET_MS,
-                }
-            )
+            lines.append(_line(rep, p))
     print()
     for rep in reports:
         p50 = rep.at(SCRAPE, 50)
@@ -53,6 +39,24 @@ def report(reports: list[BackendReport]) -> None:
         )
     print()
     print_json(lines)
+
+
+def _line(rep: BackendReport, p: int) -> dict[str, object]:
+    """One JSON line: a percentile of the scrape, of the floor, and their ratio."""
+    scrape, floor = rep.at(SCRAPE, p), rep.at(FLOOR, p)
+    return {
+        "kind": "ratio",
+        "backend": rep.backend,
+        "measure": SCRAPE,
+        "reference": FLOOR,
+        "percentile": p,
+        "runs": rep.runs,
+        "rows": rep.rows,
+        "scrape_ms": round(scrape, 3),
+        "floor_ms": round(floor, 3),
+        "ratio": round(scrape / floor, 2),
+        "target_ms": TARGET_MS,
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
