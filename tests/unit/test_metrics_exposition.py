@@ -10,7 +10,6 @@ from projections.metric_families import FIRST_EVENT, RUN_DURATION, TOOL_INVOCATI
 from projections.metric_reads import MetricSample
 from projections.metrics import bucket_part, label_text
 
-
 Served = dict[str, dict[tuple[str, tuple[tuple[str, str], ...]], float]]
 
 
