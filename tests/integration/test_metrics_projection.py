@@ -8,6 +8,8 @@ rebuild from position 0 must give the same rows.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from prometheus_client import generate_latest
 from sqlalchemy import Engine
@@ -15,9 +17,11 @@ from sqlalchemy import Engine
 from api.metrics import LogCollector, LogSnapshot
 from application.store import HarnessStore
 from infrastructure.composition import Services
+from infrastructure.settings import Settings
 from projections.metric_reads import metric_samples
 from projections.metrics import Metrics
 from projections.runner import Projector
+from tests.integration._cli import harness, store_env
 from tests.integration._metrics_sql import expected, log_derived, parse
 from tests.integration._projection_helpers import FLEET, dump, run_scenario
 
@@ -85,4 +89,15 @@ def test_a_rebuild_gives_the_same_rows_and_nothing_is_left_open(
     assert Projector(store, engine, batch_size=1000).rebuild(["metrics"]) > 0
     assert dump(engine) == followed
     assert Projector(store, engine, [Metrics()], batch_size=1).rebuild() > 0
+    assert dump(engine) == followed
+
+
+def test_the_rebuild_command_gives_the_same_rows(
+    mixed: Projector, settings: Settings, engine: Engine, tmp_path: Path
+) -> None:
+    followed = dump(engine)
+    env = store_env(settings)
+    rebuilt = harness("projections", "rebuild", "metrics", env=env, cwd=tmp_path)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert "rebuilt metrics" in rebuilt.stdout
     assert dump(engine) == followed

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from api.metrics import LogCollector, LogSnapshot
+from api.metrics import LogCollector, LogSnapshot, _forget_dead
 from projections.metric_families import FIRST_EVENT, RUN_DURATION, TOOL_INVOCATIONS
 from projections.metric_reads import MetricSample
 from projections.metrics import bucket_part, label_text
@@ -67,3 +72,18 @@ def test_hostile_label_values_are_escaped_and_read_back_exactly() -> None:
         ("harness_tool_invocations_total", (("status", "READY"), ("tool", tool))): 7
     }
     assert "x" not in got and got["harness_runs"] == {}
+
+
+def test_the_open_streams_of_a_worker_that_died_are_forgotten(tmp_path: Path) -> None:
+    """A replaced worker's live gauge file goes; a live one's and every counter file stay."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    files = [
+        f"gauge_livesum_{dead.pid}.db",
+        f"gauge_livesum_{os.getpid()}.db",
+        f"counter_{dead.pid}.db",
+    ]
+    for name in files:
+        (tmp_path / name).write_bytes(b"")
+    _forget_dead(str(tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(files[1:])
