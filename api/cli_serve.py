@@ -38,12 +38,16 @@ WORKER_HEALTHCHECK = 60
 def check_bind(settings: Settings, host: str, workers: int) -> None:
     """Refuse what would expose the service or corrupt its store; exit 2 saying why."""
     from api.auth import is_loopback
+    from api.metrics import multiprocess_problem
 
     if not settings.api_keys and not is_loopback(host):
         fail(
             f"refusing to serve on {host} without API keys: anyone who can reach it could read "
             "and start runs. Set HARNESS_API_KEYS (see the README), or bind to 127.0.0.1"
         )
+    problem = multiprocess_problem(os.environ)
+    if workers == 1 and problem:  # several workers get a directory of their own
+        fail(problem)
     if workers > 1 and settings.database.kind != "postgres":
         fail(
             "several workers need PostgreSQL (HARNESS_DATABASE_URL=postgresql://…); the embedded "

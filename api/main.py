@@ -16,6 +16,7 @@ from api.access_log import redact_access_log
 from api.auth import LoopbackOnly, is_loopback
 from api.deps import Worker
 from api.feed_hub import FeedHub
+from api.metrics import multiprocess_problem
 from api.routes import audit, chat, metrics, runs, sessions, system
 from api.schemas import document_limits
 from application.dispatch import RunDispatcher
@@ -99,6 +100,10 @@ def create_app_from_environment() -> FastAPI:
     except ConfigurationError as error:
         log.error("invalid configuration: %s", error)  # one line, as the CLI says it
         raise SystemExit(2) from None
+    problem = multiprocess_problem(os.environ)
+    if problem:
+        log.error("invalid configuration: %s", problem)
+        raise SystemExit(2)
     host = bind_host(sys.argv, os.environ)
     if not settings.api_keys and host is not None and not is_loopback(host):
         log.warning(

@@ -46,7 +46,7 @@ from projections.metric_families import (
 from projections.metric_reads import MetricSample, metric_samples
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Iterable, Iterator, Mapping
 
     from sqlalchemy import Engine
 
@@ -130,6 +130,18 @@ def _histogram(family: Family, samples: list[MetricSample]) -> Metric:
         buckets.append((INF, total + parts.get(INF, 0)))
         metric.add_metric(list(values), buckets, parts.get(SUM, 0) / family.scale)
     return metric
+
+
+def multiprocess_problem(environ: Mapping[str, str]) -> str | None:
+    """What is wrong with a ``PROMETHEUS_MULTIPROC_DIR`` set in ``environ`` (None: nothing)."""
+    directory = environ.get(MULTIPROC_ENV)
+    if not directory or (os.path.isdir(directory) and os.access(directory, os.W_OK | os.X_OK)):
+        return None
+    return (
+        f"{MULTIPROC_ENV}={directory!r} is not a writable directory: prometheus_client keeps"
+        " each worker's own metrics there; create it empty, or unset it (harness serve"
+        " --workers N makes its own)"
+    )
 
 
 class LocalMetrics:
