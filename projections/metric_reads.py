@@ -1,4 +1,4 @@
-"""Reads the ``metrics`` projection's rows for a scrape: one small query, whatever the run count."""
+"""Reads what a scrape serves: the ``metrics`` projection's rows and every projection's position."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 
-from infrastructure.read_tables import metric_sample
+from infrastructure.read_tables import metric_sample, projection_tracking
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -35,3 +35,11 @@ def metric_samples(connection: Connection) -> list[MetricSample]:
         MetricSample(family, part, json.loads(labels), int(value))
         for family, part, labels, value in connection.execute(SELECT_SAMPLES)
     ]
+
+
+SELECT_POSITIONS = select(projection_tracking.c.name, projection_tracking.c.position)
+
+
+def tracked_positions(connection: Connection) -> dict[str, int]:
+    """Every projection's last applied log position, by name."""
+    return {name: int(position) for name, position in connection.execute(SELECT_POSITIONS)}
