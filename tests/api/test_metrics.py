@@ -125,6 +125,26 @@ def test_refusals_and_open_streams_are_counted(sqlite_settings: Settings) -> Non
         )
 
 
+def test_a_client_that_leaves_mid_stream_is_no_longer_counted(sqlite_settings: Settings) -> None:
+    settings = sqlite_settings.model_copy(update={"model": HANGS})
+    with served_client(settings, sample=False) as served:
+        client = served.client
+        run = client.post("/v1/runs", json={"query": QUESTION}).json()
+        try:
+            for _ in range(3):  # watchers that go away while the run hangs
+                with client.stream("GET", run["stream"]) as response:
+                    for event in events(response):
+                        if event.data.get("status") == "DIAGNOSIS_RUNNING":
+                            assert value(scrape(client), "harness_sse_streams_open") >= 1
+                            break  # leaving the block closes the connection mid-stream
+            until(
+                lambda: value(scrape(client), "harness_sse_streams_open") == 0,
+                "the streams whose clients left are no longer counted",
+            )
+        finally:
+            client.post(f"/v1/runs/{run['run_id']}/cancel")
+
+
 # -- who may scrape ----------------------------------------------------------------------------
 
 
