@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from uuid import uuid4
+from uuid import UUID, uuid4
 
 import httpx
 import pytest
@@ -143,6 +143,27 @@ def test_a_client_that_leaves_mid_stream_is_no_longer_counted(sqlite_settings: S
             )
         finally:
             client.post(f"/v1/runs/{run['run_id']}/cancel")
+
+
+def test_the_lag_is_the_logs_head_minus_each_projections_position(
+    sqlite_settings: Settings,
+) -> None:
+    """Nobody follows the log here: every projection lags by the whole log, as GET /v1/projections
+    says; the log-derived series stand where the metrics projection stopped (nothing yet)."""
+    settings = sqlite_settings.model_copy(update={"projections_in_process": False})
+    with served_client(settings, sample=False) as served:
+        client = served.client
+        started = client.post("/v1/runs", json={"query": "hello"})
+        assert started.status_code == 202, started.text
+        run_id = UUID(started.json()["run_id"])
+        until(lambda: served.store.get_run(run_id).finished_outcome is not None, "the run finished")
+        head = served.store.head()
+        assert head > 0
+        series = scrape(client)
+        expected_lags = {p["name"]: p["lag"] for p in client.get("/v1/projections").json()["data"]}
+        assert lags(series) == expected_lags
+        assert set(expected_lags.values()) == {head}
+        assert value(series, "harness_runs_started_total") == 0
 
 
 # -- who may scrape ----------------------------------------------------------------------------
