@@ -68,13 +68,16 @@ class LogSnapshot:
 def read_snapshot(engine: Engine, projector: Projector) -> LogSnapshot:
     """Read the metrics rows and the projections' lag (blocking: run it in a thread).
 
-    Two small queries on one connection and the log's head; the head is read first, so a
-    projection that moves meanwhile shows a lag of 0 rather than a lag it never had.
+    The log's head, then the positions, then the rows: each statement sees what was committed
+    when it began (PostgreSQL's read committed), so the rows are at least as new as the
+    positions, and a lag of 0 means they count the whole log as it was when the scrape began.
+    Read the other way round, a batch committing in between showed a lag of 0 beside rows
+    that did not count it yet.
     """
     head = projector.store.head()
     with engine.connect() as connection:
-        samples = metric_samples(connection)
         positions = tracked_positions(connection)
+        samples = metric_samples(connection)
     lags = {name: max(0, head - positions.get(name, 0)) for name in projector.names}
     return LogSnapshot(samples, lags)
 
