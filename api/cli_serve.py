@@ -11,9 +11,11 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from typing import TYPE_CHECKING
 
@@ -36,12 +38,16 @@ WORKER_HEALTHCHECK = 60
 def check_bind(settings: Settings, host: str, workers: int) -> None:
     """Refuse what would expose the service or corrupt its store; exit 2 saying why."""
     from api.auth import is_loopback
+    from api.metrics import multiprocess_problem
 
     if not settings.api_keys and not is_loopback(host):
         fail(
             f"refusing to serve on {host} without API keys: anyone who can reach it could read "
             "and start runs. Set HARNESS_API_KEYS (see the README), or bind to 127.0.0.1"
         )
+    problem = multiprocess_problem(os.environ)
+    if workers == 1 and problem:  # several workers get a directory of their own
+        fail(problem)
     if workers > 1 and settings.database.kind != "postgres":
         fail(
             "several workers need PostgreSQL (HARNESS_DATABASE_URL=postgresql://…); the embedded "
@@ -94,6 +100,11 @@ def serve_many(settings: Settings, sock: socket.socket, workers: int) -> None:
     host, port = sock.getsockname()[:2]
     sock.close()  # uvicorn binds it again for its workers (a moment later)
     os.environ["HARNESS_PROJECTIONS_IN_PROCESS"] = "false"  # the workers inherit it
+    # The workers' own metrics (refusals, open streams) go to files here, summed by every
+    # worker's GET /metrics (prometheus_client's multiprocess mode); private to this serve,
+    # so no stale file of an earlier one is ever counted.
+    metrics_dir = tempfile.mkdtemp(prefix="harness-metrics-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
     stop = threading.Event()
     supervisor = threading.Thread(
         target=supervise,
@@ -121,6 +132,7 @@ def serve_many(settings: Settings, sock: socket.socket, workers: int) -> None:
     finally:
         stop.set()
         supervisor.join(timeout=15)
+        shutil.rmtree(metrics_dir, ignore_errors=True)
 
 
 def _url_host(host: str) -> str:

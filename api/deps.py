@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, Request
 
 from api.errors import NotFound
+from api.metrics import LocalMetrics
 from domain.errors import UnknownAggregateError
 from projections.live import FEED
 from projections.queries import run_row
@@ -39,6 +40,8 @@ class Worker:
     projector: Projector
     dispatcher: RunDispatcher
     hub: FeedHub
+    local_metrics: LocalMetrics = field(default_factory=LocalMetrics)
+    """This process's admission refusals and open streams (``GET /metrics``)."""
 
     def visible_run(self, run_id: UUID, caller: Principal) -> dict[str, object]:
         """The run's ``diagnosis_run`` row, if it exists and the caller may see it; else 404.

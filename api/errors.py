@@ -99,8 +99,11 @@ async def _invalid(_request: Request, error: InvalidCommandError) -> JSONRespons
     return JSONResponse({"detail": detail}, status_code=422)
 
 
-async def _busy(_request: Request, error: AdmissionRefused) -> JSONResponse:
-    """A 429 that says when to try again."""
+async def _busy(request: Request, error: AdmissionRefused) -> JSONResponse:
+    """A 429 that says when to try again (counted for ``GET /metrics``)."""
+    worker = getattr(request.app.state, "worker", None)
+    if worker is not None:
+        worker.local_metrics.refusals.inc()
     return problem(429, str(error), {"Retry-After": str(error.retry_after)})
 
 

@@ -17,7 +17,7 @@ import asyncio
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 from sqlalchemy.exc import SQLAlchemyError
@@ -164,15 +164,37 @@ class EventStream(StreamingResponse):
     media_type = "text/event-stream"
 
     def __init__(
-        self, feed: AsyncIterator[str], on_abandon: Callable[[], None] | None = None
+        self,
+        feed: AsyncIterator[str],
+        on_abandon: Callable[[], None] | None = None,
+        open_streams: OpenStreams | None = None,
     ) -> None:
-        """Stream ``feed``; call ``on_abandon`` if the client goes before it ends."""
-        super().__init__(_watched(feed, on_abandon), headers=STREAM_HEADERS)
+        """Stream ``feed``; call ``on_abandon`` if the client goes before it ends.
+
+        ``open_streams`` is raised by one while the body is being sent (the metrics' gauge).
+        """
+        super().__init__(_watched(feed, on_abandon, open_streams), headers=STREAM_HEADERS)
+
+
+class OpenStreams(Protocol):
+    """A gauge of the streams being sent (``prometheus_client.Gauge``)."""
+
+    def inc(self, amount: float = 1) -> None:
+        """One more."""
+        ...
+
+    def dec(self, amount: float = 1) -> None:
+        """One fewer."""
+        ...
 
 
 async def _watched(
-    feed: AsyncIterator[str], on_abandon: Callable[[], None] | None
+    feed: AsyncIterator[str],
+    on_abandon: Callable[[], None] | None,
+    open_streams: OpenStreams | None,
 ) -> AsyncIterator[str]:
+    if open_streams is not None:
+        open_streams.inc()
     try:
         async for chunk in feed:
             yield chunk
@@ -180,3 +202,6 @@ async def _watched(
         if on_abandon is not None:
             threading.Thread(target=on_abandon, name="harness-abandon", daemon=True).start()
         raise
+    finally:
+        if open_streams is not None:
+            open_streams.dec()

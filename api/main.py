@@ -16,7 +16,8 @@ from api.access_log import redact_access_log
 from api.auth import LoopbackOnly, is_loopback
 from api.deps import Worker
 from api.feed_hub import FeedHub
-from api.routes import audit, chat, runs, sessions, system
+from api.metrics import multiprocess_problem
+from api.routes import audit, chat, metrics, runs, sessions, system
 from api.schemas import document_limits
 from application.dispatch import RunDispatcher
 from application.recovery import RecoveryLoop
@@ -43,6 +44,9 @@ an event in the log; what you read here are projections of it.
 Authenticate with `Authorization: Bearer <key>` when the service has API keys (roles: user,
 auditor, admin). Streams follow the WHATWG event-stream format; resume one with `Last-Event-ID`.
 """
+
+
+ROUTERS = (chat.router, runs.router, sessions.router, system.router, audit.router, metrics.router)
 
 
 def create_app(settings: Settings, store: HarnessStore | None = None) -> FastAPI:
@@ -78,7 +82,7 @@ def create_app(settings: Settings, store: HarnessStore | None = None) -> FastAPI
     app.add_middleware(errors.BodyLimit, limit=settings.max_body_bytes)
     if not settings.api_keys:  # the local admin: for this machine only, however it is bound
         app.add_middleware(LoopbackOnly)
-    for router in (chat.router, runs.router, sessions.router, system.router, audit.router):
+    for router in ROUTERS:
         app.include_router(router)
     return app
 
@@ -98,6 +102,10 @@ def create_app_from_environment() -> FastAPI:
     except ConfigurationError as error:
         log.error("invalid configuration: %s", error)  # one line, as the CLI says it
         raise SystemExit(2) from None
+    problem = multiprocess_problem(os.environ)
+    if problem:
+        log.error("invalid configuration: %s", problem)
+        raise SystemExit(2)
     host = bind_host(sys.argv, os.environ)
     if not settings.api_keys and host is not None and not is_loopback(host):
         log.warning(
@@ -142,7 +150,9 @@ def _start(
         troubled=(lambda: beats.troubled_at) if beats else None,
     )
     services.defer(loop.start().close)
-    return Worker(settings, services.store, services.engine, projector, dispatcher, hub)
+    found = Worker(settings, services.store, services.engine, projector, dispatcher, hub)
+    services.defer(found.local_metrics.close)
+    return found
 
 
 def _projections(services: Services, hub: FeedHub) -> Projector:

@@ -2,6 +2,7 @@
 
 Run each from the repository root as a module, e.g. ``.venv/bin/python -m bench.run --help``:
 ``bench.append`` (append throughput), ``bench.run`` (harness overhead per diagnosis run),
-``bench.projections`` (read-side rebuild) and ``bench.sse`` (live-feed latency). What they share
+``bench.projections`` (read-side rebuild), ``bench.sse`` (live-feed latency) and ``bench.metrics``
+(the scrape cost of ``GET /metrics``). What they share
 is in :mod:`bench.common`; the bare eventsourcing floor is in :mod:`bench.floor`.
 """

@@ -178,6 +178,39 @@ session_turn = Table(
 )
 
 
+metric_sample = Table(
+    "metric_sample",
+    metadata,
+    Column("series", Text, primary_key=True),
+    Column("family", String(64), nullable=False),
+    Column("part", String(16), nullable=False),
+    Column("labels", Text, nullable=False),
+    Column("value", BigInteger, nullable=False),
+)
+"""One counter, histogram bucket or histogram sum of ``GET /metrics`` per row (a few dozen rows
+whatever the number of runs); ``labels`` is the series' labels as canonical JSON text."""
+
+metric_run = Table(
+    "metric_run",
+    metadata,
+    Column("run_id", String(36), primary_key=True),
+    Column("started_us", BigInteger, nullable=False),
+    Column("first_seen", Boolean, nullable=False),
+    Column("intent", String(32)),
+    Column("fallback_type", String(40)),
+    Column("termination_state", String(24)),
+)
+"""What the metrics need of a run that has not finished (deleted when it finishes)."""
+
+metric_invocation = Table(
+    "metric_invocation",
+    metadata,
+    Column("stream_id", String(36), primary_key=True),
+    Column("tool", Text, nullable=False),
+)
+"""The tool of each tool invocation that has not ended (deleted when it ends)."""
+
+
 read_schema = Table(
     "read_schema",
     metadata,

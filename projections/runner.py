@@ -21,6 +21,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from infrastructure.read_store import SqlReadStore
 from projections.base import Committed, positioned
+from projections.metrics import Metrics
 from projections.run_table import RunTable
 from projections.sessions import Sessions
 from projections.sse_feed import SseFeed
@@ -54,7 +55,7 @@ def brief(error: BaseException) -> str:
 
 def all_projections() -> tuple[Projection, ...]:
     """Every projection of the read side, in the order a batch applies them."""
-    return (RunTable(), Trace(), SseFeed(), Sessions())
+    return (RunTable(), Trace(), SseFeed(), Sessions(), Metrics())
 
 
 class TrackingConflict(Exception):

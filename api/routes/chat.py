@@ -43,7 +43,9 @@ async def chat(body: ChatCreate, worker: WorkerDep, caller: Writer) -> EventStre
     """
     started = await anyio.to_thread.run_sync(start_run, worker, body, caller)
     feed = follow(worker.hub, str(started.run_id), 0, worker.settings.sse_keepalive)
-    stream = EventStream(feed, on_abandon=lambda: _abandoned(worker, started.run_id))
+    stream = EventStream(
+        feed, lambda: _abandoned(worker, started.run_id), worker.local_metrics.streams
+    )
     stream.headers["Location"] = f"/v1/runs/{started.run_id}"
     return stream
 

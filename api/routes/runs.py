@@ -140,7 +140,8 @@ async def stream(
     await anyio.to_thread.run_sync(worker.visible_run, run_id, caller)
     if await anyio.to_thread.run_sync(feed_ended, worker.hub.engine, str(run_id), after):
         return Response(status_code=status.HTTP_204_NO_CONTENT)
-    return EventStream(follow(worker.hub, str(run_id), after, worker.settings.sse_keepalive))
+    feed = follow(worker.hub, str(run_id), after, worker.settings.sse_keepalive)
+    return EventStream(feed, open_streams=worker.local_metrics.streams)
 
 
 def _event_id(value: str) -> int:

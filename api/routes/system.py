@@ -21,7 +21,7 @@ from application.ports import StoreError
 
 router = APIRouter(tags=["system"])
 
-ProjectionName = Literal["diagnosis_run", "trace_event", "sse_feed", "session_turn"]
+ProjectionName = Literal["diagnosis_run", "trace_event", "sse_feed", "session_turn", "metrics"]
 """The projections (``projections.runner.all_projections``), for the document."""
 
 

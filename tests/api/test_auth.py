@@ -62,6 +62,7 @@ REBUILD = Route("POST", "/v1/projections/rebuild")
 AUDIT = Route("GET", "/v1/audit/events")
 HEALTHZ = Route("GET", "/healthz")
 READYZ = Route("GET", "/readyz")
+METRICS = Route("GET", "/metrics")
 
 ROUTES = (
     CHAT,
@@ -78,6 +79,7 @@ ROUTES = (
     AUDIT,
     HEALTHZ,
     READYZ,
+    METRICS,
 )
 PUBLIC = (HEALTHZ, READYZ)
 PROTECTED = tuple(r for r in ROUTES if r not in PUBLIC)

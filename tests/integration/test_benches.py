@@ -20,6 +20,7 @@ TINY = {
     "append": ["--events", "8"],
     "run": ["--runs", "5"],
     "projections": ["--runs", "2", "--repeat", "1", "--prefix", "5"],
+    "metrics": ["--runs", "50", "--scrapes", "5"],
 }
 """The smallest options of the benches that measure both backends."""
 

@@ -167,6 +167,18 @@ def test_serve_on_a_port_in_use_says_so_before_serving(deep: Path) -> None:
     assert "serving on" not in result.stdout + result.stderr
 
 
+@pytest.mark.parametrize("kind", ["missing", "a file"])
+def test_serve_refuses_a_metrics_directory_it_cannot_use(deep: Path, kind: str) -> None:
+    place = deep / "metrics"
+    if kind == "a file":
+        place.write_text("not a directory")
+    env = {"PROMETHEUS_MULTIPROC_DIR": str(place), "HARNESS_PORT": str(free_port())}
+    result = _harness("serve", env=env, cwd=deep)
+    line = _one_line_error(result)
+    assert f"PROMETHEUS_MULTIPROC_DIR='{place}' is not a writable directory" in line
+    assert "serving on" not in result.stdout + result.stderr
+
+
 def test_an_unexpected_failure_is_one_line_and_debug_shows_the_traceback(
     pg_settings: Settings, deep: Path
 ) -> None:

@@ -1,0 +1,120 @@
+"""The metric families ``GET /metrics`` serves: names, types, help, labels and buckets.
+
+Shared by the metrics projection (which counts into them) and the API's collector (which serves
+them). Names follow the Prometheus conventions: a ``harness_`` prefix, ``_total`` for counters,
+base units (``_seconds``) for durations. Histograms are counted in integer milli- or
+microseconds so that every stored value is exact; ``scale`` turns them into seconds when served.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Kind = Literal["counter", "histogram", "gauge"]
+
+
+@dataclass(frozen=True)
+class Family:
+    """One metric family: its name as served (counters without ``_total``), type and help."""
+
+    name: str
+    kind: Kind
+    help: str
+    labels: tuple[str, ...] = ()
+    bounds: tuple[int, ...] = ()
+    """A histogram's bucket upper bounds in stored units, ascending (+Inf is implied)."""
+    scale: int = 1
+    """Stored units per served unit (1000: stored in milliseconds, served in seconds)."""
+
+
+RUNS_STARTED = Family("harness_runs_started", "counter", "Runs started.")
+RUNS = Family(
+    "harness_runs",
+    "counter",
+    "Runs finished, by intent, release outcome, fallback type and termination state.",
+    ("intent", "release_outcome", "fallback_type", "termination_state"),
+)
+RUN_DURATION = Family(
+    "harness_run_duration_seconds",
+    "histogram",
+    "Duration of finished runs (RUN_FINISHED's duration), by release outcome.",
+    ("release_outcome",),
+    (100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 120_000, 300_000),
+    scale=1_000,
+)
+FIRST_EVENT = Family(
+    "harness_run_time_to_first_event_seconds",
+    "histogram",
+    "Time from a run's start to the first event its stream sends after the metadata (a status,"
+    " its termination or its end).",
+    (),
+    (5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000, 2_500_000, 10_000_000),
+    scale=1_000_000,
+)
+TOOL_INVOCATIONS = Family(
+    "harness_tool_invocations",
+    "counter",
+    "Tool invocations that ended, by tool and status (READY or ERROR).",
+    ("tool", "status"),
+)
+PREFLIGHT_REJECTIONS = Family(
+    "harness_preflight_rejections",
+    "counter",
+    "Tool requests rejected at preflight, by code (never invoked).",
+    ("code",),
+)
+GUARD_VERDICTS = Family(
+    "harness_guard_verdicts",
+    "counter",
+    "Guard verdicts: evidence (initial check) and evidence_recheck VALID or INVALID; semantic"
+    " SUPPORTED, UNSUPPORTED or UNAVAILABLE.",
+    ("guard", "verdict"),
+)
+MODEL_CALLS = Family(
+    "harness_model_calls",
+    "counter",
+    "Model calls, by purpose and outcome.",
+    ("purpose", "outcome"),
+)
+MODEL_TOKENS = Family(
+    "harness_model_tokens",
+    "counter",
+    "Model tokens, by direction (input or output).",
+    ("direction",),
+)
+
+LOG_FAMILIES = (
+    RUNS_STARTED,
+    RUNS,
+    RUN_DURATION,
+    FIRST_EVENT,
+    TOOL_INVOCATIONS,
+    PREFLIGHT_REJECTIONS,
+    GUARD_VERDICTS,
+    MODEL_CALLS,
+    MODEL_TOKENS,
+)
+"""The families counted from the log by the metrics projection, in the order they are served."""
+
+RUNS_IN_PROGRESS = Family(
+    "harness_runs_in_progress", "gauge", "Runs started and not finished (from the log)."
+)
+PROJECTION_LAG = Family(
+    "harness_projection_lag",
+    "gauge",
+    "Log positions a projection has not applied yet (the log's head minus its position).",
+    ("projection",),
+)
+ADMISSION_REFUSALS = Family(
+    "harness_admission_refusals",
+    "counter",
+    "Requests refused because the worker ran its maximum of concurrent runs (HTTP 429).",
+)
+SSE_STREAMS = Family("harness_sse_streams_open", "gauge", "Event streams open now.")
+
+TOTAL = "total"
+"""The ``part`` of a counter's row."""
+SUM = "sum"
+"""The ``part`` of a histogram's sum row; its bucket rows' part is the bound (or ``+Inf``)."""
+INF = "+Inf"
