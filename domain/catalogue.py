@@ -48,6 +48,16 @@ if TYPE_CHECKING:
 
 AGGREGATES = (Run, ToolInvocation, Collection)
 
+GUARD_EVENTS = (
+    Run.EvidenceGuardInitial,
+    Run.EvidenceRepair,
+    Run.EvidenceGuardRecheck,
+    Run.SemanticGuardAttempt,
+    Run.SemanticGuardDecision,
+    Run.ReleaseDecision,
+)
+"""A run's guard and release events (design §10), in the order they can happen."""
+
 
 def _event_classes() -> tuple[type[CanMutateAggregate[Any]], ...]:
     found: list[type[CanMutateAggregate[Any]]] = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from domain.catalogue import GUARD_EVENTS
 from domain.run import Run
 from domain.states import ModelStepOutcome
 from domain.tool_invocation import ToolInvocation
@@ -74,17 +75,6 @@ def tool_span(root: SpanData, run_id: UUID, invocation: UUID, events: Sequence[o
             attributes["error.type"] = event.error_code
             span.status, span.description = "ERROR", event.error_code
     return span
-
-
-GUARD_EVENTS = (
-    Run.EvidenceGuardInitial,
-    Run.EvidenceRepair,
-    Run.EvidenceGuardRecheck,
-    Run.SemanticGuardAttempt,
-    Run.SemanticGuardDecision,
-    Run.ReleaseDecision,
-)
-"""The run's events the ``harness.release`` span spans."""
 
 
 def release_span(root: SpanData, run_id: UUID, events: Sequence[object]) -> SpanData | None:

@@ -19,6 +19,7 @@ from application.explain.causes import (
 )
 from application.explain.drafts import _draft_fields
 from application.explain.words import _answer, _ended, _line, _rejection, _spent, _v
+from domain.catalogue import GUARD_EVENTS
 from domain.collection import Collection
 from domain.release_states import FallbackType, ReleaseOutcome
 from domain.run import Run
@@ -32,15 +33,7 @@ if TYPE_CHECKING:
 SHOWN = 3
 """How many tool problems an answer names in words; its fields list all of them."""
 
-_RELEASE_EVENTS = (
-    Run.DraftProposed,
-    Run.EvidenceGuardInitial,
-    Run.EvidenceRepair,
-    Run.EvidenceGuardRecheck,
-    Run.SemanticGuardAttempt,
-    Run.SemanticGuardDecision,
-    Run.ReleaseDecision,
-)
+_RELEASE_EVENTS = (Run.DraftProposed, *GUARD_EVENTS)
 
 
 def _why_fallback(log: _Log) -> Answer:
