@@ -6,6 +6,8 @@ import sys
 
 from bench.common import add_backend, banner, chosen, parser
 from bench.peers import DEFAULT_RUNS, INSTALL, ROUNDS
+from bench.peers.measure import bench_backend  # imports LangGraph (bench.peers.peer) only if asked
+from bench.peers.report import report
 
 
 def missing_extra() -> str | None:
@@ -38,9 +40,6 @@ def main(argv: list[str] | None = None) -> None:
             file=sys.stderr,
         )
         raise SystemExit(2)
-    from bench.peers.measure import bench_backend  # only once the extra is known present
-    from bench.peers.report import report
-
     runs: int = max(ROUNDS, args.runs)
     banner()
     report([bench_backend(backend, runs, args.ours_only) for backend in chosen(args.backend)], runs)
