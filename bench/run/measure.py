@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from bench.run.ports import PortTimer
     from bench.run.shape import Shape
     from infrastructure.composition import Services
+    from infrastructure.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,18 @@ def profile_run(backend: str, runtime: Services, question: str) -> None:
     print_profile(profiler, f"one harness run on {backend}", PROFILE_LINES)
 
 
+def open_harness(stack: ExitStack, settings: Settings) -> tuple[Services, str]:
+    """The composition root on ``settings`` (tables, sample data), and the question it answered.
+
+    The question is the first sample incident's; one run of it is made here, so first-use costs
+    (caches, prepared statements, the session's first turn) stay out of what is measured.
+    """
+    question = sample_incidents()[0].question
+    runtime = stack.enter_context(bootstrap(settings, create=True, sample=True))
+    runtime.chat.ask(SESSION, question)
+    return runtime, question
+
+
 @dataclass(frozen=True)
 class BackendReport:
     """What one backend produced."""
@@ -101,11 +114,9 @@ class BackendReport:
 
 def bench_backend(backend: str, runs: int, profile: bool) -> BackendReport:
     """Sample data, the shape of one real run, then the three measurements in a fresh place."""
-    question = sample_incidents()[0].question
     with place(backend) as where, ExitStack() as stack:
         # PostgreSQL: the project's store creates the schema the floors then write in
-        runtime = stack.enter_context(bootstrap(where.settings, create=True, sample=True))
-        runtime.chat.ask(SESSION, question)  # first-use costs stay out of the shape
+        runtime, question = open_harness(stack, where.settings)
         shape = capture_shape(runtime, question)
         ports = time_ports(runtime)
         plan, floor_bytes = padded_plan(shape)

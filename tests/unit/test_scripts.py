@@ -70,6 +70,22 @@ def test_the_lock_file_pins_every_dependency_of_the_project_exactly() -> None:
     assert {_normal(re.split(r"[\[<>=~! ;]", need)[0]) for need in wanted} - pinned == set()
 
 
+def _pins(lock: str) -> dict[str, str]:
+    lines = (ROOT / "requirements" / lock).read_text().splitlines()
+    pins = [line for line in lines if line and not line.startswith((" ", "#"))]
+    return {_normal(pin.split("==")[0]): pin.split("==")[1] for pin in pins}
+
+
+def test_the_bench_lock_pins_the_bench_extra_and_agrees_with_the_main_lock() -> None:
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    bench, main = _pins("bench-constraints.txt"), _pins("constraints.txt")
+    assert {_normal(re.split(r"[\[<>=~! ;]", need)[0]) for need in extras["bench"]} <= set(bench)
+    assert {name: bench.get(name) for name in main} == main  # the main lock, untouched
+    assert "langgraph" not in main  # never in the default install, nor in dev
+
+
 def _normal(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
@@ -91,7 +107,9 @@ def test_the_pre_commit_hooks_reject_what_scripts_test_rejects(tmp_path: Path) -
     assert hooks["mypy"]["entry"] in (ROOT / "scripts" / "test").read_text().splitlines()
 
 
-@pytest.mark.parametrize("bench", ["append", "run", "projections", "sse"])
+@pytest.mark.parametrize(
+    "bench", ["append", "run", "projections", "sse", "metrics", "peers", "throughput"]
+)
 def test_every_bench_runs_as_a_module_of_the_bench_package(bench: str) -> None:
     run = [sys.executable, "-m", f"bench.{bench}", "--help"]
     done = subprocess.run(run, cwd=ROOT, capture_output=True, text=True, timeout=60)
