@@ -23,6 +23,7 @@ boundaries happened, since the queue does.
 
 from __future__ import annotations
 
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 from application.ports import StoreUnavailableError
@@ -122,14 +123,19 @@ class RunWrites:
 
         Raises :class:`ConcurrentWriteError` when another writer ended the run first: the other
         streams' facts are recorded, the run is reread, and the caller decides its end again.
+        A conflict on another stream while the run goes on (no writer but this one should touch
+        them) raises :class:`StoreUnavailableError`: the run then ends as after an outage.
         """
         events = self.queue + self.store.collect(self.run, collecting=self.collecting)
         self.queue = []
         try:
             position = self.store.save_events(events)
         except ConcurrentWriteError as conflict:
-            self._keep(conflict.unsaved, ended=True)
+            with suppress(ConcurrentWriteError):  # the conflicting stream's own outcome, say
+                self._keep(conflict.unsaved, ended=True)
             self.reload()
+            if self.run.termination is None:
+                raise StoreUnavailableError(f"the end of the run conflicted: {conflict}") from None
             raise
         if position:
             self.last_position = position
