@@ -16,12 +16,14 @@ import pytest
 
 from application.ports import JSON, ModelProvider, ModelRequest, ModelResponse, Tool, ToolOutput
 from application.store import HarnessStore
+from domain.release_states import ReleaseOutcome
 from domain.run import Run
-from domain.states import ModelStepPurpose, RunState
+from domain.states import CancellationReason, ModelStepPurpose, RunState
 from domain.tool_invocation import ToolInvocation
 from infrastructure.composition import Overrides, Services, bootstrap
 from infrastructure.ops_data import sample_incidents
 from infrastructure.settings import Settings
+from tests.helpers import scripted
 
 QUESTION = sample_incidents()[0].question
 MODEL_CALLS = 8
@@ -147,3 +149,49 @@ def test_the_sample_run_commits_once_per_external_call_plus_its_start_and_end(
     assert len(committed) == 47
     assert [type(e) for e in commits[0]] == [Run.RunStarted]
     assert [type(e) for e in commits[-1]][-2:] == [Run.RunTerminated, Run.RunFinished]
+
+
+@dataclass
+class CancelAtJudge:
+    """The model, with another writer cancelling the run while the judge is asked.
+
+    The judge's verdict, the release decision and the end are one commit (design §17.1); the
+    cancel makes it conflict, so the run ends CANCELLED with nothing published.
+    """
+
+    inner: ModelProvider
+    store: HarnessStore
+    run_ids: list[Any] = field(default_factory=list)
+    name: str = "scripted"
+    blocking: bool = False
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        if request.purpose is ModelStepPurpose.JUDGE:
+            self.store.cancel(self.run_ids[0], CancellationReason.USER_REQUESTED)
+        return self.inner.complete(request)
+
+
+def test_a_cancel_while_the_judge_is_asked_wins_and_publishes_nothing(
+    services: Services, store: HarnessStore
+) -> None:
+    wrapped: list[CancelAtJudge] = []
+
+    def wrap(inner: ModelProvider) -> ModelProvider:
+        wrapped.append(CancelAtJudge(inner, store))
+        return wrapped[0]
+
+    with scripted(services, "conclusion_supported", wrap=wrap) as made:
+        run, _ = made.service.begin("session-1", "why was checkout slow?")
+        wrapped[0].run_ids.append(run.id)
+        result = made.service.execute(run)  # no exception escapes
+    log = _log(store)
+
+    assert result.termination.state is RunState.CANCELLED
+    assert result.published is None and result.release_outcome is ReleaseOutcome.CANCELLED
+    assert not [e for e in log if isinstance(e, Run.ReleaseDecision)]
+    assert not [e for e in log if isinstance(e, Run.SemanticGuardDecision)]  # the late verdict
+    # what was durable before the judge was asked stays: the guard's attempt, the evidence check
+    assert [e for e in log if isinstance(e, Run.SemanticGuardAttempt)]
+    finished = [e for e in log if isinstance(e, Run.RunFinished)]
+    assert [e.release_outcome for e in finished] == [ReleaseOutcome.CANCELLED]
+    assert isinstance(log[-1], Run.RunFinished)
