@@ -5,7 +5,7 @@ run's latest state (a cancel may have been appended by another process), times i
 deadline has passed, and raises :class:`RunAborted` once the run has a termination. Seeing the
 latest state costs a read only when nothing cheaper proves it: an append to the run succeeds only
 against its latest version, so right after this worker's own append, or right before one, the
-event store's optimistic concurrency does the check (a conflicting save rereads). Every model
+event store's optimistic concurrency does the check (a conflicting commit rereads). Every model
 call, whatever its purpose or request, is bounded here by the model timeout and the run's
 remaining deadline: a blocking provider runs in a worker thread waited for that long at most (an
 in-process provider that cannot hang is called inline); a result that arrives after the run ended
@@ -82,8 +82,10 @@ class RunContext(RunWrites):
     def check_active(self, *, reread: bool = True) -> None:
         """Reread the run; time it out past its deadline; raise RunAborted once it has ended.
 
-        ``reread=False`` is for a check followed at once by an append to the run: that append
-        conflicts if another writer (a cancel) came first, and :meth:`save` then rereads.
+        ``reread=False`` is for a check followed by an append to the run: that append conflicts
+        if another writer (a cancel) came first, and :meth:`flush` then rereads. While events of
+        the run are queued the reread is skipped for the same reason: their commit, before the
+        next external call, conflicts with a cancel.
         """
         if self._current:
             self._current = False  # just appended to: no other writer came before that append
@@ -137,7 +139,7 @@ class RunContext(RunWrites):
             response = storable_response(self._bounded_call(bounded, why))
         except ModelError as error:
             # A model failure after the run ended changes nothing: the deadline is checked here,
-            # and a cancel that came meanwhile makes the step's save conflict and abort.
+            # and a cancel that came meanwhile makes the step's commit conflict and abort.
             self.check_active(reread=False)
             self._record(bounded, started, ModelStepOutcome.FAILED, detail=describe_error(error))
             raise
