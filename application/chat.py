@@ -242,22 +242,20 @@ class ChatService:
 
         ``cause`` is what failed, recorded with a FAILED termination (redacted by the run).
         """
-        if ctx.run.pending_events:
-            ctx.reload()
 
         def attempt() -> ChatResult:
             run = ctx.run
             termination = run.complete() if failure is None else run.fail(failure, cause)
             outcome = run.finished_outcome or run.finish(self.clock.now())
-            position = self.store.save_all(run) or ctx.last_position
+            position = ctx.commit_end() or ctx.last_position  # with what the run recorded
             published = content if outcome in PUBLISHED else None
             return ChatResult(run.id, run.session_id, termination, outcome, published, position)
 
         giving_up = (
             f"run {ctx.run.id!r}: could not record its end after {MAX_CONFLICT_RETRIES} conflicts"
         )
-        # e.g. a cancel landed first: decide again on the latest run
-        return retry_on_conflict(attempt, giving_up=giving_up, on_conflict=lambda _: ctx.reload())
+        # e.g. a cancel landed first: decide again on the latest run (commit_end reread it)
+        return retry_on_conflict(attempt, giving_up=giving_up)
 
 
 def _failure_code(cause: BaseException | None) -> FailureCode:

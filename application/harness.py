@@ -5,11 +5,12 @@ run's latest state (a cancel may have been appended by another process), times i
 deadline has passed, and raises :class:`RunAborted` once the run has a termination. Seeing the
 latest state costs a read only when nothing cheaper proves it: an append to the run succeeds only
 against its latest version, so right after this worker's own append, or right before one, the
-event store's optimistic concurrency does the check (a conflicting save rereads). Every model
+event store's optimistic concurrency does the check (a conflicting commit rereads). Every model
 call, whatever its purpose or request, is bounded here by the model timeout and the run's
 remaining deadline: a blocking provider runs in a worker thread waited for that long at most (an
 in-process provider that cannot hang is called inline); a result that arrives after the run ended
-is discarded (SPEC §14).
+is discarded (SPEC §14). What a boundary records is committed before the next external call or
+the run's end, one transaction for all of them (:mod:`application.run_writes`).
 """
 
 from __future__ import annotations
@@ -18,15 +19,13 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from application.ports import ModelError, ModelTimeoutError
+from application.run_writes import RunAborted, RunWrites
 from application.storable import storable_response
-from domain.errors import ConcurrentWriteError
 from domain.redaction import describe_error
-from domain.run import Run
 from domain.states import BudgetKind, ModelStepOutcome, RunState
-from domain.tool_invocation import ToolInvocation
 
 if TYPE_CHECKING:
     from uuid import UUID
@@ -34,7 +33,8 @@ if TYPE_CHECKING:
     from application.ports import Clock, ModelProvider, ModelRequest, ModelResponse
     from application.store import HarnessStore
     from domain.collection import Collection
-    from domain.values import Termination
+    from domain.run import Run
+    from domain.tool_invocation import ToolInvocation
 
 
 CANCEL_POLL = 0.5
@@ -53,17 +53,8 @@ def model_name(provider: ModelProvider) -> str:
     return str(getattr(provider, "model", ""))
 
 
-class RunAborted(Exception):
-    """The run already has a termination: stop work at this boundary."""
-
-    def __init__(self, termination: Termination) -> None:
-        """Carry the termination that ended the run."""
-        super().__init__(f"run ended {termination.state.value} ({termination.reason.value})")
-        self.termination = termination
-
-
 @dataclass
-class RunContext:
+class RunContext(RunWrites):
     """The live handle of a RUNNING run inside the worker that executes it."""
 
     store: HarnessStore
@@ -78,6 +69,10 @@ class RunContext:
     last_position: int = 0
     collecting: bool = True
     """False once the agent loop has ended: a budget spent in Release stops no collection."""
+    queue: list[Any] = field(default_factory=list)
+    """Events recorded since the last commit, in order (see :mod:`application.run_writes`)."""
+    unsaved: list[Any] = field(default_factory=list)
+    """The events of the last commit the store refused (see :meth:`RunWrites.rewind`)."""
     _current: bool = False
     """True after this worker read or appended to the run: the next check needs no reread (see
     :meth:`mark_current`)."""
@@ -87,14 +82,17 @@ class RunContext:
     def check_active(self, *, reread: bool = True) -> None:
         """Reread the run; time it out past its deadline; raise RunAborted once it has ended.
 
-        ``reread=False`` is for a check followed at once by an append to the run: that append
-        conflicts if another writer (a cancel) came first, and :meth:`save` then rereads.
+        ``reread=False`` is for a check followed by an append to the run: that append conflicts
+        if another writer (a cancel) came first, and :meth:`flush` then rereads. While events of
+        the run are queued the reread is skipped for the same reason: their commit, before the
+        next external call, conflicts with a cancel.
         """
         if self._current:
             self._current = False  # just appended to: no other writer came before that append
-        elif reread and not self.run.pending_events:
+        elif reread and not self.ahead:
             self.run = self.store.catch_up(self.run)  # a cancel may come from another process
         if self.run.termination is None and self.run.deadline_passed(self.clock.now()):
+            self.flush()  # what the boundaries before recorded, then the end
             self.store.time_out(self.run.id)
             self.run = self._reloaded()
         if self.run.termination is not None:
@@ -110,18 +108,10 @@ class RunContext:
         """
         self._current = True
 
-    def reload(self) -> None:
-        """Replace the run with its stored state, after a save that failed.
-
-        A failed save has already collected the run's pending events and applied them in memory
-        (a budget charge, say); they were never stored, so the stored stream is the truth.
-        """
-        self.run = self.store.get_run(self.run.id)
-        self.mark_current()
-
     def _reloaded(self) -> Run:
         """The stored run: caught up when nothing is pending, else rebuilt (pending is unsaved)."""
-        if self.run.pending_events:
+        if self.ahead:
+            self.queue = []
             return self.store.get_run(self.run.id)
         return self.store.catch_up(self.run)
 
@@ -133,52 +123,6 @@ class RunContext:
             if aborted.termination.state is not RunState.BUDGET_EXHAUSTED:
                 raise
 
-    def save(self, *others: Collection | ToolInvocation) -> None:
-        """Append this boundary's events in one transaction.
-
-        When another process appended to the run first (a cancel), the run is reread, the other
-        streams' facts are still recorded (see :meth:`_keep`) and :class:`RunAborted` tells the
-        caller to stop; it is raised too when this boundary's own events ended the run (budget
-        exhaustion).
-        """
-        ends_now = any(isinstance(e, Run.RunTerminated) for e in self.run.pending_events)
-        appends_to_run = bool(self.run.pending_events)
-        try:
-            position = self.store.save_all(self.run, *others, collecting=self.collecting)
-        except ConcurrentWriteError as conflict:
-            self.run = self.store.get_run(self.run.id)
-            try:
-                self.check_active()
-            except RunAborted:
-                self._keep(conflict.unsaved, ended=True)
-                raise
-            self._keep(conflict.unsaved, ended=False)
-            raise  # the run was not terminated: a genuine conflict on a stream we own
-        if position:
-            self.last_position = position
-        if appends_to_run:
-            self.mark_current()
-        if ends_now and self.run.termination is not None:
-            raise RunAborted(self.run.termination)  # this boundary exhausted the budget
-
-    def _keep(self, unsaved: list[object], *, ended: bool) -> None:
-        """Record the other streams' events of a transaction that lost the race on the run.
-
-        An invocation's outcome (READY or FAILED) is always kept: its facts are never lost. Once
-        the run has ended nothing new may start, so an invocation's begin and collection progress
-        (a late result's gain, a budget stop the run never recorded) are dropped (SPEC §14).
-        """
-        outcomes = (ToolInvocation.ToolInvocationReady, ToolInvocation.ToolInvocationFailed)
-        kept = [
-            e
-            for e in unsaved
-            if getattr(e, "originator_id", None) != self.run.id
-            and (not ended or isinstance(e, outcomes))
-        ]
-        position = self.store.save_events(kept)
-        if position:
-            self.last_position = position
-
     # -- model calls -----------------------------------------------------------------------------
 
     def call_model(self, request: ModelRequest) -> ModelResponse:
@@ -187,6 +131,7 @@ class RunContext:
         if self.run.would_exceed(BudgetKind.MODEL_CALLS, 1):
             self.run.exhaust_budget(BudgetKind.MODEL_CALLS)
             self.save()
+        self.flush()  # what the run recorded so far is durable before the call
         bound, why = self._bound(request)
         bounded = replace(request, timeout_s=bound)
         started = time.monotonic()
@@ -194,7 +139,7 @@ class RunContext:
             response = storable_response(self._bounded_call(bounded, why))
         except ModelError as error:
             # A model failure after the run ended changes nothing: the deadline is checked here,
-            # and a cancel that came meanwhile makes the step's save conflict and abort.
+            # and a cancel that came meanwhile makes the step's commit conflict and abort.
             self.check_active(reread=False)
             self._record(bounded, started, ModelStepOutcome.FAILED, detail=describe_error(error))
             raise
@@ -273,3 +218,13 @@ class RunContext:
             finish_reason=response.finish_reason[:MAX_FINISH_REASON] if response else "",
         )
         self.save()
+
+
+__all__ = [
+    "CANCEL_POLL",
+    "MAX_BOUND_S",
+    "MAX_FINISH_REASON",
+    "RunAborted",
+    "RunContext",
+    "model_name",
+]

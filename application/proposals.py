@@ -32,10 +32,13 @@ def outcome_of(result: DiagnosisDraft | DraftError) -> tuple[DraftOutcome, str]:
 def propose(
     ctx: RunContext, purpose: ModelStepPurpose, text: str, result: DiagnosisDraft | DraftError
 ) -> None:
-    """Record ``DRAFT_PROPOSED`` for ``text``, which parsed to ``result``, and save it.
+    """Record ``DRAFT_PROPOSED`` for ``text``, which parsed to ``result``.
+
+    It is committed with the next external call or the run's end (:mod:`application.run_writes`).
 
     Raises:
-        RunAborted: the run ended meanwhile (the save conflicted with a cancel, say).
+        RunAborted: the run had already ended (its events are committed at once then, and may
+            conflict with a cancel).
     """
     outcome, detail = outcome_of(result)
     ctx.run.propose_draft(purpose, text, outcome, detail)

@@ -9,7 +9,7 @@ loser gets the existing termination back and no exception escapes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from application.conflicts import MAX_CONFLICT_RETRIES, retry_on_conflict
 from application.store_reads import StoreReads
@@ -61,10 +61,20 @@ class StoreCommands(StoreReads):
         Returns the log position of the last event appended, or None when nothing was pending.
         Raises :class:`ConcurrentWriteError` if another writer appended to one of the streams.
         """
+        return self.save_events(self.collect(*aggregates, collecting=collecting))
+
+    def collect(
+        self, *aggregates: Run | ToolInvocation | Collection | Session, collecting: bool = True
+    ) -> list[Any]:
+        """The pending events :meth:`save_all` would append, taken out of the aggregates.
+
+        A budget exhaustion among them stops the run's collection as in :meth:`save_all`, so a
+        caller that appends the events later (a run's boundaries, see ``application.harness``)
+        keeps that rule.
+        """
         if collecting:
             aggregates = aggregates + self._collections_stopped_by_budget(aggregates)
-        events = [event for aggregate in aggregates for event in aggregate.collect_events()]
-        return self.save_events(events)
+        return [event for aggregate in aggregates for event in aggregate.collect_events()]
 
     def start_run(
         self,

@@ -15,6 +15,7 @@ from application.ports import (
     ToolOutput,
 )
 from application.storable import NotStorable, storable_output, storable_text
+from domain.run import Run
 from domain.states import BudgetKind
 from domain.tool_invocation import ToolInvocation
 from domain.tool_states import (
@@ -138,20 +139,19 @@ class ToolBoundary:
     def _record_begin(
         self, call: ToolCall, tool: Tool, invocation: ToolInvocation
     ) -> ToolResult | None:
-        """Save the invocation's begin with the run's charge; the STORE rejection if it failed."""
+        """Commit the begin, the charge and the run's queue; the STORE rejection if it failed."""
         try:
-            self.ctx.save(invocation)
+            self.ctx.flush(invocation)
         except RunAborted:  # another writer ended the run first: the begin was not recorded
             self._reject(call, ToolRejectionCode.INVALID_RUN, "the run ended before the tool began")
             raise
         except StoreUnavailableError as error:
-            # No canonical begin, so the tool never runs and nothing is charged (SPEC §8: a
-            # store rejection). If the store still refuses the rejection's own save, that
-            # error ends the run like any store failure.
+            # No canonical begin: the tool never runs, nothing is charged (SPEC §8), the rest of
+            # the commit is queued again; a store that refuses even that ends the run.
             log.warning(
                 "run %s: the begin of %s was not recorded: %s", self.ctx.run.id, tool.name, error
             )
-            self.ctx.reload()
+            self.ctx.rewind(lambda event: not _of_begin(event, invocation))
             detail = f"the invocation could not be recorded: {error}"[:500]
             return self._reject(call, ToolRejectionCode.STORE, detail)
         return None
@@ -253,6 +253,12 @@ class ToolBoundary:
             if code is not ToolRejectionCode.INVALID_RUN:
                 raise
         return ToolResult(call.id, f"REJECTED {code.value}: {detail}")
+
+
+def _of_begin(event: object, invocation: ToolInvocation) -> bool:
+    """True for the events of ``invocation``'s begin: its start and the run's charge for it."""
+    charge = isinstance(event, Run.BudgetCharged) and event.ref == str(invocation.id)
+    return charge or getattr(event, "originator_id", None) == invocation.id
 
 
 def _scope(tool: Tool, call: ToolCall) -> str:

@@ -25,7 +25,7 @@ import pytest
 from psycopg import sql
 
 from application.chat import ChatResult
-from application.ports import Clock
+from application.ports import Clock, ModelProvider, ModelRequest, ModelResponse
 from application.store import HarnessStore
 from domain.catalogue import event_type_name
 from domain.collection import Collection
@@ -79,10 +79,11 @@ class TriggeredClock:
 
 
 def _harness(
-    services: Services, name: str, clock: Clock | None = None
+    services: Services, name: str, clock: Clock | None = None, asked: AgentAsked | None = None
 ) -> AbstractContextManager[Scripted]:
     """The service of the ``paths/`` scenario ``name``; on exit hangs released, the pool drained."""
-    return scripted(services, f"paths/{name}", clock=clock)
+    wrap = asked.wrap if asked is not None else None
+    return scripted(services, f"paths/{name}", clock=clock, wrap=wrap)
 
 
 def _ask(services: Services, name: str, clock: Clock | None = None) -> ChatResult:
@@ -329,16 +330,47 @@ def test_a_request_over_the_tool_call_budget_is_rejected_and_exhausts_the_run(
     _assert_one_ending(events)
 
 
-def _agent_asked_for_a_tool(store: HarnessStore) -> Callable[[], bool]:
-    """True once the agent's tool request (the second model step, after routing) is recorded."""
-    return lambda: _names(_events(store)).count("AGENT_MODEL_STEP") >= 2
+@dataclass
+class AgentAsked:
+    """A trigger that holds at the tool boundary's check of the agent's first (tool) answer.
+
+    The agent's model step is only queued, committed with the tool's begin (design §17.1), so
+    the log cannot tell when the answer came: the wrapped model notes it. The clock's first read
+    after the answer is the model call's own check of it (a late answer is discarded there);
+    the second is the tool boundary's check before the begin, where the test's event lands.
+    """
+
+    reads: int = -1
+
+    def wrap(self, inner: ModelProvider) -> ModelProvider:
+        return _Noting(inner, self)
+
+    def __call__(self) -> bool:
+        if self.reads >= 0:
+            self.reads += 1
+        return self.reads >= 2
+
+
+@dataclass
+class _Noting:
+    inner: ModelProvider
+    asked: AgentAsked
+    name: str = "noting"
+    blocking: bool = False
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        response = self.inner.complete(request)
+        if request.purpose is ModelStepPurpose.AGENT and self.asked.reads < 0:
+            self.asked.reads = 0
+        return response
 
 
 def test_a_tool_request_after_the_deadline_is_rejected_invalid_run(
     services: Services, store: HarnessStore
 ) -> None:
-    clock = TriggeredClock(_agent_asked_for_a_tool(store), lambda: timedelta(days=1))
-    with _harness(services, "reject_invalid_run", clock) as harness:
+    asked = AgentAsked()
+    clock = TriggeredClock(asked, lambda: timedelta(days=1))
+    with _harness(services, "reject_invalid_run", clock, asked) as harness:
         result = harness.service.ask("session-1", QUERY)
         calls = harness.tools["search_logs"].calls
     events = _events(store)
@@ -363,8 +395,9 @@ def test_a_cancel_that_wins_the_canonical_begin_rejects_the_request_invalid_run(
         store.cancel(run_ids[0], CancellationReason.USER_REQUESTED)
         return timedelta(0)
 
-    clock = TriggeredClock(_agent_asked_for_a_tool(store), cancel)
-    with _harness(services, "reject_invalid_run", clock) as harness:
+    asked = AgentAsked()
+    clock = TriggeredClock(asked, cancel)
+    with _harness(services, "reject_invalid_run", clock, asked) as harness:
         run, _ = harness.service.begin("session-1", QUERY)
         run_ids.append(run.id)
         result = harness.service.execute(run)  # no exception escapes
@@ -430,8 +463,9 @@ def test_a_store_that_refuses_the_canonical_begin_rejects_the_request_store(
     logger = logging.getLogger("application.tool_boundary")
     logger.addHandler(lock)
     try:
-        clock = TriggeredClock(_agent_asked_for_a_tool(store), lock.take)
-        with _harness(services, "reject_store", clock) as harness:
+        asked = AgentAsked()
+        clock = TriggeredClock(asked, lock.take)
+        with _harness(services, "reject_store", clock, asked) as harness:
             result = harness.service.ask("session-1", QUERY)
             calls = harness.tools["search_logs"].calls
         logger.removeHandler(lock)
@@ -444,6 +478,12 @@ def test_a_store_that_refuses_the_canonical_begin_rejects_the_request_store(
         assert not _of(events, ToolInvocation.ToolInvocationStarted)
         assert not [e for e in _of(events, Run.BudgetCharged) if e.kind is BudgetKind.TOOL_CALLS]
         assert calls == 0
+        # the refused commit also held the agent's model step (queued since its answer): it is
+        # queued again, not lost, so both agent answers are in the log, the first one before
+        # the rejection
+        steps = _agent_steps(events)
+        assert len(steps) == 2
+        assert events.index(steps[0]) < events.index(rejected[0]) < events.index(steps[1])
         _assert_fallback(result, store, FallbackType.MISSING_REQUIRED_CONTEXT)  # the run went on
     finally:
         logger.removeHandler(lock)
