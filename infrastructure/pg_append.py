@@ -3,7 +3,7 @@
 eventsourcing's recorder appends in a client-driven transaction of about five round trips
 (``BEGIN``; ``SET LOCAL lock_timeout``, ``LOCK TABLE``, ``NOTIFY`` and the ``INSERT``; two
 pipeline syncs; ``COMMIT``), and the table lock it takes first is held across all of them. Here
-one statement, ``SELECT … FROM <schema>.harness_insert_events(events, lock_timeout)``, runs on
+one statement, ``SELECT … FROM <schema>.harness_events_append(events, lock_timeout)``, runs on
 an autocommit connection: inside it the server sets the lock timeout for this transaction only,
 takes the same ``EXCLUSIVE`` lock on the events table, queues the ``NOTIFY``, inserts the rows
 from one array with ``unnest`` and returns their notification ids; the implicit transaction
@@ -37,11 +37,12 @@ if TYPE_CHECKING:
     from psycopg import Connection
     from psycopg.rows import DictRow
 
-FUNCTION = "harness_insert_events"
-"""The function's name, in the store's schema."""
+SUFFIX = "_append"
+"""The function is named for its table: ``harness_events_append`` for the project's store, so
+two applications' tables in one schema never share (and overwrite) one function."""
 
-_ADVISORY_KEY = "harness_insert_events"
-"""Hashed into the advisory lock that serialises creating the function."""
+_ADVISORY_KEY = "harness_events_append"
+"""Hashed into the advisory lock that serialises creating the functions."""
 
 _BODY = """
 BEGIN
@@ -58,10 +59,12 @@ END;
 
 
 class AppendFunction:
-    """The statements that create and call ``<schema>.harness_insert_events``."""
+    """The statements that create and call ``<schema>.<table>_append``."""
 
     def __init__(self, schema: str, table: str, event_type: str, channel: str) -> None:
         """Name the events table, its composite row type and the channel to NOTIFY."""
+        self.name = table + SUFFIX
+        """The function's name (in ``schema``)."""
         names = {
             "schema": Identifier(schema),
             "table": Identifier(table),
@@ -74,7 +77,7 @@ class AppendFunction:
             "RETURNS SETOF bigint LANGUAGE plpgsql AS {body}"
         ).format(
             schema=names["schema"],
-            function=Identifier(FUNCTION),
+            function=Identifier(self.name),
             event_type=Identifier(event_type),
             body=_dollar_quoted(body),
         )
@@ -84,7 +87,7 @@ class AppendFunction:
         """Makes concurrent creations of the function wait for each other (same transaction)."""
         self.call_statement: Composed = SQL(
             "SELECT n FROM {schema}.{function}(%s, %s) AS n"
-        ).format(schema=names["schema"], function=Identifier(FUNCTION))
+        ).format(schema=names["schema"], function=Identifier(self.name))
 
     def append(
         self, conn: Connection[DictRow], rows: Sequence[Any], lock_timeout_s: int

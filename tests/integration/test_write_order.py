@@ -27,7 +27,6 @@ from application.store import HarnessStore
 from domain.run import Run
 from domain.states import CancellationReason, ChatApplicationStatus, Intent
 from infrastructure.composition import bootstrap
-from infrastructure.pg_append import FUNCTION
 from infrastructure.settings import Settings
 
 pytestmark = pytest.mark.postgres
@@ -214,7 +213,7 @@ def test_a_store_made_before_the_append_function_gets_it_on_its_first_append(
     pg_settings: Settings,
 ) -> None:
     bootstrap(pg_settings, create=True).close()
-    function = sql.Identifier(pg_settings.database_schema, FUNCTION)
+    function = sql.Identifier(pg_settings.database_schema, "harness_events_append")
     with psycopg.connect(pg_settings.database_url, autocommit=True) as admin:
         admin.execute(sql.SQL("DROP FUNCTION {}").format(function))  # the old recorder's store
         old = _insert_row(admin, pg_settings.database_schema)  # written by the old recorder
