@@ -88,7 +88,10 @@ class FailFastRecorder(PostgresApplicationRecorder):
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
-        """Insert in one transaction (see the module: one retry on a lost connection).
+        """Insert in one statement, its own transaction (one retry on a lost connection).
+
+        ``kwargs`` (the library's hook for tracking records) are not used: this store's
+        projections track their positions in their own tables.
 
         A connection can be lost after the server committed but before it said so; the retry
         then conflicts with our own events. Those are recognised by their exact stored bytes
