@@ -28,7 +28,12 @@ import math
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg_pool
-from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError
+from eventsourcing.persistence import (
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    ProgrammingError,
+)
 from eventsourcing.postgres import PostgresApplicationRecorder
 from psycopg.sql import SQL
 
@@ -90,14 +95,17 @@ class FailFastRecorder(PostgresApplicationRecorder):
     ) -> Sequence[int] | None:
         """Insert in one statement, its own transaction (one retry on a lost connection).
 
-        ``kwargs`` (the library's hook for tracking records) are not used: this store's
-        projections track their positions in their own tables.
+        A tracking record (``kwargs["tracking"]``, the library's process applications) is
+        refused: this store's projections track their positions in their own tables, and the
+        append function writes events only.
 
         A connection can be lost after the server committed but before it said so; the retry
         then conflicts with our own events. Those are recognised by their exact stored bytes
         (each carries its chain link, which no other writer's event has), and the insert counts
         as done: a false conflict would start a run twice or end a live run as if cancelled.
         """
+        if kwargs.get("tracking") is not None:
+            raise ProgrammingError("this recorder does not write tracking records")
         try:
             ids: Sequence[int] | None = self._append(stored_events)
         except (InterfaceError, OperationalError) as error:

@@ -20,6 +20,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from eventsourcing.persistence import ProgrammingError, Tracking
 from eventsourcing.utils import get_topic
 from psycopg import sql
 
@@ -227,3 +228,14 @@ def test_a_store_made_before_the_append_function_gets_it_on_its_first_append(
         assert services.store.get_run(run.id).id == run.id
         again = services.store.save_all(Run.start("s2", "again?", run.deadline))
         assert again is not None and again > position
+
+
+def test_a_tracking_record_is_refused_not_dropped(pg_settings: Settings) -> None:
+    """The append function writes events only: a process application's tracking must not vanish."""
+    with bootstrap(pg_settings, create=True) as services:
+        run = Run.start("s", "why?", datetime.now(UTC) + timedelta(hours=1))
+        head = services.store.head()
+        with pytest.raises(ProgrammingError, match="tracking"):
+            services.store.recorder.insert_events([], tracking=Tracking("upstream", 1))
+        assert services.store.head() == head
+        assert services.store.save_all(run)
