@@ -43,6 +43,10 @@ class BareBench(Application[UUID]):
     """A plain Application: no custom transcodings, mapper or environment handling."""
 
 
+class BareOneTrip(BareBench):
+    """The same plain Application under another name, so in a table of its own."""
+
+
 class StoredSize:
     """The stored state size of a bare event, found in memory (the POPO recorder)."""
 

@@ -1,4 +1,7 @@
-"""The eventsourcing PostgreSQL recorder, made to fail fast while the database is away.
+"""The eventsourcing PostgreSQL recorder: one round trip per append, failing fast when away.
+
+An append is one statement, a server-side function that locks, inserts, notifies and commits
+within that statement (:mod:`infrastructure.pg_append`); reads are the library's.
 
 The library's recorder retries every read and write ten times on a connection error, sleeping
 0.2 s in between, and each attempt may wait the whole pool timeout for a connection: with the
@@ -25,9 +28,16 @@ import math
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg_pool
-from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError
+from eventsourcing.persistence import (
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    ProgrammingError,
+)
 from eventsourcing.postgres import PostgresApplicationRecorder
 from psycopg.sql import SQL
+
+from infrastructure.pg_append import AppendFunction
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -45,7 +55,6 @@ _LOST_CONNECTION_STATES = ("08", "57P")
 """SQLSTATE prefixes of a lost connection: connection exceptions, and the server shutting down,
 crashed or not yet accepting connections."""
 
-_insert_events = inspect.unwrap(PostgresApplicationRecorder.insert_events)
 _select_events = inspect.unwrap(PostgresApplicationRecorder.select_events)
 _select_notifications = inspect.unwrap(PostgresApplicationRecorder.select_notifications)
 _max_notification_id = inspect.unwrap(PostgresApplicationRecorder.max_notification_id)
@@ -61,7 +70,7 @@ def connection_lost(error: BaseException) -> bool:
 
 
 class FailFastRecorder(PostgresApplicationRecorder):
-    """The PostgreSQL application recorder with one retry on a lost connection, and no other."""
+    """The PostgreSQL application recorder: one round trip per append, one retry if lost."""
 
     def __init__(
         self, datastore: PostgresDatastore, *, events_table_name: str = "stored_events"
@@ -72,19 +81,33 @@ class FailFastRecorder(PostgresApplicationRecorder):
         if isinstance(pool.kwargs, dict):
             pool.kwargs["connect_timeout"] = max(1, math.ceil(pool.timeout))
         pool.reconnect_timeout = pool.timeout
+        self.append_function = AppendFunction(
+            self.datastore.schema,
+            self.events_table_name,
+            self.stored_event_type_name,
+            self.channel_name,
+        )
+        self.sql_create_statements.append(self.append_function.serialise_statement)
+        self.sql_create_statements.append(self.append_function.create_statement)
 
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
-        """Insert in one transaction (see the module: one retry on a lost connection).
+        """Insert in one statement, its own transaction (one retry on a lost connection).
+
+        A tracking record (``kwargs["tracking"]``, the library's process applications) is
+        refused: this store's projections track their positions in their own tables, and the
+        append function writes events only.
 
         A connection can be lost after the server committed but before it said so; the retry
         then conflicts with our own events. Those are recognised by their exact stored bytes
         (each carries its chain link, which no other writer's event has), and the insert counts
         as done: a false conflict would start a run twice or end a live run as if cancelled.
         """
+        if kwargs.get("tracking") is not None:
+            raise ProgrammingError("this recorder does not write tracking records")
         try:
-            ids: Sequence[int] | None = _insert_events(self, stored_events, **kwargs)
+            ids: Sequence[int] | None = self._append(stored_events)
         except (InterfaceError, OperationalError) as error:
             if not connection_lost(error):
                 raise
@@ -92,13 +115,24 @@ class FailFastRecorder(PostgresApplicationRecorder):
             return ids
         self.datastore.pool.check()
         try:
-            retried: Sequence[int] | None = _insert_events(self, stored_events, **kwargs)
+            retried: Sequence[int] | None = self._append(stored_events)
         except IntegrityError:
             landed = self.landed(stored_events)
             if landed is None:
                 raise
             return landed
         return retried
+
+    def _append(self, stored_events: Sequence[StoredEvent]) -> list[int] | None:
+        """One statement on an autocommit connection: lock, insert, notify, commit (see above)."""
+        if not stored_events:
+            return None
+        rows = [
+            self.construct_pg_stored_event(e.originator_id, e.originator_version, e.topic, e.state)
+            for e in stored_events
+        ]
+        with self.datastore.get_connection() as connection:
+            return self.append_function.append(connection, rows, self.datastore.lock_timeout)
 
     def landed(self, stored_events: Sequence[StoredEvent]) -> list[int] | None:
         """The log positions of ``stored_events`` if exactly these are stored, else None."""

@@ -13,6 +13,9 @@ with three writers and prints events/s:
   project stores for a typical run;
 * ``bare-es``: a plain ``eventsourcing`` Application with a minimal Aggregate whose one event type
   carries a payload padded to the project's mean stored state size;
+* ``bare-1rt`` (PostgreSQL only): the same bare Application with this project's recorder
+  (``infrastructure.pg_recorder``: one round trip per append, a server-side function) in place
+  of eventsourcing's, in a table of its own: the recorder against the library's, all else equal;
 * ``project``: ``HarnessStore.save_all`` with real ``Run`` aggregates and commands.
 
 Modes: ``single`` is one event per transaction; ``batch`` is one transaction per boundary, i.e. 8
@@ -31,6 +34,7 @@ EVENTS_PER_STREAM = 40
 
 TARGET = 0.8
 ROUNDS = 5
-WRITERS = ("raw", "bare-es", "project")
+WRITERS = ("raw", "bare-es", "bare-1rt", "project")
+"""Every writer, in the order reported; a backend measures those it has (``bare-1rt``: PG)."""
 MODES = {"single": (1, 1), "batch": (BATCH_EVENTS, BATCH_AGGREGATES)}
 """Mode name -> (events per transaction, aggregates per transaction)."""

@@ -17,7 +17,8 @@ from bench.append.writers import (
     Writer,
 )
 from bench.common import Place, interleaved, pg_conninfo, place, shares
-from bench.floor import BareBench
+from bench.floor import BareBench, BareOneTrip
+from infrastructure import pg_recorder
 from infrastructure.composition import bootstrap
 
 S = TypeVar("S")
@@ -75,13 +76,14 @@ def measure(backend: str, writers: dict[str, Writer[Any]], events: int) -> list[
     results: list[Result] = []
     warm_up = max(BATCH_EVENTS * 10, events // 10)
     rounds = shares(events, ROUNDS)
+    names = tuple(name for name in WRITERS if name in writers)
     for mode, (per_tx, aggregates) in MODES.items():
-        for name in WRITERS:
+        for name in names:
             drive(writers[name], warm_up, per_tx, aggregates)
-        timings: dict[str, list[float]] = {name: [] for name in WRITERS}
-        for _, name, share in interleaved(WRITERS, rounds):
+        timings: dict[str, list[float]] = {name: [] for name in names}
+        for _, name, share in interleaved(names, rounds):
             timings[name].append(drive(writers[name], share, per_tx, aggregates))
-        for name in WRITERS:
+        for name in names:
             rates = tuple(n / t for n, t in zip(rounds, timings[name], strict=True))
             result = Result(backend, mode, name, events, sum(timings[name]), rates)
             results.append(result)
@@ -105,6 +107,9 @@ def bench_backend(
         try:  # the project's store first: on PostgreSQL it creates the schema
             writers["project"] = ProjectWriter(bootstrap(where.settings, create=True))
             writers["bare-es"] = BareWriter(BareBench(env=where.bare_env), padding)
+            if backend == "postgres":
+                ours = where.bare_env | {"APPLICATION_RECORDER_TOPIC": pg_recorder.TOPIC}
+                writers["bare-1rt"] = BareWriter(BareOneTrip(env=ours), padding)
             writers["raw"] = raw_writer(where, payloads)
             return measure(backend, writers, events)
         finally:

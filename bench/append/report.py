@@ -17,15 +17,18 @@ def ratios(results: list[Result]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for backend, mode in dict.fromkeys((r.backend, r.mode) for r in results):
         project = rates[(backend, mode, "project")]
-        out.append(
-            {
-                "backend": backend,
-                "mode": mode,
-                "project_over_bare": round(project / rates[(backend, mode, "bare-es")], 3),
-                "project_over_raw": round(project / rates[(backend, mode, "raw")], 3),
-                "target_project_over_bare": TARGET,
-            }
-        )
+        bare = rates[(backend, mode, "bare-es")]
+        ratio = {
+            "backend": backend,
+            "mode": mode,
+            "project_over_bare": round(project / bare, 3),
+            "project_over_raw": round(project / rates[(backend, mode, "raw")], 3),
+            "target_project_over_bare": TARGET,
+        }
+        ours = rates.get((backend, mode, "bare-1rt"))
+        if ours is not None:  # our recorder against the library's, the same bare Application
+            ratio["recorder_over_bare"] = round(ours / bare, 3)
+        out.append(ratio)
     return out
 
 
@@ -52,7 +55,8 @@ def print_table(results: list[Result], mean_state: float, events: int) -> None:
     if any(r.backend == "postgres" for r in results):
         print(
             "postgres: raw has no LOCK TABLE/NOTIFY; project runs with store_environment() "
-            "(HARNESS_DB_PRE_PING off by default), bare-es with eventsourcing's defaults"
+            "(HARNESS_DB_PRE_PING off by default), bare-es with eventsourcing's defaults, "
+            "bare-1rt the same with our one-round-trip recorder"
         )
 
 
@@ -66,6 +70,11 @@ def print_ratios(computed: list[dict[str, Any]]) -> None:
             f"{ratio['backend']:8}  {ratio['mode']:6}  "
             f"project/bare-es {ratio['project_over_bare']:.3f} ({met})  "
             f"project/raw {ratio['project_over_raw']:.3f}"
+            + (
+                f"  bare-1rt/bare-es {ratio['recorder_over_bare']:.3f}"
+                if "recorder_over_bare" in ratio
+                else ""
+            )
         )
 
 

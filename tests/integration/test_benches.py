@@ -63,6 +63,11 @@ def test_a_bench_reports_its_ratios_on_postgres(pg_available: None, name: str) -
     ratios = [line for line in lines if line["kind"] == "ratio"]
     assert ratios
     assert {line["backend"] for line in ratios} == {"postgres"}
+    if name == "append":  # our recorder against the library's, single and batched
+        assert {line["mode"] for line in ratios if "recorder_over_bare" in line} == {
+            "single",
+            "batch",
+        }
 
 
 @pytest.mark.postgres
