@@ -97,6 +97,13 @@ class ToolsConfig(_Strict):
     servers: dict[str, ServerConfig] = Field(default_factory=dict)
     """MCP servers by a name of your choosing (it appears in the run's events)."""
 
+    @field_validator("builtin", mode="before")
+    @classmethod
+    def _builtin_shape(cls, value: object) -> object:
+        if value in ("all", "none") or isinstance(value, list):
+            return value
+        raise ValueError('must be "all", "none" or a list of built-in tool names')
+
     @field_validator("servers")
     @classmethod
     def _server_names(cls, servers: dict[str, Any]) -> dict[str, Any]:
@@ -143,17 +150,23 @@ def _parse(path: Path, text: str) -> object:
 
 def describe(error: ValidationError) -> str:
     """Each problem as ``field.path: message``, joined by ``; `` (one line)."""
-    problems = []
+    found: list[tuple[str, str]] = []
     for item in error.errors():
         parts = [str(p) for p in item["loc"]]
         if parts[:1] == ["servers"] and len(parts) > 2 and parts[2] in ("stdio", "http"):
             del parts[2]  # the discriminated union's tag, not a field of the file
-        where = ".".join(parts) or "the file"
+        parts = [p for p in parts if "[" not in p]  # a union member's tag, not a field either
         message = str(item["msg"]).removeprefix("Value error, ")
         if item["type"] == "extra_forbidden":
             message = "unknown field (check its spelling)"
-        problems.append(f"{where}: {message}")
-    return "; ".join(problems)
+        found.append((".".join(parts), message))
+    wheres = {where for where, _ in found}
+    deepest = [  # of a union's answers, the one that went deepest names the problem
+        (where, message)
+        for where, message in found
+        if not any(other.startswith(f"{where}.") for other in wheres)
+    ]
+    return "; ".join(f"{where or 'the file'}: {message}" for where, message in deepest)
 
 
 def check_tools_config(value: Path | None) -> Path | None:

@@ -156,3 +156,21 @@ def test_yaml_reads_like_toml_and_errors_name_the_file_and_field(tmp_path: Path)
         load_tools_config(tmp_path / "tools.json")
     with pytest.raises(ToolsConfigError, match="cannot read it"):
         load_tools_config(tmp_path / "absent.toml")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("builtin = 3", 'builtin: must be "all", "none" or a list of built-in tool names'),
+        ('builtin = "al"', 'builtin: must be "all", "none" or a list of built-in tool names'),
+        ('builtin = ["search_logs", 3]', "builtin.1: Input should be a valid string"),
+    ],
+)
+def test_a_malformed_builtin_entry_is_named_once_without_pydantic_union_tags(
+    tmp_path: Path, text: str, expected: str
+) -> None:
+    path = tmp_path / "tools.toml"
+    path.write_text(text + "\n")
+    with pytest.raises(ToolsConfigError) as raised:
+        load_tools_config(path)
+    assert str(raised.value) == f"{path}: {expected}"
