@@ -58,16 +58,5 @@ def report(per_backend: list[list[Result]], runs: int) -> None:
             f"p95 {ratio['over_peer_p95']:6.3f} ({met})"
         )
     print()
-    print_json(
-        {
-            "kind": "run",
-            "backend": r.backend,
-            "measure": r.name,
-            "runs": len(r.seconds),
-            "mean_ms": round(r.mean_ms, 3),
-            "p50_ms": round(r.percentile_ms(50), 3),
-            "p95_ms": round(r.percentile_ms(95), 3),
-        }
-        for r in results
-    )
+    print_json(r.json_line() for r in results)
     print_ratios_json(computed)

@@ -44,6 +44,18 @@ class Result:
         """Nearest-rank percentile in milliseconds."""
         return 1000 * percentile(self.seconds, p)
 
+    def json_line(self) -> dict[str, object]:
+        """The ``"kind": "run"`` JSON line the run and peers benches print for it."""
+        return {
+            "kind": "run",
+            "backend": self.backend,
+            "measure": self.name,
+            "runs": len(self.seconds),
+            "mean_ms": round(self.mean_ms, 3),
+            "p50_ms": round(self.percentile_ms(50), 3),
+            "p95_ms": round(self.percentile_ms(95), 3),
+        }
+
 
 def timed_runs(run: Callable[[], object], count: int) -> list[float]:
     """Make ``count`` runs; the duration of each."""

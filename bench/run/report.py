@@ -105,17 +105,5 @@ def report(reports: list[BackendReport], runs: int, question: str) -> None:
     print_ratios(computed)
     print()
     print_json(shape_line(rep) for rep in reports)
-    print_json(
-        {
-            "kind": "run",
-            "backend": r.backend,
-            "measure": r.name,
-            "runs": len(r.seconds),
-            "mean_ms": round(r.mean_ms, 3),
-            "p50_ms": round(r.percentile_ms(50), 3),
-            "p95_ms": round(r.percentile_ms(95), 3),
-        }
-        for rep in reports
-        for r in rep.results
-    )
+    print_json(r.json_line() for rep in reports for r in rep.results)
     print_ratios_json(computed)
