@@ -23,6 +23,7 @@ boundaries happened, since the queue does.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
@@ -48,8 +49,8 @@ class RunAborted(Exception):
         self.termination = termination
 
 
-class RunWrites:
-    """The write path of a run's live handle (mixed into ``RunContext``)."""
+class RunWrites(ABC):
+    """The write path of a run's live handle (``RunContext`` is the one implementation)."""
 
     store: HarnessStore
     run: Run
@@ -61,13 +62,13 @@ class RunWrites:
     """The events of the last commit the store refused (StoreUnavailableError), for
     :meth:`rewind`."""
 
+    @abstractmethod
     def check_active(self, *, reread: bool = True) -> None:
-        """See ``RunContext.check_active``."""
-        raise NotImplementedError
+        """Raise :class:`RunAborted` when the run has ended (``RunContext`` rereads it)."""
 
+    @abstractmethod
     def mark_current(self) -> None:
-        """See ``RunContext.mark_current``."""
-        raise NotImplementedError
+        """Note that the run in hand matches the log (``RunContext`` skips its next reread)."""
 
     @property
     def ahead(self) -> bool:

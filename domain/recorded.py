@@ -134,3 +134,23 @@ def conclusion_of(content: Recorded) -> str | None:
             return None
         case _ as unreachable:
             assert_never(unreachable)
+
+
+def fallback_of(content: Recorded | None) -> FallbackContent | LegacyFallback | None:
+    """The safe fallback a release published; None for any other content (or none)."""
+    match content:
+        case FallbackContent() | LegacyFallback():
+            return content
+        case (
+            DiagnosisReport()
+            | ChatAnswer()
+            | GroundedAnswer()
+            | UngroundedAnswer()
+            | LegacyReport()
+            | LegacyAnswer()
+            | Unreadable()
+            | None
+        ):
+            return None
+        case _ as unreachable:
+            assert_never(unreachable)

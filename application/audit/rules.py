@@ -20,7 +20,7 @@ from domain.published import (
     UngroundedAnswer,
     fact_json,
 )
-from domain.recorded import LegacyAnswer, LegacyFallback, LegacyReport, Unreadable
+from domain.recorded import LegacyAnswer, LegacyFallback, LegacyReport, Unreadable, fallback_of
 from domain.run import Run
 
 if TYPE_CHECKING:
@@ -98,18 +98,5 @@ def as_judged(statement: Fact | JudgedStatement) -> Judged:
 
 def no_evidence_notes(content: Recorded) -> tuple[str, ...]:
     """The scoped NO_EVIDENCE observations a fallback publishes."""
-    match content:
-        case FallbackContent(no_evidence=notes) | LegacyFallback(no_evidence=notes):
-            return notes
-        case (
-            DiagnosisReport()
-            | ChatAnswer()
-            | GroundedAnswer()
-            | UngroundedAnswer()
-            | LegacyReport()
-            | LegacyAnswer()
-            | Unreadable()
-        ):
-            return ()
-        case _ as unreachable:
-            assert_never(unreachable)
+    fallback = fallback_of(content)
+    return () if fallback is None else fallback.no_evidence

@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, assert_never
+from typing import TYPE_CHECKING, Any
 
 from application.explain.model import QUESTIONS, Answer, EventRef, FieldValue
 from domain.catalogue import event_type_name
-from domain.published import (
-    ChatAnswer,
-    DiagnosisReport,
-    FallbackContent,
-    GroundedAnswer,
-    UngroundedAnswer,
-)
 from domain.published_reader import parse_published
-from domain.recorded import LegacyAnswer, LegacyFallback, LegacyReport, Unreadable
+from domain.recorded import fallback_of
 from domain.release import DB_STATUS
 from domain.release_states import FallbackType, ReleaseOutcome
 from domain.states import CancellationReason, CompletionReason, FailureCode, TerminationReason
@@ -112,22 +105,8 @@ def _published(run: Run) -> Recorded | None:
 
 def _missing_info(run: Run) -> list[str]:
     """The missing information the run's release published: a fallback's questions."""
-    match _published(run):
-        case FallbackContent(missing_info=questions) | LegacyFallback(missing_info=questions):
-            return list(questions)
-        case (
-            DiagnosisReport()
-            | ChatAnswer()
-            | GroundedAnswer()
-            | UngroundedAnswer()
-            | LegacyReport()
-            | LegacyAnswer()
-            | Unreadable()
-            | None
-        ):
-            return []
-        case _ as unreachable:
-            assert_never(unreachable)
+    fallback = fallback_of(_published(run))
+    return [] if fallback is None else list(fallback.missing_info)
 
 
 def _rejection(event: Run.ToolRequestRejected) -> str:
