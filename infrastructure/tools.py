@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
 DEFAULT_MAX_RESULT_BYTES = 8000
 OPS_READ_SCOPE = "ops:read"
+_TOTAL = "harness_total"
+"""The label of the window count of matching rows (no ops table has a column of that name)."""
 
 
 def _schema(rules: ScopeRules, **filters: JSON) -> JSON:
@@ -79,7 +81,12 @@ class OpsTool(ABC):
 
     def __init__(self, engine: Engine, *, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
         """Query ``engine``; ``max_result_bytes`` bounds the evidence the harness keeps."""
-        self._engine = engine
+        # Reads only: on PostgreSQL in autocommit, so a query is one round trip (no BEGIN held
+        # open, no ROLLBACK when the connection goes back to the pool); SQLite reads are cheaper
+        # in the driver's default mode.
+        postgres = engine.dialect.name == "postgresql"
+        autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
+        self._reader = autocommit if postgres else engine
         self.read_only = True
         self.required_scope = OPS_READ_SCOPE
         self.max_result_bytes = max_result_bytes
@@ -94,16 +101,15 @@ class OpsTool(ABC):
     def run(self, arguments: JSON) -> ToolOutput:
         """Matching records, earliest first, with a note when ``limit`` cut some off."""
         scope = parse_scope(self.rules, arguments)
-        query = self.query(scope)
+        # One statement: the window count is the number of matching rows before LIMIT.
+        query = self.query(scope).add_columns(func.count().over().label(_TOTAL))
+        ordered = query.order_by(self.table.c.ts, self.table.c.id).limit(scope.limit)
         try:
-            with self._engine.connect() as connection:
-                total = int(
-                    connection.scalar(select(func.count()).select_from(query.subquery())) or 0
-                )
-                ordered = query.order_by(self.table.c.ts, self.table.c.id).limit(scope.limit)
+            with self._reader.connect() as connection:
                 rows = connection.execute(ordered).all()
         except SQLAlchemyError as error:
             raise ToolExecutionError("BACKEND", self._backend_message(error)) from error
+        total = int(rows[0]._mapping[_TOTAL]) if rows else 0
         lines = [self.line(row) for row in rows]
         if total > len(rows):
             lines.append(f"[{total - len(rows)} more records beyond limit={scope.limit}]")
