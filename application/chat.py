@@ -30,6 +30,7 @@ from application.ports import (
     StoreUnavailableError,
 )
 from application.prompts import ROUTE_SCHEMA, ROUTER_PROMPT
+from application.run_writes import DEFAULT_COMMIT_INTERVAL_S
 from application.tool_boundary import ToolBoundary
 from domain.grounding import DEFAULT_RULES, GroundingRules
 from domain.redaction import describe_error
@@ -63,6 +64,8 @@ class ChatConfig:
     limits: Budget = DEFAULT_LIMITS
     model_timeout_s: float = DEFAULT_MODEL_TIMEOUT_S
     """The longest any one model call is waited for; the run's deadline may cut it shorter."""
+    commit_interval_s: float = DEFAULT_COMMIT_INTERVAL_S
+    """The longest a run's events wait uncommitted at local calls (0: every call commits)."""
     grounding: GroundingRules = DEFAULT_RULES
     """How informative a citation's excerpt must be (design §10.1)."""
 
@@ -123,8 +126,15 @@ class ChatService:
 
         ``context`` is the session's previous turn, carried into a diagnosis (PreviousTurn).
         """
+        config = self.config
         ctx = RunContext(
-            self.store, self.clock, self.provider, run, self.pool, self.config.model_timeout_s
+            self.store,
+            self.clock,
+            self.provider,
+            run,
+            self.pool,
+            config.model_timeout_s,
+            commit_interval_s=config.commit_interval_s,
         )
         ctx.mark_current()
         content: Published | None = None

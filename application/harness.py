@@ -9,8 +9,9 @@ event store's optimistic concurrency does the check (a conflicting commit reread
 call, whatever its purpose or request, is bounded here by the model timeout and the run's
 remaining deadline: a blocking provider runs in a worker thread waited for that long at most (an
 in-process provider that cannot hang is called inline); a result that arrives after the run ended
-is discarded (SPEC §14). What a boundary records is committed before the next external call or
-the run's end, one transaction for all of them (:mod:`application.run_writes`).
+is discarded (SPEC §14). What a boundary records is committed before the next call that leaves
+the service, at the commit interval, or at the run's end, one transaction for all of them
+(:mod:`application.run_writes`).
 """
 
 from __future__ import annotations
@@ -64,8 +65,13 @@ class RunContext(RunWrites):
     pool: ThreadPoolExecutor
     model_timeout_s: float
     """The longest any one model call is waited for (HARNESS_MODEL_TIMEOUT), within the deadline."""
+    commit_interval_s: float = 0.0
+    """The longest the run's queue waits at a local call (HARNESS_RUN_COMMIT_INTERVAL; 0: every
+    call commits first). See :mod:`application.run_writes`."""
     collection: Collection | None = None
     invocations: dict[UUID, ToolInvocation] = field(default_factory=dict)
+    unrecorded: set[UUID] = field(default_factory=set)
+    """Invocations whose begin lost the race with a cancel (:meth:`RunWrites._keep`)."""
     last_position: int = 0
     collecting: bool = True
     """False once the agent loop has ended: a budget spent in Release stops no collection."""
@@ -76,6 +82,7 @@ class RunContext(RunWrites):
     _current: bool = False
     """True after this worker read or appended to the run: the next check needs no reread (see
     :meth:`mark_current`)."""
+    committed_at: float = field(default_factory=time.monotonic)
 
     # -- boundaries ------------------------------------------------------------------------------
 
@@ -84,13 +91,15 @@ class RunContext(RunWrites):
 
         ``reread=False`` is for a check followed by an append to the run: that append conflicts
         if another writer (a cancel) came first, and :meth:`flush` then rereads. While events of
-        the run are queued the reread is skipped for the same reason: their commit, before the
-        next external call, conflicts with a cancel.
+        the run are queued their commit conflicts with a cancel the same way: it comes before the
+        next call when every call commits, and otherwise now, once the log shows another writer.
         """
         if self._current:
             self._current = False  # just appended to: no other writer came before that append
         elif reread and not self.ahead:
             self.run = self.store.catch_up(self.run)  # a cancel may come from another process
+        elif reread and self.commit_interval_s > 0 and self.others_wrote():
+            self.flush()  # conflicts: the run is reread and RunAborted raised
         if self.run.termination is None and self.run.deadline_passed(self.clock.now()):
             self.flush()  # what the boundaries before recorded, then the end
             self.store.time_out(self.run.id)
@@ -131,7 +140,7 @@ class RunContext(RunWrites):
         if self.run.would_exceed(BudgetKind.MODEL_CALLS, 1):
             self.run.exhaust_budget(BudgetKind.MODEL_CALLS)
             self.save()
-        self.flush()  # what the run recorded so far is durable before the call
+        self.before_call(port=self.provider)  # durable first unless it stays here
         bound, why = self._bound(request)
         bounded = replace(request, timeout_s=bound)
         started = time.monotonic()
@@ -191,7 +200,13 @@ class RunContext(RunWrites):
             except FutureTimeout:
                 if time.monotonic() >= end:
                     raise
-            self.run = self._reloaded()
+            try:
+                if self.ahead:
+                    self.flush()  # a long local call: commit what waits (a cancel conflicts)
+                self.run = self._reloaded()
+            except RunAborted:
+                future.cancel()
+                raise
             if self.run.termination is not None:
                 future.cancel()
                 raise RunAborted(self.run.termination)

@@ -150,6 +150,17 @@ class ModelProvider(Protocol):
         ...
 
 
+def stays_local(port: object) -> bool:
+    """Whether calls to ``port`` (a model provider or a tool) stay in the service, changing nothing.
+
+    A port says so with ``local = True`` (the offline model; the built-in tools, reads of the
+    service's own database); anything else, a port that does not say, is external. Nothing of a
+    run must be durable before a local call: the run's queue is committed before a call that
+    leaves the service, and every commit interval (design §17.1).
+    """
+    return getattr(port, "local", False) is True
+
+
 # -- tools ------------------------------------------------------------------------------------
 
 

@@ -1,43 +1,58 @@
-"""A run's transaction plan: boundaries record, external calls and endings commit.
+"""A run's transaction plan: boundaries record; external calls, the interval and endings commit.
 
 A boundary of a run (a status change, a model step, a tool's result, a guard's verdict) records
 its events with :meth:`RunWrites.save`; they are taken out of their aggregates at once, in the
 order the boundaries made them, and wait in the run's queue. :meth:`RunWrites.flush` appends the
-queue in one transaction. It is called
+queue in one transaction. :meth:`RunWrites.before_call` comes before every model call and tool
+run and flushes
 
-* before every external call: a model call (``RunContext.call_model``) and a tool run (the
-  tool boundary flushes ``TOOL_INVOCATION_STARTED`` with the queue, so a crash leaves a STARTED
-  invocation the recovery sees, and never a tool that ran without one);
-* by :meth:`RunWrites.save` itself once the run has a termination (a budget exhausted by this
-  boundary, or a run found ended): nothing is queued on an ended run;
-* before the deadline times the run out (``RunContext.check_active``), and at the end, where
-  the queue, the termination and ``RUN_FINISHED`` are one transaction (:meth:`commit_end`).
+* before a call that leaves the service (a remote model, an MCP or plugin tool): what the run
+  did so far, with ``TOOL_INVOCATION_STARTED``, is durable before anything goes out, so a crash
+  leaves a STARTED invocation the recovery sees, never an external call without one;
+* before any call once the commit interval (``HARNESS_RUN_COMMIT_INTERVAL``) has passed since
+  the last commit, so live observers see a long run's progress and a crash loses at most that
+  much; an interval of 0 flushes before every call;
 
-So a run costs one transaction per external call plus its start and its end (docs/design.md
-§17.1). Nothing a cancel protects is weakened: a cancel appended by another process makes the
-next flush conflict on the run's stream (the queue holds the run's next versions), the run is
-reread and :class:`~application.harness.RunAborted` raised before the external call; a queued
-invocation's outcome is still recorded (:meth:`_keep`). The log keeps the order in which the
-boundaries happened, since the queue does.
+while a call that stays in the service and changes nothing (:func:`~application.ports.
+stays_local`: the offline model, the built-in tools) only queues. :meth:`RunWrites.save` flushes
+once the run has a termination (nothing is queued on an ended run); the deadline flushes before
+it times the run out, and the end appends the queue, the termination and ``RUN_FINISHED`` in one
+transaction (:meth:`commit_end`).
+
+So a run costs one transaction per external call plus its start and its end, and one per
+interval at most when its calls are local (docs/design.md §17.1). A cancel is seen at the next
+boundary all the same: a cancel appended by another process makes the next flush conflict on
+the run's stream (the queue holds the run's next versions), and while the queue waits each
+boundary's check asks the log whether the run's stream grew (:meth:`others_wrote`) and then
+flushes into that conflict; the run is reread and :class:`~application.harness.RunAborted`
+raised. A queued invocation's outcome is still recorded (:meth:`_keep`). The log keeps the order
+in which the boundaries happened, since the queue does.
 """
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
-from application.ports import StoreUnavailableError
+from application.ports import StoreUnavailableError, stays_local
 from domain.errors import ConcurrentWriteError
 from domain.run import Run
 from domain.tool_invocation import ToolInvocation
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from uuid import UUID
 
     from application.store import HarnessStore
     from domain.collection import Collection
     from domain.values import Termination
+
+
+DEFAULT_COMMIT_INTERVAL_S = 0.25
+"""How long a run's events may wait uncommitted at local calls by default: a live observer sees a
+long run's progress about this late, and a crash loses at most about this much of a run."""
 
 
 class RunAborted(Exception):
@@ -58,9 +73,15 @@ class RunWrites(ABC):
     last_position: int
     queue: list[Any]
     """Events recorded by the run's boundaries since the last commit, in the order made."""
+    unrecorded: set[UUID]
+    """Invocations whose begin lost the race with a cancel: nothing of theirs is recorded."""
     unsaved: list[Any]
     """The events of the last commit the store refused (StoreUnavailableError), for
     :meth:`rewind`."""
+    commit_interval_s: float
+    """The longest the queue waits, at a local call, before it is committed (0: every call)."""
+    committed_at: float
+    """``time.monotonic()`` at the run's last commit (or its start)."""
 
     @abstractmethod
     def check_active(self, *, reread: bool = True) -> None:
@@ -77,13 +98,37 @@ class RunWrites(ABC):
             e.originator_id == self.run.id for e in self.queue
         )
 
+    def before_call(self, *others: Collection | ToolInvocation, port: object) -> None:
+        """Record ``others``' events before a call to ``port`` (the model provider or a tool).
+
+        They are committed with the queue first, unless the call stays local
+        (:func:`~application.ports.stays_local`) and the commit interval has not passed since the
+        last commit: then they only join the queue. Raises as :meth:`flush` does.
+        """
+        if stays_local(port) and time.monotonic() - self.committed_at < self.commit_interval_s:
+            self.save(*others)
+        else:
+            self.flush(*others)
+
+    def others_wrote(self) -> bool:
+        """Whether another writer appended to the run since this worker last knew its stream.
+
+        One indexed read of at most one stored event: the run's next version after the last one
+        stored (the version before the first queued or pending event of the run).
+        """
+        queued = [
+            e for e in (*self.queue, *self.run.pending_events) if e.originator_id == self.run.id
+        ]
+        stored = queued[0].originator_version - 1 if queued else self.run.version
+        return self.store.written_after(self.run.id, stored)
+
     def save(self, *others: Collection | ToolInvocation) -> None:
         """Record this boundary's events (the run's and ``others``'); commit with the next flush.
 
         Once the run has a termination the queue is committed at once, and when this boundary's
         own events ended it (budget exhaustion) :class:`RunAborted` tells the caller to stop.
         """
-        self.queue.extend(self.store.collect(self.run, *others, collecting=self.collecting))
+        self.queue.extend(self._collect(*others))
         if self.run.termination is not None:
             self.flush()
 
@@ -94,7 +139,7 @@ class RunWrites(ABC):
         streams' facts are still recorded (see :meth:`_keep`) and :class:`RunAborted` tells the
         caller to stop; it is raised too when the events committed ended the run.
         """
-        events = self.queue + self.store.collect(self.run, *others, collecting=self.collecting)
+        events = self.queue + self._collect(*others)
         self.queue = []
         if not events:
             return
@@ -112,6 +157,7 @@ class RunWrites(ABC):
         except StoreUnavailableError:
             self.unsaved = events
             raise
+        self.committed_at = time.monotonic()
         if position:
             self.last_position = position
         if any(e.originator_id == self.run.id for e in events):
@@ -127,7 +173,7 @@ class RunWrites(ABC):
         A conflict on another stream while the run goes on (no writer but this one should touch
         them) raises :class:`StoreUnavailableError`: the run then ends as after an outage.
         """
-        events = self.queue + self.store.collect(self.run, collecting=self.collecting)
+        events = self.queue + self._collect()
         self.queue = []
         try:
             position = self.store.save_events(events)
@@ -172,20 +218,38 @@ class RunWrites(ABC):
             self.queue.append(event)
         self.mark_current()
 
+    def _collect(self, *others: Collection | ToolInvocation) -> list[Any]:
+        """The pending events of the run and ``others``, but none of an unrecorded invocation."""
+        events = self.store.collect(self.run, *others, collecting=self.collecting)
+        if self.unrecorded:
+            events = [e for e in events if e.originator_id not in self.unrecorded]
+        return events
+
     def _keep(self, unsaved: list[Any], *, ended: bool) -> None:
         """Record the other streams' events of a transaction that lost the race on the run.
 
-        An invocation's outcome (READY or FAILED) is always kept: its facts are never lost. Once
-        the run has ended nothing new may start, so an invocation's begin and collection progress
-        (a late result's gain, a budget stop the run never recorded) are dropped (SPEC §14).
+        An invocation's outcome (READY or FAILED) is kept when its begin is in the log: its
+        facts are never lost. Once the run has ended nothing may start after it in the log, so a
+        begin that was still waiting is dropped with everything of its invocation, now and
+        later (:attr:`unrecorded`; with local calls, a tool that ran since the last commit), as
+        is the collection's progress (a late result's gain, a budget stop the run never
+        recorded) (SPEC §5, §14).
         """
-        outcomes = (ToolInvocation.ToolInvocationReady, ToolInvocation.ToolInvocationFailed)
+        if ended:
+            started = ToolInvocation.ToolInvocationStarted
+            self.unrecorded |= {e.originator_id for e in unsaved if isinstance(e, started)}
         kept = [
             e
             for e in unsaved
             if getattr(e, "originator_id", None) != self.run.id
-            and (not ended or isinstance(e, outcomes))
+            and (not ended or _outcome_of(e, self.unrecorded))
         ]
         position = self.store.save_events(kept)
         if position:
             self.last_position = position
+
+
+def _outcome_of(event: Any, unrecorded: set[UUID]) -> bool:
+    """Whether ``event`` closes an invocation whose begin is in the log."""
+    closing = (ToolInvocation.ToolInvocationReady, ToolInvocation.ToolInvocationFailed)
+    return isinstance(event, closing) and event.originator_id not in unrecorded

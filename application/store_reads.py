@@ -63,6 +63,11 @@ class StoreReads(StoreLibrary):
                 cast("Run.Event", event).mutate(run)
         return run
 
+    def written_after(self, aggregate_id: UUID, version: int) -> bool:
+        """Whether the stream has a stored event after ``version`` (one row read, not decoded)."""
+        with self._store_errors():
+            return bool(self.recorder.select_events(aggregate_id, gt=version, limit=1))
+
     def stream(self, aggregate_id: UUID) -> list[Any]:
         """Every stored event of one stream, in order (empty: no such stream)."""
         with self._store_errors():

@@ -139,9 +139,9 @@ class ToolBoundary:
     def _record_begin(
         self, call: ToolCall, tool: Tool, invocation: ToolInvocation
     ) -> ToolResult | None:
-        """Commit the begin, the charge and the run's queue; the STORE rejection if it failed."""
+        """Record the begin and charge (committed unless the tool is local); STORE if it failed."""
         try:
-            self.ctx.flush(invocation)
+            self.ctx.before_call(invocation, port=tool)
         except RunAborted:  # another writer ended the run first: the begin was not recorded
             self._reject(call, ToolRejectionCode.INVALID_RUN, "the run ended before the tool began")
             raise

@@ -57,6 +57,7 @@ class OfflineProvider:
     name = "offline"
     model = "offline-rules"
     blocking = False  # pure computation over the conversation: no I/O, nothing to wait for
+    local = True  # nothing leaves the process: a run need not commit before asking it
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         """Route, answer, act, repair or judge."""

@@ -19,6 +19,7 @@ def chat_config_of(settings: Settings) -> ChatConfig:
         deadline_s=settings.run_deadline,
         limits=settings.limits,
         model_timeout_s=settings.model_timeout,
+        commit_interval_s=settings.run_commit_interval,
         grounding=GroundingRules(settings.excerpt_min_words, settings.excerpt_min_chars),
     )
 

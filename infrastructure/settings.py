@@ -11,6 +11,7 @@ from urllib.parse import unquote, urlsplit
 from pydantic import AfterValidator, BaseModel, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
+from application.run_writes import DEFAULT_COMMIT_INTERVAL_S
 from domain.values import DEFAULT_DEADLINE_S, DEFAULT_MODEL_TIMEOUT_S, Budget
 from domain.values import DEFAULT_LIMITS as LIMITS
 from infrastructure.tool_config import check_tools_config
@@ -132,6 +133,13 @@ class Settings(BaseSettings):
         DEFAULT_MODEL_TIMEOUT_S, gt=0, description="Seconds per model call."
     )
     run_deadline: float = Field(DEFAULT_DEADLINE_S, gt=0, description="Seconds a run may take.")
+    run_commit_interval: float = Field(
+        DEFAULT_COMMIT_INTERVAL_S,
+        ge=0,
+        le=60,
+        description="Seconds a run's recorded events may wait, at calls that stay in the service,"
+        " before they are committed (0: commit before every model and tool call).",
+    )
     budget_model_calls: int = Field(LIMITS.model_calls, ge=1, description="Model calls per run.")
     budget_tool_calls: int = Field(LIMITS.tool_calls, ge=0, description="Tool calls per run.")
     budget_tokens: int = Field(LIMITS.tokens, ge=1, description="Tokens (in + out) per run.")

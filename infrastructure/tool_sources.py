@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
-from application.ports import JSON, Tool, ToolOutput
+from application.ports import JSON, Tool, ToolOutput, stays_local
 from infrastructure.mcp_client import McpConnection, McpServerError
 from infrastructure.mcp_tools import McpTool
 from infrastructure.settings import ConfigurationError
@@ -167,6 +167,7 @@ class PluginTool:
         self.required_scope = tool.required_scope
         self.max_result_bytes = tool.max_result_bytes
         self.blocking = tool.blocking
+        self.local = stays_local(tool)  # the plugin's own word, as for read_only
         self.origin = f"plugin:{plugin}"
 
     def normalize_scope(self, arguments: JSON) -> str:

@@ -88,6 +88,7 @@ class OpsTool(ABC):
         autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
         self._reader = autocommit if postgres else engine
         self.read_only = True
+        self.local = True  # reads of the service's own database: nothing leaves, nothing changes
         self.required_scope = OPS_READ_SCOPE
         self.max_result_bytes = max_result_bytes
         # A read of an SQLite file in WAL mode never waits for a lock and has no network to hang
