@@ -22,13 +22,14 @@ from application.audit.verify import verify_records
 from application.ports import JSON, ModelProvider, ModelRequest, ModelResponse, Tool, ToolOutput
 from application.store import HarnessStore
 from domain.run import Run
-from domain.states import CancellationReason, RunState
+from domain.states import CancellationReason, FailureCode, RunState
 from domain.tool_invocation import ToolInvocation
 from infrastructure.composition import Overrides, Services, bootstrap
 from infrastructure.ops_data import sample_incidents
 from infrastructure.settings import Settings
 from projections.sse_feed import run_feed
 from tests.integration._invariants import check_run, read_events
+from tests.integration._recovery_helpers import sweep
 
 QUESTION = sample_incidents()[0].question
 OUTCOMES = (ToolInvocation.ToolInvocationReady, ToolInvocation.ToolInvocationFailed)
@@ -161,3 +162,54 @@ def test_a_cancel_while_events_wait_is_seen_at_the_next_boundary(
     check_run(result, read_events(services.store))
     report = verify_records(store_records(services.store), None, run_feed)
     assert report.clean, [v.describe() for v in report.violations]
+
+
+@dataclass
+class DyingTool:
+    """A local tool whose process dies (``SystemExit`` past every handler) at its 3rd call."""
+
+    inner: Tool
+    calls: list[str]
+    local: bool = True
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def run(self, arguments: JSON) -> ToolOutput:
+        self.calls.append(self.inner.name)
+        if len(self.calls) == 3:
+            raise SystemExit("the worker died")
+        return self.inner.run(arguments)
+
+
+def test_a_worker_dying_while_events_wait_leaves_a_run_the_recovery_ends(
+    settings: Settings,
+) -> None:
+    tuned = settings.model_copy(update={"run_commit_interval": LONG})
+    with bootstrap(tuned, create=True, sample=True, overrides=Overrides(heartbeat=False)) as base:
+        calls: list[str] = []
+        tools = {n: cast("Tool", DyingTool(t, calls)) for n, t in base.tools().items()}
+        given = Overrides(store=base.store, tools=tools, heartbeat=False)
+        with bootstrap(tuned, overrides=given) as built:
+            run, _ = built.chat.begin("dies", QUESTION)
+            with pytest.raises(SystemExit):
+                built.chat.execute(run)
+        store = base.store
+        # only the start was committed: the two tools that ran and the model steps died with it
+        assert [type(e) for e in _log(store) if e.originator_id == run.id] == [Run.RunStarted]
+        report = sweep(store, base.engine)
+
+        (ended,) = report.ended
+        assert (ended.termination.state, ended.termination.reason) == (
+            RunState.FAILED,
+            FailureCode.WORKER_LOST,
+        )
+        log = _log(store)
+        assert [type(e) for e in log if e.originator_id == run.id] == [
+            Run.RunStarted,
+            Run.RunTerminated,
+            Run.RunFinished,
+        ]
+        assert not [e for e in log if type(e).__qualname__.startswith("ToolInvocation.")]
+        report_ = verify_records(store_records(store), None, run_feed)
+        assert report_.clean, [v.describe() for v in report_.violations]
