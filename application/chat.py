@@ -121,22 +121,19 @@ class ChatService:
             session_id, query, deadline, limits or self.config.limits, run_id, owner
         )
 
+    def _context(self, run: Run) -> RunContext:
+        """The live handle of ``run`` in this worker, current with the log it was begun in."""
+        timeout, interval = self.config.model_timeout_s, self.config.commit_interval_s
+        ctx = RunContext(self.store, self.clock, self.provider, run, self.pool, timeout, interval)
+        ctx.mark_current()
+        return ctx
+
     def execute(self, run: Run, context: str = "") -> ChatResult:
         """Route and execute a run from :meth:`begin` to its termination and ``RUN_FINISHED``.
 
         ``context`` is the session's previous turn, carried into a diagnosis (PreviousTurn).
         """
-        config = self.config
-        ctx = RunContext(
-            self.store,
-            self.clock,
-            self.provider,
-            run,
-            self.pool,
-            config.model_timeout_s,
-            commit_interval_s=config.commit_interval_s,
-        )
-        ctx.mark_current()
+        ctx = self._context(run)
         content: Published | None = None
         failure: FailureCode | None = None  # None: the release decided, complete the run
         unexpected: Exception | None = None

@@ -60,6 +60,11 @@ class McpServerError(Exception):
         self.code = code
 
 
+START_FLOOR_S = 15.0
+"""The least a server's start (process, handshake, tool listing) is given, whatever its call
+timeout: a Python server's imports alone can take seconds on a busy machine."""
+
+
 class McpConnection:
     """A restartable session with one configured MCP server; thread-safe."""
 
@@ -73,6 +78,7 @@ class McpConnection:
         self.name = name
         self.config = config
         self.timeout = config.call_timeout
+        self.start_timeout = max(config.call_timeout, START_FLOOR_S)
         self._environ = dict(os.environ if environ is None else environ)
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -136,12 +142,12 @@ class McpConnection:
         self._garbled = ""
         self._ended = asyncio.run_coroutine_threadsafe(self._supervise(ready), loop)
         try:
-            ready.result(self.timeout)
-            self.tools = self._submit(self._list, self.timeout)
+            ready.result(self.start_timeout)
+            self.tools = self._submit(self._list, self.start_timeout)
         except FutureTimeout:
             self._shutdown()
             raise McpServerError(
-                f"MCP server {self.name!r} did not start within {self.timeout:g} s"
+                f"MCP server {self.name!r} did not start within {self.start_timeout:g} s"
             ) from None
         except McpServerError:
             self._shutdown()

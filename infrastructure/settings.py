@@ -14,6 +14,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 from application.run_writes import DEFAULT_COMMIT_INTERVAL_S
 from domain.values import DEFAULT_DEADLINE_S, DEFAULT_MODEL_TIMEOUT_S, Budget
 from domain.values import DEFAULT_LIMITS as LIMITS
+from infrastructure.settings_errors import describe_settings_error, describe_validation
 from infrastructure.tool_config import check_tools_config
 
 DEFAULT_DATABASE_URL = "sqlite:///./harness.db"
@@ -137,8 +138,8 @@ class Settings(BaseSettings):
         DEFAULT_COMMIT_INTERVAL_S,
         ge=0,
         le=60,
-        description="Seconds a run's recorded events may wait, at calls that stay in the service,"
-        " before they are committed (0: commit before every model and tool call).",
+        description="Seconds a run's events may wait"
+        " uncommitted while its calls stay local (0: commit before every model and tool call).",
     )
     budget_model_calls: int = Field(LIMITS.model_calls, ge=1, description="Model calls per run.")
     budget_tool_calls: int = Field(LIMITS.tool_calls, ge=0, description="Tool calls per run.")
@@ -247,7 +248,7 @@ class Settings(BaseSettings):
         except ValidationError as error:
             raise ConfigurationError(describe_validation(error)) from None
         except SettingsError as error:  # a JSON-valued variable that is not JSON
-            raise ConfigurationError(_describe_settings_error(error)) from None
+            raise ConfigurationError(describe_settings_error(error)) from None
 
     @property
     def database(self) -> DatabaseTarget:
@@ -280,28 +281,3 @@ def check_api_keys(keys: list[ApiKey]) -> None:
         if entry.name in seen_names:
             raise ValueError(f"{who} repeats the name of API key {seen_names[entry.name]}")
         seen_keys[secret], seen_names[entry.name] = number, number
-
-
-def describe_validation(error: ValidationError) -> str:
-    """One line naming each invalid variable and why, without echoing secret values."""
-    problems = []
-    for item in error.errors():
-        field, *inner = item["loc"]
-        where = f"HARNESS_{str(field).upper()}"
-        if field == "api_keys" and inner and isinstance(inner[0], int):
-            where += f": API key {inner[0] + 1}"
-            inner = inner[1:]
-        if inner:
-            where += ": " + ".".join(str(part) for part in inner)
-        message = str(item["msg"]).removeprefix("Value error, ")
-        problems.append(f"{where}: {message}")
-    return "; ".join(problems)
-
-
-def _describe_settings_error(error: SettingsError) -> str:
-    text = str(error)
-    field = text.split('field "', 1)[-1].split('"', 1)[0] if 'field "' in text else ""
-    where = f"HARNESS_{field.upper()}" if field else "a HARNESS_* variable"
-    cause = error.__cause__
-    reason = f" ({cause})" if cause is not None else ""
-    return f"{where}: not valid JSON{reason}"

@@ -53,7 +53,8 @@ class _Server(_Strict):
     """Put before each tool's name (e.g. ``ops_``), to keep names from two sources apart."""
     scope: str = Field(DEFAULT_SCOPE, min_length=1, description="Every tool's scope by default.")
     call_timeout: float = Field(DEFAULT_CALL_TIMEOUT_S, gt=0, le=3600)
-    """Seconds one call (and the start-up listing) may take; the run's deadline bounds it too."""
+    """Seconds one call may take (the run's deadline bounds it too); the start-up and its listing
+    get this or 15 s, whichever is longer."""
     tools: dict[ToolName, ToolOptions] = Field(default_factory=dict)
     """Per-tool settings, by the server's own tool name."""
 

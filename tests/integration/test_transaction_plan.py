@@ -2,8 +2,8 @@
 
 The sample run (offline model over the sample data, the first sample incident: 5 tool calls)
 is counted through ``store.listeners`` (one call per committed transaction), with a model and
-tools wrapped to look at the log at the moment they are called: whatever must be durable before
-an external call is in the log then.
+tools wrapped to look at the log at the moment they are called — the wrappers are external
+ports: whatever must be durable before an external call is in the log then.
 """
 
 from __future__ import annotations
@@ -91,7 +91,13 @@ class WatchedModel:
 
 
 class WatchedTool:
-    """The tool, looking at the log before it runs (every other attribute is the tool's)."""
+    """The tool, looking at the log before it runs (every other attribute is the tool's).
+
+    It is an external port, as the watched model is (neither says ``local``): the run commits
+    before each call to it (design §17.1; local ports: ``test_commit_interval.py``).
+    """
+
+    local = False
 
     def __init__(self, inner: Tool, seen: Observed) -> None:
         self._inner = inner
