@@ -22,7 +22,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from application.ports import ModelError, ModelTimeoutError
+from application.ports import ModelError, ModelTimeoutError, StoreUnavailableError
 from application.run_writes import RunAborted, RunWrites
 from application.storable import storable_response
 from domain.redaction import describe_error
@@ -201,15 +201,27 @@ class RunContext(RunWrites):
                 if time.monotonic() >= end:
                     raise
             try:
-                if self.ahead:
-                    self.flush()  # a long local call: commit what waits (a cancel conflicts)
-                self.run = self._reloaded()
+                self._look()
             except RunAborted:
                 future.cancel()
                 raise
             if self.run.termination is not None:
                 future.cancel()
                 raise RunAborted(self.run.termination)
+
+    def _look(self) -> None:
+        """While a port call is waited for: commit what waits (a slow local call), see the run.
+
+        A cancel makes that commit conflict (:class:`RunAborted`). A store that refuses it gets
+        the events back in the queue, for the run's next commit to meet the outage with.
+        """
+        if self.ahead:
+            try:
+                self.flush()
+            except StoreUnavailableError:
+                self.queue, self.unsaved = self.unsaved + self.queue, []
+                return
+        self.run = self._reloaded()
 
     def _record(
         self,

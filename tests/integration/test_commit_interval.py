@@ -11,6 +11,8 @@ run follows its termination in the log.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -213,3 +215,47 @@ def test_a_worker_dying_while_events_wait_leaves_a_run_the_recovery_ends(
         assert not [e for e in log if type(e).__qualname__.startswith("ToolInvocation.")]
         report_ = verify_records(store_records(store), None, run_feed)
         assert report_.clean, [v.describe() for v in report_.violations]
+
+
+@dataclass
+class PatientTool:
+    """A local tool run in a worker thread that answers only once a begin is in the log.
+
+    Nothing but the harness's look at the run while it waits for the call (every
+    ``CANCEL_POLL`` seconds) can commit that begin: the interval is :data:`LONG`.
+    """
+
+    inner: Tool
+    store: HarnessStore
+    waited: list[str]
+    local: bool = True
+    blocking: bool = True
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def run(self, arguments: JSON) -> ToolOutput:
+        found = threading.Event()
+        give_up = time.monotonic() + 60  # a bound on a condition, not a wait for time to pass
+        while not found.is_set() and time.monotonic() < give_up:
+            if any(isinstance(e, ToolInvocation.ToolInvocationStarted) for e in _log(self.store)):
+                found.set()
+            else:
+                found.wait(0.02)
+        self.waited.append("found" if found.is_set() else "never committed")
+        return self.inner.run(arguments)
+
+
+def test_a_long_local_call_has_what_waits_committed_while_it_runs(settings: Settings) -> None:
+    tuned = settings.model_copy(update={"run_commit_interval": LONG})
+    with bootstrap(tuned, create=True, sample=True, overrides=Overrides(heartbeat=False)) as base:
+        waited: list[str] = []
+        tools = {
+            n: cast("Tool", PatientTool(t, base.store, waited)) for n, t in base.tools().items()
+        }
+        given = Overrides(store=base.store, tools=tools, heartbeat=False)
+        with bootstrap(tuned, overrides=given) as built:
+            result = built.chat.ask("patient", QUESTION)
+
+    assert result.termination.state is RunState.SUCCESS
+    assert waited and set(waited) == {"found"}
