@@ -20,8 +20,8 @@ function list(title, items, render = (item) => item) {
 }
 
 // The published content (a diagnosis, an answer or a fallback) as elements.
-export function published(content) {
-  if (!content) return [el("p", {}, "Nothing was published (yet).")];
+export function published(content, finished) {
+  if (!content) return [el("p", {}, finished ? "Nothing was published." : "Nothing is published yet: the run is still going.")];
   const text = content.conclusion || content.text || content.message || "";
   const parts = [el("p", { className: `published ${content.kind}` }, text)];
   const cited = citationList(content.citations);

@@ -70,7 +70,7 @@ async function load() {
   document.getElementById("summary").replaceChildren(...summary(r));
   document.getElementById("timeline").replaceChildren(draw(events, r));
   const content = r.published_result || r.safe_answer;
-  document.getElementById("answer").replaceChildren(...published(content));
+  document.getElementById("answer").replaceChildren(...published(content, r.status !== "RUNNING"));
   document.getElementById("evidence").replaceChildren(...evidence(events, content));
   document.getElementById("explain").replaceChildren(...explained(explanation.data));
   document.getElementById("raw-table").replaceChildren(...rawTable(events));

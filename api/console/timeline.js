@@ -94,7 +94,7 @@ function node(tag, attributes = {}, text = null) {
 const LABEL = 250;
 const WIDTH = 1000;
 const ROW = 24;
-const TOP = 28;
+const TOP = 40;
 
 // The SVG picture of `events` (the run's trace, in log order) for `run` (its row).
 export function draw(events, run) {
@@ -116,7 +116,8 @@ export function draw(events, run) {
   for (const m of marks) {
     const g = node("g", { class: `marker ${m.kind}`, "data-marker": m.kind });
     g.append(node("line", { x1: x(m.at), x2: x(m.at), y1: TOP - 6, y2: height - 4 }));
-    g.append(node("text", { x: x(m.at) + 3, y: TOP - 8 }, m.label));
+    const right = x(m.at) > WIDTH * 0.7; // near the right edge: the label goes to the left
+    g.append(node("text", { x: x(m.at) + (right ? -4 : 4), y: TOP - 6, "text-anchor": right ? "end" : "start" }, m.label));
     g.append(node("title", {}, `${m.label} at ${new Date(m.at).toISOString()}`));
     svg.append(g);
   }

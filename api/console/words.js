@@ -23,7 +23,7 @@ export function outcome(run) {
         tone: "fallback",
       };
     case "CANCELLED":
-      return { words: `Cancelled${reason}`, tone: "cancelled" };
+      return { words: `Cancelled (${run.termination_reason})`, tone: "cancelled" };
     default:
       return { words: `Failed${reason}`, tone: "failed" };
   }
