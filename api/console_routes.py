@@ -38,6 +38,7 @@ CONSOLE_ASSETS = {
     "run.js": JS,
     "timeline.js": JS,
     "answer.js": JS,
+    "live.js": JS,
 }
 """The console's scripts and style sheet, served at ``/console/assets/{name}``."""
 VENDOR_ASSETS = {

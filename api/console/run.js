@@ -1,6 +1,7 @@
 // The run page: its summary, timeline picture, published answer and evidence, explain, events.
 import { el, getJson, keyForm, say } from "./api.js";
 import { evidence, published } from "./answer.js";
+import { follow } from "./live.js";
 import { draw } from "./timeline.js";
 import { duration, outcome, utc } from "./words.js";
 
@@ -76,6 +77,28 @@ async function load() {
   document.getElementById("raw-table").replaceChildren(...rawTable(events));
   page.hidden = false;
   document.body.dataset.loaded = "run";
+  if (r.status === "RUNNING" && !following) watch();
+}
+
+// While the run is going, every event of its stream redraws the page from the API.
+let following = false;
+let pending = Promise.resolve();
+
+function watch() {
+  following = true;
+  const live = document.getElementById("live");
+  const words = { following: "Live: following the run as it goes.", reconnecting: "Reconnecting…", ended: "" };
+  follow(
+    runId,
+    () => {
+      pending = pending.then(load);
+    },
+    (state) => {
+      live.textContent = words[state];
+      document.body.dataset.live = state;
+      if (state === "ended") pending = pending.then(load);
+    },
+  );
 }
 
 keyForm(load);

@@ -70,16 +70,12 @@ def test_the_runs_page_lists_a_success_and_a_fallback_run_in_words(
 
 
 def lanes_drawn(browser: WebDriver) -> list[tuple[str, str, str]]:
-    """``(key, label, state)`` of each lane of the SVG, top to bottom."""
-    groups = browser.find_elements(By.CSS_SELECTOR, "#timeline svg g.lane")
-    return [
-        (
-            g.get_attribute("data-lane") or "",
-            g.get_attribute("data-label") or "",
-            g.get_attribute("data-state") or "",
-        )
-        for g in groups
-    ]
+    """``(key, label, state)`` of each lane of the SVG, top to bottom, read at one instant."""
+    found = browser.execute_script(
+        "return [...document.querySelectorAll('#timeline svg g.lane')]"
+        ".map(g => [g.dataset.lane, g.dataset.label, g.dataset.state]);"
+    )
+    return [(str(k), str(label), str(state)) for k, label, state in found]
 
 
 def first_bar_x(browser: WebDriver, lane: str) -> float:

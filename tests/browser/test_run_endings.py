@@ -138,3 +138,44 @@ def test_a_rejected_tool_request_has_a_rejected_lane(
         (label, state) for key, label, state in drawn if key.startswith(("tool-", "rejected-"))
     ]
     assert tools == [("tool restart_service", "REJECTED")]
+
+
+@pytest.fixture
+def running(tmp_path: Path) -> Iterator[tuple[Served, str]]:
+    """A run whose tool hangs (until the run is cancelled, or the test ends)."""
+    for served in _scripted(tmp_path, "paths/cancel_during_tool.yaml"):
+        run_id = served.client.post("/v1/runs", json={"query": QUESTION}).json()["run_id"]
+        tool = served.app.state.worker.dispatcher.service.tools["search_logs"]
+        assert tool.hanging.wait(timeout=60)
+        worker = served.app.state.worker  # the read tables hold the invocation's start
+        assert worker.projector.wait_for(served.store.head(), 60)
+        yield served, run_id
+
+
+def test_the_page_of_a_running_run_follows_it_to_its_end(
+    browser: WebDriver, running: tuple[Served, str]
+) -> None:
+    served, run_id = running
+    base = str(served.client.base_url).rstrip("/")
+    browser.get(f"{base}/console/runs/{run_id}")
+    body = browser.find_element(By.TAG_NAME, "body")
+    wait(browser).until(lambda d: body.get_attribute("data-live") == "following")
+    assert outcome_shown(browser) == ("Running", "running")
+    tools = [s for k, _, s in lanes_drawn(browser) if k.startswith("tool-")]
+    assert tools == ["STARTED"]  # the hanging invocation, drawn as it stands
+    assert served.client.post(f"/v1/runs/{run_id}/cancel").json()["cancelled"] is True
+    wait(browser).until(lambda d: body.get_attribute("data-live") == "ended")
+    wait(browser).until(lambda d: outcome_shown(d)[0] == "Cancelled (USER_REQUESTED)")
+    trace = served.client.get(f"/v1/runs/{run_id}/trace").json()["data"]
+    assert lanes_drawn(browser) == expected_lanes(trace)  # the page redrew itself, no reload
+    assert browser.execute_script("return performance.getEntriesByType('navigation').length") == 1
+    assert console_errors(browser) == []
+
+
+def outcome_shown(browser: WebDriver) -> tuple[str, str]:
+    """The summary's outcome words and tone, read at one instant (the page redraws live)."""
+    found = browser.execute_script(
+        "const o = document.querySelector('#summary .outcome');"
+        "return o ? [o.textContent, o.dataset.tone] : ['', ''];"
+    )
+    return str(found[0]), str(found[1])
