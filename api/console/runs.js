@@ -39,16 +39,17 @@ function fillForm(form, params) {
 function row(run) {
   const said = outcome(run);
   const link = el("a", { href: `/console/runs/${encodeURIComponent(run.run_id)}` }, run.query);
+  // data-label names each cell where a narrow screen shows a row as a card (console.css)
   return el(
     "tr",
     { "data-run-id": run.run_id },
-    el("td", {}, utc(run.created_at)),
-    el("td", { className: "question" }, link),
-    el("td", {}, run.intent || "—"),
-    el("td", {}, el("span", { className: `outcome ${said.tone}`, "data-tone": said.tone }, said.words)),
-    el("td", { className: "number" }, duration(run.duration_ms)),
-    el("td", { className: "number" }, run.tool_calls),
-    el("td", {}, run.session_id),
+    el("td", { "data-label": "Created" }, utc(run.created_at)),
+    el("td", { className: "question", "data-label": "Question" }, link),
+    el("td", { "data-label": "Intent" }, run.intent || "—"),
+    el("td", { "data-label": "Outcome" }, el("span", { className: `outcome ${said.tone}`, "data-tone": said.tone }, said.words)),
+    el("td", { className: "number", "data-label": "Duration" }, duration(run.duration_ms)),
+    el("td", { className: "number", "data-label": "Tool calls" }, run.tool_calls),
+    el("td", { "data-label": "Session" }, run.session_id),
   );
 }
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,8 +116,10 @@ def browser(request: pytest.FixtureRequest) -> Iterator[WebDriver]:
     finally:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         height = driver.execute_script("return document.documentElement.scrollHeight")
-        driver.set_window_size(1280, max(800, min(int(height or 800), 6000)))  # the whole page
-        driver.save_screenshot(str(SCREENSHOTS / f"{request.node.name}.png"))
+        width = driver.get_window_size()["width"]
+        driver.set_window_size(width, max(800, min(int(height or 800), 6000)))  # the whole page
+        name = re.sub(r"[^A-Za-z0-9_.\[\]-]+", "_", request.node.name)
+        assert driver.save_screenshot(str(SCREENSHOTS / f"{name}.png")), name
         driver.quit()
 
 
