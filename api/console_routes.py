@@ -39,6 +39,7 @@ CONSOLE_ASSETS = {
     "timeline.js": JS,
     "answer.js": JS,
     "live.js": JS,
+    "chat.js": JS,
 }
 """The console's scripts and style sheet, served at ``/console/assets/{name}``."""
 VENDOR_ASSETS = {
@@ -48,7 +49,7 @@ VENDOR_ASSETS = {
     "redoc.standalone.js": JS,
 }
 """The OpenAPI pages' vendored files, served at ``/docs/assets/{name}``."""
-PAGES = {"runs": "runs.html", "run": "run.html"}
+PAGES = {"runs": "runs.html", "run": "run.html", "chat": "chat.html"}
 
 CONSOLE_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -90,6 +91,12 @@ def _asset(table: dict[str, str], folder: str, name: str) -> Response:
 def console_runs() -> Response:
     """The runs page: newest first, with filters and paging."""
     return _page("runs")
+
+
+@router.get("/console/chat")
+def console_chat() -> Response:
+    """The chat page: ask, watch the statuses and the answer arrive, cancel."""
+    return _page("chat")
 
 
 @router.get("/console/runs/{run_id}")

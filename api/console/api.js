@@ -10,24 +10,36 @@ export function storedKey() {
 
 // Fetch a JSON route. Resolves to {ok, status, data} or {ok: false, status, message}, where the
 // message says in words what went wrong and what to do.
-export async function getJson(path, what) {
+export function getJson(path, what) {
+  return requestJson("GET", path, undefined, what);
+}
+
+// POST a JSON body; the same answer as getJson.
+export function postJson(path, body, what) {
+  return requestJson("POST", path, body, what);
+}
+
+async function requestJson(method, path, body, what) {
   const headers = { Accept: "application/json" };
   const key = storedKey();
   if (key) headers.Authorization = `Bearer ${key}`;
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const init = { method, headers, credentials: "omit", cache: "no-store" };
+  if (body !== undefined) init.body = JSON.stringify(body);
   let response;
   try {
-    response = await fetch(path, { headers, credentials: "omit", cache: "no-store" });
+    response = await fetch(path, init);
   } catch (error) {
     return { ok: false, status: 0, message: `The service did not answer (${error.message}).` };
   }
-  let body = null;
+  let answer = null;
   try {
-    body = await response.json();
+    answer = await response.json();
   } catch {
-    body = null;
+    answer = null;
   }
-  if (response.ok) return { ok: true, status: response.status, data: body };
-  return { ok: false, status: response.status, message: explainFailure(response.status, body, what) };
+  if (response.ok) return { ok: true, status: response.status, data: answer };
+  return { ok: false, status: response.status, message: explainFailure(response.status, answer, what) };
 }
 
 function explainFailure(status, body, what) {
@@ -36,11 +48,14 @@ function explainFailure(status, body, what) {
     const typed = storedKey() ? "The key in use was refused" : "This service needs an API key";
     return `${typed}: type your key in the API key box above.${detail}`;
   }
-  if (status === 403) return `Your key may not read ${what}.${detail}`;
+  if (status === 403) return `Your key may not do this: ${what}.${detail}`;
   if (status === 404) {
     return `There is no ${what} that you can see: it does not exist, or it belongs to another user.`;
   }
-  if (status === 422) return `The service refused the request for ${what}.${detail}`;
+  if (status === 422) {
+    const fields = body && Array.isArray(body.detail) ? body.detail.map((e) => `${(e.loc || []).slice(1).join(".")}: ${e.msg}`).join("; ") : "";
+    return `The service refused the request for ${what}${fields ? ` (${fields})` : ""}.${detail}`;
+  }
   if (status === 429 || status === 503) {
     return `The service is busy or its store is unavailable; try again shortly.${detail}`;
   }

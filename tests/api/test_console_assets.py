@@ -21,7 +21,13 @@ CONSOLE = files("api").joinpath("console")
 ASSETS = [("/console/assets", CONSOLE, name, kind) for name, kind in CONSOLE_ASSETS.items()] + [
     ("/docs/assets", CONSOLE.joinpath("vendor"), name, kind) for name, kind in VENDOR_ASSETS.items()
 ]
-PAGES = ("/console", "/console/runs/6b1c9a52-0e0f-4c43-9d0e-6a4b1f1d2e3c", "/docs", "/redoc")
+PAGES = (
+    "/console",
+    "/console/chat",
+    "/console/runs/6b1c9a52-0e0f-4c43-9d0e-6a4b1f1d2e3c",
+    "/docs",
+    "/redoc",
+)
 LOADED = re.compile(r"""(?:src|href|from)\s*=?\s*["']([^"'#]+)["']""")
 """What an HTML page or a module script loads (src=, href=, import … from)."""
 
