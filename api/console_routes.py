@@ -40,6 +40,8 @@ CONSOLE_ASSETS = {
     "answer.js": JS,
     "live.js": JS,
     "chat.js": JS,
+    "session.js": JS,
+    "system.js": JS,
 }
 """The console's scripts and style sheet, served at ``/console/assets/{name}``."""
 VENDOR_ASSETS = {
@@ -49,7 +51,13 @@ VENDOR_ASSETS = {
     "redoc.standalone.js": JS,
 }
 """The OpenAPI pages' vendored files, served at ``/docs/assets/{name}``."""
-PAGES = {"runs": "runs.html", "run": "run.html", "chat": "chat.html"}
+PAGES = {
+    "runs": "runs.html",
+    "run": "run.html",
+    "chat": "chat.html",
+    "session": "session.html",
+    "system": "system.html",
+}
 
 CONSOLE_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -97,6 +105,18 @@ def console_runs() -> Response:
 def console_chat() -> Response:
     """The chat page: ask, watch the statuses and the answer arrive, cancel."""
     return _page("chat")
+
+
+@router.get("/console/sessions/{session_id}")
+def console_session(session_id: str) -> Response:
+    """A session's page: its turns and what each published."""
+    return _page("session")
+
+
+@router.get("/console/system")
+def console_system() -> Response:
+    """The system page: the projections' positions and lag."""
+    return _page("system")
 
 
 @router.get("/console/runs/{run_id}")

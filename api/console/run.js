@@ -19,7 +19,7 @@ function summary(run) {
     ["Model calls", run.model_calls],
     ["Tool calls", `${run.tool_calls} (${run.rejected_tool_requests} rejected)`],
     ["Tokens", `${run.tokens_in} in, ${run.tokens_out} out`],
-    ["Session", run.session_id],
+    ["Session", el("a", { href: `/console/sessions/${encodeURIComponent(run.session_id)}` }, run.session_id)],
     ["Owner", run.owner],
     ["Run id", run.run_id],
   ];

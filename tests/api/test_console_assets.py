@@ -24,6 +24,8 @@ ASSETS = [("/console/assets", CONSOLE, name, kind) for name, kind in CONSOLE_ASS
 PAGES = (
     "/console",
     "/console/chat",
+    "/console/system",
+    "/console/sessions/s-1",
     "/console/runs/6b1c9a52-0e0f-4c43-9d0e-6a4b1f1d2e3c",
     "/docs",
     "/redoc",

@@ -10,7 +10,7 @@ from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.by import By
 
 from tests.browser._lanes import expected_lanes, lane_starts
-from tests.browser.conftest import ANN, BOB, KEYS, Console, console_errors, wait
+from tests.browser.conftest import ANN, BOB, KEYS, SUCCESS_QUESTION, Console, console_errors, wait
 
 
 def open_with_key(browser: WebDriver, url: str, user: str | None) -> str:
@@ -163,3 +163,41 @@ def bob_sees_nothing(console: Console) -> bool:
         listed["count"] == 0
         and console.clients[BOB].get(f"/v1/runs/{console.success_run}").status_code == 404
     )
+
+
+def test_a_session_page_lists_its_turns_and_hides_them_from_others(
+    browser: WebDriver, console: Console
+) -> None:
+    run = console.api(ANN, f"/v1/runs/{console.success_run}")
+    assert (
+        open_with_key(browser, f"{console.base}/console/runs/{console.success_run}", ANN) == "run"
+    )
+    browser.find_element(By.CSS_SELECTOR, f"#summary a[href$='{run['session_id']}']").click()
+    body = browser.find_element(By.TAG_NAME, "body")
+    wait(browser).until(lambda d: body.get_attribute("data-loaded") == "session")
+    turns = console.api(ANN, f"/v1/sessions/{run['session_id']}")["data"]
+    rows = browser.find_elements(By.CSS_SELECTOR, "#turns tbody tr")
+    assert [r.get_attribute("data-run-id") for r in rows] == [t["run_id"] for t in turns]
+    cells = rows[0].find_elements(By.TAG_NAME, "td")
+    assert [c.text for c in cells[2:5]] == [SUCCESS_QUESTION, "DIAGNOSIS", "SUCCESS"]
+    assert cells[5].text == run["published_result"]["conclusion"]
+    browser.execute_script("sessionStorage.setItem('harness.apiKey', arguments[0])", KEYS[BOB])
+    browser.refresh()
+    body = browser.find_element(By.TAG_NAME, "body")
+    assert wait(browser).until(lambda d: body.get_attribute("data-loaded")) == "error"
+    assert "belongs to another user" in message(browser)
+    assert console_errors(browser, allow_http_errors=True) == []
+
+
+def test_the_system_page_shows_each_projection_and_its_lag(
+    browser: WebDriver, console: Console
+) -> None:
+    assert open_with_key(browser, f"{console.base}/console/system", ANN) == "system"
+    shown = {
+        r.get_attribute("data-projection"): r.find_elements(By.TAG_NAME, "td")[1].text
+        for r in browser.find_elements(By.CSS_SELECTOR, "#projections tbody tr")
+    }
+    listed = console.api(ANN, "/v1/projections")
+    assert set(shown) == {p["name"] for p in listed["data"]}
+    assert all(position.isdigit() for position in shown.values())
+    assert console_errors(browser, allow_http_errors=True) == []

@@ -51,16 +51,23 @@ def _sign_in(browser: WebDriver, console: Console, path: str) -> None:
     browser.execute_script("sessionStorage.setItem('harness.apiKey', arguments[0])", KEYS[ANN])
     browser.refresh()
     body = browser.find_element(By.TAG_NAME, "body")
-    wait(browser).until(lambda d: body.get_attribute("data-loaded") in ("runs", "run"))
+    wait(browser).until(lambda d: body.get_attribute("data-loaded") not in (None, "", "error"))
 
 
 @pytest.mark.parametrize("size", list(SIZES))
-@pytest.mark.parametrize("page", ["runs", "run"])
+@pytest.mark.parametrize("page", ["runs", "run", "chat", "session", "system"])
 def test_a_page_is_usable_at_each_size(
     browser: WebDriver, console: Console, size: str, page: str
 ) -> None:
     browser.set_window_size(*SIZES[size])
-    path = "/console" if page == "runs" else f"/console/runs/{console.success_run}"
+    session = console.api(ANN, f"/v1/runs/{console.success_run}")["session_id"]
+    path = {
+        "runs": "/console",
+        "run": f"/console/runs/{console.success_run}",
+        "chat": "/console/chat",
+        "session": f"/console/sessions/{session}",
+        "system": "/console/system",
+    }[page]
     _sign_in(browser, console, path)
     width = browser.execute_script("return window.innerWidth")
     assert width <= SIZES[size][0]  # the browser took the size asked for
