@@ -26,6 +26,7 @@ function onEvent(event) {
 
 function onState(state) {
   document.body.dataset.live = state;
+  if (state === "reconnecting") document.body.dataset.reconnects = String(Number(document.body.dataset.reconnects || 0) + 1);
   if (state === "ended") document.getElementById("cancel").disabled = true;
 }
 

@@ -4,7 +4,7 @@
 // dropped connection it resumes with Last-Event-ID, so no event is seen twice or missed.
 import { storedKey } from "./api.js";
 
-const RETRIES = 5;
+const RETRIES = 8;
 const FINAL = new Set(["done", "failure"]);
 
 function parse(block) {
@@ -21,15 +21,17 @@ function parse(block) {
   return event;
 }
 
-// Read one connection to its end; returns {last, ended}.
-async function readOnce(path, last, onEvent) {
+// Read one connection to its end (cursor.last follows each event id); true when the stream ended.
+async function readOnce(path, cursor, onEvent, onConnected) {
   const headers = { Accept: "text/event-stream" };
   const key = storedKey();
   if (key) headers.Authorization = `Bearer ${key}`;
-  if (last) headers["Last-Event-ID"] = last;
+  if (cursor.last) headers["Last-Event-ID"] = cursor.last;
   const response = await fetch(path, { headers, cache: "no-store", credentials: "omit" });
-  if (response.status === 204) return { last, ended: true }; // nothing more, ever
-  if (!response.ok) throw new Error(`HTTP ${response.status}`);
+  if (response.status === 204) return true; // nothing more, ever
+  if (response.status >= 400 && response.status < 500 && response.status !== 429) return true;
+  if (!response.ok) throw new Error(`HTTP ${response.status}`); // 429, 5xx: try again
+  onConnected();
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
   let ended = false;
@@ -42,27 +44,28 @@ async function readOnce(path, last, onEvent) {
       const event = parse(buffer.slice(0, cut));
       buffer = buffer.slice(cut + 2);
       if (!event.id && !event.data) continue; // a keep-alive comment
-      if (event.id) last = event.id;
+      if (event.id) cursor.last = event.id;
       ended = ended || FINAL.has(event.event);
       onEvent(event);
     }
   }
-  return { last, ended };
+  if (!ended) throw new Error("the stream closed early");
+  return true;
 }
 
 // Follow `runId`'s stream until it ends; `onEvent` gets each event once, in order.
 // `onState` hears "following", "reconnecting" and "ended".
 export async function follow(runId, onEvent, onState) {
   const path = `/v1/runs/${encodeURIComponent(runId)}/stream`;
-  let last = "";
+  const cursor = { last: "" };
   for (let attempt = 0; attempt <= RETRIES; attempt += 1) {
-    onState(attempt === 0 ? "following" : "reconnecting");
     try {
-      const got = await readOnce(path, last, onEvent);
-      last = got.last;
-      if (got.ended) break;
+      await readOnce(path, cursor, onEvent, () => onState("following"));
+      break;
     } catch {
-      // a dropped connection: try again from the last event seen
+      // a dropped connection: try again from the last event seen, a little later each time
+      onState("reconnecting");
+      await new Promise((resume) => setTimeout(resume, 500 * (attempt + 1)));
     }
   }
   onState("ended");

@@ -14,6 +14,7 @@ from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.by import By
 
 from tests.api._serve import Served, read_all
+from tests.browser._proxy import proxied
 from tests.browser.conftest import ANN, KEYS, SUCCESS_QUESTION, Console, console_errors, wait
 from tests.browser.test_run_endings import QUESTION, _scripted
 
@@ -75,3 +76,27 @@ def test_the_cancel_button_cancels_the_run_on_the_page(browser: WebDriver, hangi
     row = hanging.client.get(f"/v1/runs/{run_id}").json()
     assert (row["termination_state"], row["termination_reason"]) == ("CANCELLED", "USER_REQUESTED")
     assert console_errors(browser) == []
+
+
+def test_after_a_dropped_connection_the_page_resumes_with_no_status_twice_or_missing(
+    browser: WebDriver, hanging: Served
+) -> None:
+    with proxied(str(hanging.client.base_url).rstrip("/")) as (base, proxy):
+        run_id = _ask(browser, base, QUESTION, None)
+        tool = hanging.app.state.worker.dispatcher.service.tools["search_logs"]
+        assert tool.hanging.wait(timeout=60)
+        body = browser.find_element(By.TAG_NAME, "body")
+        wait(browser).until(lambda d: body.get_attribute("data-live") == "following")
+        wait(browser).until(lambda d: "DIAGNOSIS_RUNNING" in _statuses(d))  # the backlog is in
+        proxy.drop()  # the page's stream is cut mid-run
+        wait(browser).until(
+            lambda d: (
+                body.get_attribute("data-reconnects") == "1"
+                and body.get_attribute("data-live") == "following"
+            )
+        )
+        assert hanging.client.post(f"/v1/runs/{run_id}/cancel").json()["cancelled"] is True
+        wait(browser).until(lambda d: body.get_attribute("data-live") == "ended")
+        feed = read_all(hanging.client, "GET", f"/v1/runs/{run_id}/stream")
+        assert _statuses(browser) == [e.data["status"] for e in feed if e.event == "status"]
+        assert body.get_attribute("data-outcome") == "CANCELLED"
