@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from functools import cache
 from importlib.resources import files
-from typing import TYPE_CHECKING
 
 from fastapi import APIRouter, HTTPException, Response
 from fastapi.openapi.docs import (
@@ -19,9 +18,6 @@ from fastapi.openapi.docs import (
     get_swagger_ui_html,
     get_swagger_ui_oauth2_redirect_html,
 )
-
-if TYPE_CHECKING:
-    from fastapi.responses import HTMLResponse
 
 router = APIRouter(include_in_schema=False)
 
@@ -138,7 +134,7 @@ def docs_asset(name: str) -> Response:
 
 
 @router.get("/docs")
-def swagger_ui() -> HTMLResponse:
+def swagger_ui() -> Response:
     """Swagger UI over ``/openapi.json``, its files served from the package."""
     return get_swagger_ui_html(
         openapi_url=OPENAPI_URL,
@@ -152,13 +148,13 @@ def swagger_ui() -> HTMLResponse:
 
 
 @router.get(OAUTH2_REDIRECT)
-def swagger_ui_redirect() -> HTMLResponse:
+def swagger_ui_redirect() -> Response:
     """Swagger UI's OAuth2 redirect page (part of the page set FastAPI serves)."""
     return get_swagger_ui_oauth2_redirect_html()
 
 
 @router.get("/redoc")
-def redoc() -> HTMLResponse:
+def redoc() -> Response:
     """Redoc over ``/openapi.json``, its script served from the package, no web fonts."""
     page = get_redoc_html(
         openapi_url=OPENAPI_URL,
