@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 
-from api import errors
+from api import console_routes, errors
 from api.access_log import redact_access_log
 from api.auth import LoopbackOnly, is_loopback
 from api.deps import Worker
@@ -46,7 +46,15 @@ auditor, admin). Streams follow the WHATWG event-stream format; resume one with 
 """
 
 
-ROUTERS = (chat.router, runs.router, sessions.router, system.router, audit.router, metrics.router)
+ROUTERS = (
+    chat.router,
+    runs.router,
+    sessions.router,
+    system.router,
+    audit.router,
+    metrics.router,
+    console_routes.router,
+)
 
 
 def create_app(settings: Settings, store: HarnessStore | None = None) -> FastAPI:
@@ -68,6 +76,8 @@ def create_app(settings: Settings, store: HarnessStore | None = None) -> FastAPI
         summary="Event-sourced backend for operational-diagnosis agents.",
         description=DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,  # served by api/console_routes.py from the package, not from a CDN
+        redoc_url=None,
     )
     original = app.openapi
 
