@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query
 
 from api.auth import Caller, Principal
 from api.deps import WorkerDep
-from api.errors import BadRequest, error_responses
+from api.errors import error_responses
 from api.schemas_ops import DailyGroupPublic, DailyPublic
 from projections.daily import daily_rows
 
@@ -32,16 +32,29 @@ def reader_of_all(caller: Caller) -> Principal:
     return caller
 
 
+def days_asked(first: date | None, last: date | None) -> tuple[date, date]:
+    """The days a request covers: ``to`` defaults to today, ``from`` to two weeks before it."""
+    last = last or datetime.now(UTC).date()
+    earliest = _before(last, MAX_DAYS - 1)
+    return (max(first, earliest) if first else _before(last, DEFAULT_DAYS - 1)), last
+
+
+def _before(day: date, days: int) -> date:
+    """``days`` days before ``day``, or the first day there is."""
+    return day - timedelta(days=min(days, day.toordinal() - 1))
+
+
 @router.get(
     "/daily",
     summary="Daily runs and latency percentiles",
-    responses=error_responses(400, 401, 403, 503),
+    responses=error_responses(401, 403, 503),
 )
 def daily(
     worker: WorkerDep,
     _reader: Annotated[Principal, Depends(reader_of_all)],
     first: Annotated[
-        date | None, Query(alias="from", description="First UTC day (default: 13 days before to).")
+        date | None,
+        Query(alias="from", description="First UTC day (default: 13 days before to; at most 365)."),
     ] = None,
     last: Annotated[
         date | None, Query(alias="to", description="Last UTC day, included (default: today).")
@@ -49,15 +62,12 @@ def daily(
 ) -> DailyPublic:
     """Every ``run_daily`` row of the days asked for: runs, p50/p95 duration, tokens per group.
 
+    At most 366 days: an earlier ``from`` is moved up to 365 days before ``to`` (the answer's
+    ``first_day`` says which days it covers); a ``from`` after ``to`` covers no day.
     A group is one intent × release outcome × fallback type × termination state; its
     percentiles are its own (groups' percentiles do not add up). Auditors and admins only.
     """
-    last = last or datetime.now(UTC).date()
-    first = first or last - timedelta(days=DEFAULT_DAYS - 1)
-    if first > last:
-        raise BadRequest(f"from ({first}) is after to ({last}): give from <= to")
-    if (last - first).days + 1 > MAX_DAYS:
-        raise BadRequest(f"from {first} to {last} is more than {MAX_DAYS} days: ask for fewer")
+    first, last = days_asked(first, last)
     worker.fresh("diagnosis_run")
     with worker.engine.connect() as connection:
         rows = daily_rows(connection, first, last)

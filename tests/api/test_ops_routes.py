@@ -110,20 +110,25 @@ def test_daily_totals_are_what_sql_over_the_run_tables_says(settings: Settings) 
 
 
 @pytest.mark.parametrize(
-    ("params", "said"),
+    ("params", "first", "last"),
     [
-        ({"from": "2026-12-05", "to": "2026-12-01"}, "is after to"),
-        ({"from": "2020-01-01", "to": "2026-01-01"}, "more than 366 days"),
+        ({"from": "2026-12-05", "to": "2026-12-01"}, "2026-12-05", "2026-12-01"),
+        ({"from": "2020-01-01", "to": "2026-01-01"}, "2025-01-01", "2026-01-01"),
+        ({"to": "2026-01-14"}, "2026-01-01", "2026-01-14"),
+        ({"to": "0001-01-03"}, "0001-01-01", "0001-01-03"),
     ],
 )
-def test_a_range_the_route_will_not_read_is_a_400_in_words(
-    sqlite_settings: Settings, params: dict[str, str], said: str
+def test_the_days_asked_are_bounded_and_said(
+    sqlite_settings: Settings, params: dict[str, str], first: str, last: str
 ) -> None:
+    """At most 366 days (an earlier from moves up), two weeks by default; from after to: none."""
     with served_client(sqlite_settings, sample=False) as served:
         answer = served.client.get(DAILY, params=params)
-        assert answer.status_code == 400, answer.text
-        assert said in answer.json()["detail"]
-        assert served.client.get(DAILY, params={"from": "2026-13-01"}).status_code == 422
+        assert answer.status_code == 200, answer.text
+        body = answer.json()
+        assert (body["first_day"], body["last_day"], body["data"]) == (first, last, [])
+        wrong = served.client.get(DAILY, params={"from": "2026-13-01"})
+        assert wrong.status_code == 422 and wrong.json()["detail"][0]["loc"] == ["query", "from"]
 
 
 @pytest.fixture(scope="module")
