@@ -183,6 +183,19 @@ def test_the_workers_route_lists_this_worker_live_and_a_lapsed_lease_expired(
     assert "process" not in mine
 
 
+def test_the_workers_route_judges_the_leases_by_each_backends_clock(served: Served) -> None:
+    lapsed = WorkerIdentity("elsewhere:2:0badcafe", "elsewhere", 2, "")
+    SqlLeases(engine_of(served)).beat(lapsed, -1.0)
+    answer = served.client.get(WORKERS)
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    states = {lease["worker_id"]: lease["state"] for lease in body["data"]}
+    assert states.pop(lapsed.worker_id) == "EXPIRED"
+    assert list(states.values()) == ["LIVE"]  # this worker, beating
+    beats = [lease["beat_at"] for lease in body["data"]]
+    assert beats == sorted(beats, reverse=True)  # newest beat first
+
+
 def test_verify_reports_a_clean_store_clean(served: Served) -> None:
     finish(served.client, DIAGNOSIS)
     answer = served.client.post(VERIFY)

@@ -28,6 +28,7 @@ from api.auth import Role
 from infrastructure.settings import ApiKey, Settings
 from tests.api._serve import read_all, served_client
 from tests.browser.conftest import FALLBACK_QUESTION, SUCCESS_QUESTION, console_errors, wait
+from tests.browser.test_usable import UNNAMED
 
 ROLES: dict[str, Role] = {"ann": "user", "audrey": "auditor", "adam": "admin"}
 KEYS = {name: f"{name}-{role}-key-3e1f0a9b8c7d6e5f" for name, role in ROLES.items()}
@@ -162,6 +163,7 @@ def test_the_overview_draws_the_daily_totals_the_route_gives(
             "p95": row["duration_p95_ms"],
         }
         assert all(abs(width - ms * scale) < 1e-6 for _, ms, width in bars)
+    assert browser.execute_script(UNNAMED) == []  # every control has a name
     browser.set_window_size(390, 844)  # a narrow screen: the charts shrink to fit
     assert browser.execute_script(NO_SIDEWAYS_SCROLL)
     browser.set_window_size(1280, 800)  # the screenshot at the desktop size
@@ -197,6 +199,7 @@ def test_the_system_page_lists_the_workers_and_verifies_the_log_on_demand(
     ]
     (mine,) = [r for r in rows if r.find_elements(By.TAG_NAME, "td")[2].text == str(os.getpid())]
     assert mine.get_attribute("data-state") == "LIVE"
+    assert browser.execute_script(UNNAMED) == []  # every control has a name
     assert _verify(browser) == "true"
     summary = shown(browser, "verify-summary")
     assert summary.startswith("Clean: ") and summary.endswith("no violations.")
