@@ -84,12 +84,9 @@ async function verify() {
   const got = await postJson("/v1/audit/verify", undefined, "verify the log (auditors and admins only)");
   button.disabled = false;
   button.textContent = "Verify the log now";
-  if (got.ok) {
-    say("");
-    showReport(got.data);
-  } else {
-    say(got.message);
-  }
+  sayIn("verify-message", got.ok ? "" : got.message);
+  if (got.ok) showReport(got.data);
+  else document.getElementById("verify-report").hidden = true;
   document.body.dataset.verified = got.ok ? "report" : "error";
 }
 

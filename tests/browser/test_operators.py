@@ -183,7 +183,7 @@ def test_a_user_is_told_the_overview_and_the_operators_views_are_not_theirs(
     assert not browser.find_element(By.ID, "workers").is_displayed()
     browser.find_element(By.ID, "verify").click()
     assert loaded(browser, "data-verified") == "error"
-    assert "Your key may not do this: verify the log" in shown(browser, "message")
+    assert "Your key may not do this: verify the log" in shown(browser, "verify-message")
     assert not browser.find_element(By.ID, "verify-report").is_displayed()
     assert console_errors(browser, allow_http_errors=True) == []  # the refused requests' 403s
 
