@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -88,6 +89,7 @@ class AuditRecord:
         return f"{self.type} at position {self.position} (stream {self.stream} v{self.version})"
 
 
+@lru_cache(maxsize=1024)  # asked of every record read; a log has a few dozen topics
 def type_of(topic: str) -> str:
     """The trace type of an event class's topic: ``domain.run:Run.RunStarted`` → ``RUN_STARTED``."""
     name = topic.rsplit(".", 1)[-1].rsplit(":", 1)[-1]
