@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import sys
 import unicodedata
+from datetime import UTC, datetime
 
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -26,6 +27,7 @@ from domain.grounding import (
     occurs,
     restates,
 )
+from infrastructure.ops_scope import utc_text
 
 # -- the references: the code as it was ---------------------------------------------------------
 
@@ -171,3 +173,16 @@ def test_the_cached_type_names_are_the_substitution() -> None:
 def test_any_class_name_is_named_as_before(name: str) -> None:
     assert event_type_name(type(name, (), {})) == type_name_before(name)
     assert type_of(f"module.path:Outer.{name}") == type_name_before(name)
+
+
+@given(
+    st.datetimes(
+        min_value=datetime(2, 1, 1),  # a day from either end: any offset converts to UTC
+        max_value=datetime(9998, 12, 31),
+        timezones=st.one_of(st.none(), st.timezones()),
+    )
+)
+def test_utc_text_is_the_naive_isoformat(moment: datetime) -> None:
+    utc = moment.astimezone(UTC)
+    spec = "microseconds" if utc.microsecond else "seconds"
+    assert utc_text(moment) == utc.replace(tzinfo=None).isoformat(timespec=spec) + "Z"
