@@ -36,7 +36,7 @@ class EnumAsValue(Transcoding, Generic[E]):
 
     def encode(self, obj: E) -> str:
         """The member's value."""
-        return str(obj.value)
+        return str(obj._value_)  # what ``.value`` gives, without its Python-level descriptor
 
     def decode(self, data: str) -> E:
         """The member with this value."""

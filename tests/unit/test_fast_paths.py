@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from application.audit.records import type_of
 from application.storable import REPLACEMENT, storable_json, storable_text
-from domain.catalogue import EVENT_CLASSES, event_type_name
+from application.transcodings import EnumAsValue
+from domain.catalogue import ALL_ENUMS, EVENT_CLASSES, event_type_name
 from domain.grounding import (
     DEFAULT_RULES,
     STOP_WORDS,
@@ -186,3 +187,9 @@ def test_utc_text_is_the_naive_isoformat(moment: datetime) -> None:
     utc = moment.astimezone(UTC)
     spec = "microseconds" if utc.microsecond else "seconds"
     assert utc_text(moment) == utc.replace(tzinfo=None).isoformat(timespec=spec) + "Z"
+
+
+def test_an_enum_encodes_as_its_value() -> None:
+    for enum_class in ALL_ENUMS:
+        for member in enum_class:
+            assert EnumAsValue(enum_class).encode(member) == str(member.value)
