@@ -11,10 +11,10 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import bindparam, func, select, tuple_, update
+from sqlalchemy import bindparam, func, select
 
 from infrastructure.bulk_sql import driver_query, insert_many, insert_values, update_many
-from infrastructure.read_tables import metadata, projection_tracking
+from infrastructure.read_tables import metadata
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -187,22 +187,21 @@ class SqlViewWriter:
         """Move each named tracking row from its claimed position to ``last``, all or none.
 
         False when another runner moved one first (the caller rolls back). With a
-        ``notify_channel`` on PostgreSQL, the move NOTIFYs it with ``last`` at commit.
+        ``notify_channel`` on PostgreSQL, the move NOTIFYs it with ``last`` at commit. One
+        statement on the driver's connection, in one round trip.
         """
-        tracked = tuple_(projection_tracking.c.name, projection_tracking.c.position)
-        claim = (
-            update(projection_tracking)
-            .where(tracked.in_(list(claims.items())))
-            .values(position=last)
+        statement = "UPDATE projection_tracking SET position = ?" + _keys_in(
+            ("name", "position"), len(claims)
         )
+        params: list[Any] = [last, *_flat(claims.items())]
         if notify_channel and self.connection.dialect.name == "postgresql":
             # Delivered at commit, with the rows; one per transaction (PostgreSQL folds
             # identical notifications), sent in the claim's own round trip.
-            claim = claim.returning(func.pg_notify(notify_channel, str(last)))
-            moved = len(self.connection.execute(claim).all())
+            statement += " RETURNING pg_notify(?, ?)"
+            params += [notify_channel, str(last)]
         else:
-            moved = self.connection.execute(claim).rowcount
-        return moved == len(claims)
+            statement += " RETURNING name"
+        return len(driver_query(self.connection, statement, params)) == len(claims)
 
 
 def _keys_in(key_columns: Sequence[str], count: int) -> str:
