@@ -186,22 +186,32 @@ class SqlViewWriter:
     def advance(self, claims: Mapping[str, int], last: int, notify_channel: str | None) -> bool:
         """Move each named tracking row from its claimed position to ``last``, all or none.
 
-        False when another runner moved one first (the caller rolls back). With a
-        ``notify_channel`` on PostgreSQL, the move NOTIFYs it with ``last`` at commit. One
-        statement on the driver's connection, in one round trip.
+        False when another runner moved one first (the caller rolls back). One statement on the
+        driver's connection, in one round trip. On PostgreSQL it also makes the transaction's
+        commit asynchronous (``synchronous_commit`` off, for this transaction only): read rows
+        are derived from the log, and a commit lost to a server crash loses its tracking move
+        with it, so the batch is applied again, to the same rows (as SQLite's
+        ``synchronous=NORMAL`` for the read side). With a ``notify_channel`` it also NOTIFYs
+        the channel with ``last`` at commit.
         """
         statement = "UPDATE projection_tracking SET position = ?" + _keys_in(
             ("name", "position"), len(claims)
         )
         params: list[Any] = [last, *_flat(claims.items())]
-        if notify_channel and self.connection.dialect.name == "postgresql":
+        if self.connection.dialect.name != "postgresql":
+            statement += " RETURNING name"
+        elif notify_channel:
             # Delivered at commit, with the rows; one per transaction (PostgreSQL folds
             # identical notifications), sent in the claim's own round trip.
-            statement += " RETURNING pg_notify(?, ?)"
+            statement += f" RETURNING {ASYNC_COMMIT}, pg_notify(?, ?)"
             params += [notify_channel, str(last)]
         else:
-            statement += " RETURNING name"
+            statement += f" RETURNING {ASYNC_COMMIT}"
         return len(driver_query(self.connection, statement, params)) == len(claims)
+
+
+ASYNC_COMMIT = "set_config('synchronous_commit', 'off', true)"
+"""For the rest of the transaction: its commit does not wait for the WAL to reach the disk."""
 
 
 def _keys_in(key_columns: Sequence[str], count: int) -> str:
