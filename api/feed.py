@@ -96,7 +96,8 @@ async def _follow(
             if ended:
                 return
             try:
-                row = await asyncio.wait_for(subscription.queue.get(), keepalive)
+                async with asyncio.timeout(keepalive):  # no task of its own, unlike wait_for
+                    row = await subscription.queue.get()
             except TimeoutError:
                 if hub.outage() > limit:
                     raise DatabaseAway from None

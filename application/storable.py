@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
+_SCALARS = frozenset({int, float, bool, type(None)})
 
 
 class NotStorable(ValueError):
@@ -29,6 +30,8 @@ class NotStorable(ValueError):
 
 def storable_text(value: str) -> str:
     """``value`` with each lone surrogate and NUL replaced (always an exact ``str``)."""
+    if type(value) is str and value.isascii() and "\x00" not in value:
+        return value  # no surrogate in ASCII: what the substitution gives back for no match
     return _UNSTORABLE.sub(REPLACEMENT, value)
 
 
@@ -44,6 +47,8 @@ def storable_json(value: Any) -> Any:
 
 
 def _json(value: Any) -> Any:
+    if type(value) in _SCALARS:  # most of a JSON value: no string in it to make storable
+        return value
     if isinstance(value, str):
         return storable_text(value)
     if isinstance(value, Mapping):

@@ -36,7 +36,7 @@ class EnumAsValue(Transcoding, Generic[E]):
 
     def encode(self, obj: E) -> str:
         """The member's value."""
-        return str(obj.value)
+        return str(obj._value_)  # what ``.value`` gives, without its Python-level descriptor
 
     def decode(self, data: str) -> E:
         """The member with this value."""
@@ -51,10 +51,12 @@ class DataclassAsDict(Transcoding, Generic[V]):
         self.type = value_class
         self.name = value_class.__name__
         self._class = value_class
+        self._fields = tuple(f.name for f in dataclasses.fields(value_class))  # type: ignore[arg-type]
+        """The field names in declaration order, looked up once (encoding is by exact type)."""
 
     def encode(self, obj: V) -> dict[str, Any]:
         """The fields, shallowly: nested values are transcoded by their own types."""
-        return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}  # type: ignore[arg-type]
+        return {name: getattr(obj, name) for name in self._fields}
 
     def decode(self, data: dict[str, Any]) -> V:
         """Rebuild the value object."""

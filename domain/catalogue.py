@@ -104,4 +104,12 @@ ALL_ENUMS: tuple[type[Enum], ...] = (
 
 def event_type_name(event_class: type[object]) -> str:
     """The trace type of an event class: ``RunStarted`` → ``RUN_STARTED``."""
+    return _TYPE_NAMES.get(event_class) or _type_name(event_class)
+
+
+def _type_name(event_class: type[object]) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", event_class.__name__).upper()
+
+
+_TYPE_NAMES: dict[type[object], str] = {cls: _type_name(cls) for cls in EVENT_CLASSES}
+"""The catalogue's names, worked out once: they are asked for every event read or explained."""

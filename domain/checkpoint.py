@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 CHECKPOINTS_ID = uuid5(NAMESPACE_URL, "harness:audit-checkpoints")
 """The one checkpoint stream of a log (a fixed id: two first checkpoints conflict)."""
+_CHECKPOINTS_TEXT = str(CHECKPOINTS_ID)
 
 
 class AuditCheckpoint(Aggregate):
@@ -97,4 +98,4 @@ class AuditCheckpoint(Aggregate):
 
 def is_checkpoint_stream(stream: UUID | str) -> bool:
     """Whether ``stream`` is the log's checkpoint stream."""
-    return str(stream) == str(CHECKPOINTS_ID)
+    return str(stream) == _CHECKPOINTS_TEXT

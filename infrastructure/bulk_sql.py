@@ -24,6 +24,10 @@ if TYPE_CHECKING:
     from application.views import Row
 
 
+FEW_ROWS = 50
+"""PostgreSQL: up to this many rows are inserted by one ``INSERT … VALUES``, more by ``COPY``."""
+
+
 def insert_many(connection: Connection, table: Table, rows: Sequence[Row]) -> None:
     """Insert ``rows`` (dicts with every column of ``table``) with the driver's bulk path."""
     if not rows:
@@ -46,6 +50,13 @@ def insert_values(
     _convert(connection, table, columns, values)
     raw: Any = connection.connection.dbapi_connection
     names = ", ".join(f'"{c}"' for c in columns)
+    if connection.dialect.name == "postgresql" and len(values) <= FEW_ROWS:
+        # a live batch's few rows: one statement, one round trip (a COPY takes two)
+        row = "(" + ", ".join(["%s"] * len(columns)) + ")"
+        statement = f'INSERT INTO "{table.name}" ({names}) VALUES ' + ", ".join([row] * len(values))
+        with raw.cursor() as cursor:
+            cursor.execute(statement, [value for each in values for value in each])
+        return
     if connection.dialect.name == "postgresql":
         with (
             raw.cursor() as cursor,
@@ -92,7 +103,10 @@ def driver_query(connection: Connection, statement: str, params: Sequence[Any]) 
 def _executemany(raw: Any, statement: str, values: list[list[Any]]) -> None:
     cursor = raw.cursor()
     try:
-        cursor.executemany(statement, values)
+        if len(values) == 1:  # psycopg's executemany opens a pipeline: more work for one row
+            cursor.execute(statement, values[0])
+        else:
+            cursor.executemany(statement, values)
     finally:
         cursor.close()
 

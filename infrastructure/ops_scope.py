@@ -178,7 +178,7 @@ def utc_text(moment: datetime) -> str:
     """``2026-11-29T10:00:00Z``; fractions of a second only when present."""
     moment = moment.astimezone(UTC)
     spec = "microseconds" if moment.microsecond else "seconds"
-    return moment.replace(tzinfo=None).isoformat(timespec=spec) + "Z"
+    return moment.isoformat(timespec=spec)[:-6] + "Z"  # "+00:00" cut: cheaper than a replace
 
 
 def _escape(value: str) -> str:

@@ -12,7 +12,7 @@ from infrastructure.read_tables import create_read_tables, metadata, projection_
 from infrastructure.view_writer import SqlViewWriter
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Iterable, Iterator, Mapping
 
     from sqlalchemy import Engine
 
@@ -53,6 +53,16 @@ class SqlReadStore:
         """A writer whose rows and tracking moves commit together when the block ends."""
         with self.engine.begin() as connection:
             yield SqlViewWriter(connection)
+
+    def claim(self, claims: Mapping[str, int], last: int, notify_channel: str | None) -> bool:
+        """:meth:`SqlViewWriter.advance` alone, for a batch that writes no rows.
+
+        One statement committed on its own, without a transaction's BEGIN and COMMIT round trips
+        (a live follower's batch of events none of its projections read).
+        """
+        with self.engine.connect() as connection:
+            autocommit = connection.execution_options(isolation_level="AUTOCOMMIT")
+            return SqlViewWriter(autocommit).advance(claims, last, notify_channel)
 
     def reset(self, names: Iterable[str], tables: Iterable[str]) -> None:
         """Move the named tracking rows back to 0 and empty ``tables``, in one transaction."""

@@ -11,10 +11,10 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import bindparam, func, select, tuple_, update
+from sqlalchemy import bindparam, func, select
 
 from infrastructure.bulk_sql import driver_query, insert_many, insert_values, update_many
-from infrastructure.read_tables import metadata, projection_tracking
+from infrastructure.read_tables import metadata
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -186,23 +186,32 @@ class SqlViewWriter:
     def advance(self, claims: Mapping[str, int], last: int, notify_channel: str | None) -> bool:
         """Move each named tracking row from its claimed position to ``last``, all or none.
 
-        False when another runner moved one first (the caller rolls back). With a
-        ``notify_channel`` on PostgreSQL, the move NOTIFYs it with ``last`` at commit.
+        False when another runner moved one first (the caller rolls back). One statement on the
+        driver's connection, in one round trip. On PostgreSQL it also makes the transaction's
+        commit asynchronous (``synchronous_commit`` off, for this transaction only): read rows
+        are derived from the log, and a commit lost to a server crash loses its tracking move
+        with it, so the batch is applied again, to the same rows (as SQLite's
+        ``synchronous=NORMAL`` for the read side). With a ``notify_channel`` it also NOTIFYs
+        the channel with ``last`` at commit.
         """
-        tracked = tuple_(projection_tracking.c.name, projection_tracking.c.position)
-        claim = (
-            update(projection_tracking)
-            .where(tracked.in_(list(claims.items())))
-            .values(position=last)
+        statement = "UPDATE projection_tracking SET position = ?" + _keys_in(
+            ("name", "position"), len(claims)
         )
-        if notify_channel and self.connection.dialect.name == "postgresql":
+        params: list[Any] = [last, *_flat(claims.items())]
+        if self.connection.dialect.name != "postgresql":
+            statement += " RETURNING name"
+        elif notify_channel:
             # Delivered at commit, with the rows; one per transaction (PostgreSQL folds
             # identical notifications), sent in the claim's own round trip.
-            claim = claim.returning(func.pg_notify(notify_channel, str(last)))
-            moved = len(self.connection.execute(claim).all())
+            statement += f" RETURNING {ASYNC_COMMIT}, pg_notify(?, ?)"
+            params += [notify_channel, str(last)]
         else:
-            moved = self.connection.execute(claim).rowcount
-        return moved == len(claims)
+            statement += f" RETURNING {ASYNC_COMMIT}"
+        return len(driver_query(self.connection, statement, params)) == len(claims)
+
+
+ASYNC_COMMIT = "set_config('synchronous_commit', 'off', true)"
+"""For the rest of the transaction: its commit does not wait for the WAL to reach the disk."""
 
 
 def _keys_in(key_columns: Sequence[str], count: int) -> str:

@@ -83,12 +83,12 @@ def payload(event: Any) -> dict[str, Any]:
 
 def positioned(mapper: Mapper[UUID], notifications: Iterable[Notification]) -> list[Positioned]:
     """Log entries as :data:`Positioned` events, deserialised once for every projection."""
-    to_domain_event = mapper.to_domain_event
-    return [(n.id, to_domain_event(n), str(n.originator_id)) for n in notifications]
+    to_domain_event, text_of = mapper.to_domain_event, uuid_text
+    return [(n.id, to_domain_event(n), text_of(n.originator_id)) for n in notifications]
 
 
 uuid_text = functools.lru_cache(maxsize=65_536)(str)
-"""``str(uuid)``, remembered: every projection names the same streams in every batch."""
+"""``str(uuid)``, remembered: a run's stream comes by some 25 times in the log."""
 
 
 def text(value: Enum | None) -> str | None:

@@ -88,7 +88,7 @@ class LiveProjections:
             event.set()
 
     def _appended(self, _events: Sequence[object]) -> None:
-        self.wake()
+        self.wakes[0].set()  # the feed first: the rest is woken by the feed's commit
 
     def _advanced(self, batch: Committed) -> None:
         """A follower committed a batch: wake :attr:`projector`'s waiters and tell its listeners."""
@@ -101,6 +101,7 @@ class LiveProjections:
         entries = batch.entries(FEED)
         for publish in self.published:
             publish(batch.after, batch.last, entries)
+        self.wakes[1].set()
 
     def start(self) -> LiveProjections:
         """Start following (the tables and tracking rows are created if missing)."""

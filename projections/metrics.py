@@ -64,33 +64,45 @@ def bucket_part(family: Family, value: int) -> str:
     return next((str(bound) for bound in family.bounds if value <= bound), INF)
 
 
+Labels = tuple[tuple[str, str], ...]
+
+
 class Samples:
-    """One batch's additions to ``metric_sample``, by series, written once at the end."""
+    """One batch's additions to ``metric_sample``, by series, written once at the end.
+
+    Labels are kept as they come (their items) and written as text once per series at the end.
+    """
 
     def __init__(self) -> None:
         """Start with nothing added."""
-        self.added: dict[tuple[str, str, str], int] = defaultdict(int)
+        self.added: dict[tuple[str, str, Labels], int] = defaultdict(int)
 
     def count(self, family: Family, labels: dict[str, str], amount: int = 1) -> None:
         """Add ``amount`` to a counter."""
-        self.added[family.name, TOTAL, label_text(labels)] += amount
+        self.added[family.name, TOTAL, tuple(labels.items())] += amount
 
     def observe(self, family: Family, labels: dict[str, str], value: int) -> None:
         """Count one observation of ``value`` (stored units) into a histogram."""
-        encoded = label_text(labels)
-        self.added[family.name, bucket_part(family, value), encoded] += 1
-        self.added[family.name, SUM, encoded] += value
+        items = tuple(labels.items())
+        self.added[family.name, bucket_part(family, value), items] += 1
+        self.added[family.name, SUM, items] += value
 
     def flush(self, view: ViewWriter) -> int:
         """Add the counts to the stored rows; how many rows were written."""
+        keys: dict[str, tuple[str, str, str]] = {}
+        amounts: dict[str, int] = defaultdict(int)
+        for (family, part, items), amount in self.added.items():
+            added = (family, part, label_text(dict(items)))
+            key = series_key(*added)
+            keys[key] = added
+            amounts[key] += amount
         rows = view.rows("metric_sample", "series")
-        keys = {series_key(*added): added for added in self.added}
         rows.preload(keys)
         for key, (family, part, labels) in keys.items():
             row = rows.get(key) or rows.add(
                 {"series": key, "family": family, "part": part, "labels": labels, "value": 0}
             )
-            row["value"] += self.added[family, part, labels]
+            row["value"] += amounts[key]
         return rows.flush()
 
 
@@ -139,7 +151,8 @@ def _later(event: Any, kind: type, first: type) -> bool:
 
 def _run_event(runs: RowCache, samples: Samples, event: Run.Event, run_id: str) -> bool:
     """Count one Run event; whether the run finished with it."""
-    if _counted_alone(samples, event):
+    if isinstance(event, COUNTED_ALONE):
+        _count_alone(samples, event)
         return False
     if isinstance(event, Run.RunStarted):
         samples.count(RUNS_STARTED, {})
@@ -166,8 +179,18 @@ def _run_event(runs: RowCache, samples: Samples, event: Run.Event, run_id: str) 
     return False
 
 
-def _counted_alone(samples: Samples, event: Run.Event) -> bool:  # noqa: C901 (one arm per event)
-    """Count a Run event that needs nothing of its run's earlier events; whether it was one."""
+COUNTED_ALONE = (
+    Run.AgentModelStep,
+    Run.ToolRequestRejected,
+    Run.EvidenceGuardInitial,
+    Run.EvidenceGuardRecheck,
+    Run.SemanticGuardDecision,
+)
+"""The Run events counted without anything of their run's earlier events."""
+
+
+def _count_alone(samples: Samples, event: Run.Event) -> None:
+    """Count one of the :data:`COUNTED_ALONE` events."""
     match event:
         case Run.AgentModelStep():
             samples.count(MODEL_CALLS, {"purpose": _v(event.purpose), "outcome": _v(event.outcome)})
@@ -184,8 +207,7 @@ def _counted_alone(samples: Samples, event: Run.Event) -> bool:  # noqa: C901 (o
             verdict = "UNAVAILABLE" if event.verdict is None else _v(event.verdict)
             samples.count(GUARD_VERDICTS, {"guard": "semantic", "verdict": verdict})
         case _:
-            return False
-    return True
+            pass
 
 
 def _finish(samples: Samples, row: Row, event: Run.RunFinished) -> None:

@@ -173,18 +173,19 @@ class Projector:
         behind = [p for p in self.projections if positions[p.name] < last]
         if not behind:
             return {}
+        # Claim the range before writing, all projections in one statement: a runner that lost
+        # the race stops here (on PostgreSQL the row locks make it wait for the winner's commit
+        # first, then it finds the positions moved).
+        claims = {p.name: positions[p.name] for p in behind}
+        shares = [(p, mine) for p, mine in _shares(behind, positions, events) if mine]
+        if not shares:  # nothing to write: the claim alone, a statement committed on its own
+            if not self.read.claim(claims, last, self.notify_channel):
+                raise TrackingConflict(", ".join(claims))
+            return {}
         with self.read.transaction() as view:
-            # Claim the range before writing, all projections in one statement: a runner that lost
-            # the race stops here (on PostgreSQL the row locks make it wait for the winner's commit
-            # first, then it finds the positions moved).
-            claims = {p.name: positions[p.name] for p in behind}
             if not view.advance(claims, last, self.notify_channel):
                 raise TrackingConflict(", ".join(claims))
-            return {
-                projection.name: projection.process(view, mine)
-                for projection, mine in _shares(behind, positions, events)
-                if mine
-            }
+            return {projection.name: projection.process(view, mine) for projection, mine in shares}
 
     def catch_up(
         self,

@@ -70,19 +70,20 @@ class Trace:
         """Insert one row per event; invocation and collection events find their run."""
         streams, started = self._streams(view, events)
         rows: list[list[Any]] = []
+        add, run_event, kinds = rows.append, Run.Event, _KINDS
         for position, event, stream in events:
-            run_id = stream if isinstance(event, Run.Event) else streams.get(stream)
+            run_id = stream if isinstance(event, run_event) else streams.get(stream)
             if run_id is None:
                 continue  # not a stream of a known run: nothing to place it on
-            kind = type(event)
-            phase, status = _texts(kind)(event)
-            rows.append(
+            name, texts = kinds.get(type(event)) or _kind(type(event))
+            phase, status = texts(event)
+            add(
                 [
                     position,
                     run_id,
                     stream,
                     event.originator_version,
-                    TYPE_NAMES.get(kind) or event_type_name(kind),
+                    name,
                     phase,
                     status,
                     event.timestamp,
@@ -215,6 +216,15 @@ def _texts(kind: type) -> Callable[[Any], tuple[str, str]]:
             found = _TEXTS_OF[kind] = lambda _event: texts
         else:
             found = _TEXTS_OF[kind] = lambda event: _values(rule(event))
+    return found
+
+
+_KINDS: dict[type, tuple[str, Callable[[Any], tuple[str, str]]]] = {}
+
+
+def _kind(kind: type) -> tuple[str, Callable[[Any], tuple[str, str]]]:
+    """An event class's ``event_type`` and the rule answering its phase and status texts."""
+    found = _KINDS[kind] = (TYPE_NAMES.get(kind) or event_type_name(kind), _texts(kind))
     return found
 
 

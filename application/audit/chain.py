@@ -101,11 +101,13 @@ class ChainingMapper(TupleRestoringMapper):
     def to_stored_event(self, domain_event: Any) -> StoredEvent:
         """Encode the event, link it to its stream's previous event and store the link."""
         stored = super().to_stored_event(domain_event)
-        stream, version = stored.originator_id, stored.originator_version
-        previous = self._previous(stream, version)
-        chain = link_bytes(previous, str(stream), version, stored.topic, stored.state, self.key)
-        self._pending()[stream] = (version, chain)
-        return StoredEvent(stream, version, stored.topic, with_link(stored.state, chain))
+        stream, version, topic = stored.originator_id, stored.originator_version, stored.topic
+        state = stored.state
+        pending = self._pending()
+        previous = self._previous(pending, stream, version)
+        chain = link_bytes(previous, str(stream), version, topic, state, self.key)
+        pending[stream] = (version, chain)
+        return StoredEvent(stream, version, topic, with_link(state, chain))
 
     def to_domain_event(self, stored_event: StoredEvent) -> Any:
         """Decode the event without its link, remembering the link as its stream's head."""
@@ -122,16 +124,19 @@ class ChainingMapper(TupleRestoringMapper):
     def committed(self) -> None:
         """The save whose events were just mapped committed: its links are the heads now."""
         pending = self._pending()
-        for stream, (version, chain) in pending.items():
-            self._remember(stream, version, chain)
+        with self._lock:
+            for stream, (version, chain) in pending.items():
+                self._remember_locked(stream, version, chain)
         pending.clear()
 
-    def _previous(self, stream: Any, version: int) -> str:
+    def _previous(self, pending: dict[Any, tuple[int, str]], stream: Any, version: int) -> str:
         if version == 1:
             return ""
-        for known in (self._pending().get(stream), self._head(stream)):
-            if known is not None and known[0] == version - 1:
-                return known[1]
+        known = pending.get(stream)  # an earlier event of this save, else the last one stored
+        if known is None or known[0] != version - 1:
+            known = self._head(stream)
+        if known is not None and known[0] == version - 1:
+            return known[1]
         found = self.previous_of(stream, version - 1) if self.previous_of else None
         return found or ""
 
@@ -147,7 +152,10 @@ class ChainingMapper(TupleRestoringMapper):
 
     def _remember(self, stream: Any, version: int, chain: str) -> None:
         with self._lock:
-            self._heads[stream] = (version, chain)
-            self._heads.move_to_end(stream)
-            if len(self._heads) > HEADS_KEPT:
-                self._heads.popitem(last=False)
+            self._remember_locked(stream, version, chain)
+
+    def _remember_locked(self, stream: Any, version: int, chain: str) -> None:
+        self._heads[stream] = (version, chain)
+        self._heads.move_to_end(stream)
+        if len(self._heads) > HEADS_KEPT:
+            self._heads.popitem(last=False)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from application.audit.integrity import Violation
-from application.audit.records import store_records
+from application.audit.records import store_links
 from domain.checkpoint import CHECKPOINTS_ID, AuditCheckpoint, is_checkpoint_stream
 from domain.errors import ConcurrentWriteError
 from domain.run import Run
@@ -64,10 +64,10 @@ def record_checkpoint(store: HarnessStore, window: int = WINDOW) -> Checkpointed
     """
     checkpoint = last_checkpoint(store) or AuditCheckpoint.start()
     upto, heads = checkpoint.upto, dict[str, tuple[int, str]]()
-    for record in store_records(store, checkpoint.upto, window):
-        upto = record.position
-        if not is_checkpoint_stream(record.stream):
-            heads[record.stream] = (record.version, record.hash or "")
+    for entry, stream, version, link in store_links(store, checkpoint.upto, window):
+        upto = entry
+        if not is_checkpoint_stream(stream):
+            heads[stream] = (version, link or "")
     if not heads:
         return None
     checkpoint.record(upto, heads)

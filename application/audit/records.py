@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -88,6 +89,7 @@ class AuditRecord:
         return f"{self.type} at position {self.position} (stream {self.stream} v{self.version})"
 
 
+@lru_cache(maxsize=1024)  # asked of every record read; a log has a few dozen topics
 def type_of(topic: str) -> str:
     """The trace type of an event class's topic: ``domain.run:Run.RunStarted`` → ``RUN_STARTED``."""
     name = topic.rsplit(".", 1)[-1].rsplit(":", 1)[-1]
@@ -115,12 +117,33 @@ def store_records(
     store: HarnessStore, after: int = 0, limit: int | None = None
 ) -> Iterator[AuditRecord]:
     """The store's records after log position ``after``, in log order (at most ``limit``)."""
+    for notification in store_entries(store, after, limit):
+        yield record_of(notification)
+
+
+def store_links(
+    store: HarnessStore, after: int = 0, limit: int | None = None
+) -> Iterator[tuple[int, str, int, str | None]]:
+    """Position, stream, version and link of each entry :func:`store_records` would give.
+
+    Read and checked as a record is (a state that is not a JSON object raises alike), without
+    building the rest of the record: what a checkpoint needs of every event since the last.
+    """
+    for notification in store_entries(store, after, limit):
+        link = split_state(notification.state)[1]
+        stream, version = str(notification.originator_id), notification.originator_version
+        yield notification.id, stream, version, link
+
+
+def store_entries(
+    store: HarnessStore, after: int = 0, limit: int | None = None
+) -> Iterator[Notification]:
+    """The log's entries after log position ``after``, in log order (at most ``limit``)."""
     left = limit
     while left is None or left > 0:
         page = PAGE if left is None else min(PAGE, left)
         found = store.notifications(after, page)
-        for notification in found:
-            yield record_of(notification)
+        yield from found
         if len(found) < page:
             return
         after = found[-1].id

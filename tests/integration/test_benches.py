@@ -141,3 +141,10 @@ def test_the_throughput_bench_refuses_a_bad_argument_before_it_starts_anything(
     assert done.returncode == 2
     assert done.stdout == ""
     assert "error: argument" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_run_cpu_bench_prints_cpu_per_run_and_a_profile() -> None:
+    done = _run([sys.executable, "-m", "bench.run.cpu", "--runs", "2", "--backend", "sqlite"])
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    assert "-- profile of 2 runs on sqlite, by cumulative --" in done.stdout
+    assert re.search(r"process CPU per run, ms, 5 batches of 2: [\d. ]+\n", done.stdout)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from pydantic import SecretStr
 
 from application.audit.integrity import check_chain
-from application.audit.records import run_records, store_records
+from application.audit.records import run_records, store_links, store_records
 from domain.states import CancellationReason, RunState
 from infrastructure.composition import Services, bootstrap
 from tests.integration._projection_helpers import run_scenario
@@ -28,6 +28,10 @@ def test_every_event_of_a_real_log_is_linked(services: Services, store: HarnessS
     assert all(r.hash is not None and r.hash.startswith("sha256:") for r in records)
     assert check_chain(records) == []
     assert {r.type for r in records} >= {"RUN_STARTED", "TOOL_INVOCATION_READY", "RUN_FINISHED"}
+    # what a checkpoint reads of the log is what the records say, from any position
+    links = [(r.position, r.stream, r.version, r.hash) for r in records]
+    assert list(store_links(store)) == links
+    assert list(store_links(store, links[9][0], 25)) == links[10:35]
 
 
 def test_another_process_appending_to_a_stream_links_to_its_head(
