@@ -123,20 +123,10 @@ def _opened(file: str) -> Iterator[TextIO]:
 
 
 def _verify_db(key: bytes | None, heads: Heads | None) -> Report:
-    from application.audit.integrity import Violation
-    from application.audit.records import store_records
-    from application.audit.verify import verify_records
-    from projections.agreement import check_agreement
-    from projections.sse_feed import run_feed
+    from api.audit_verify import verify_database
 
     with opened() as services:
-        report = verify_records(store_records(services.store), key, run_feed, heads)
-        agreement = check_agreement(services.store, services.engine)
-    report.add(
-        f"read tables agree with the log ({agreement.rows} rows compared)",
-        [Violation("projection", difference.describe()) for difference in agreement.differences],
-    )
-    return report
+        return verify_database(services.store, services.engine, key, heads)
 
 
 def _print(report: Report, source: str, as_json: bool) -> None:

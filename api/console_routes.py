@@ -38,6 +38,8 @@ CONSOLE_ASSETS = {
     "chat.js": JS,
     "session.js": JS,
     "system.js": JS,
+    "overview.js": JS,
+    "charts.js": JS,
 }
 """The console's scripts and style sheet, served at ``/console/assets/{name}``."""
 VENDOR_ASSETS = {
@@ -53,6 +55,7 @@ PAGES = {
     "chat": "chat.html",
     "session": "session.html",
     "system": "system.html",
+    "overview": "overview.html",
 }
 
 CONSOLE_POLICY = (
@@ -111,8 +114,14 @@ def console_session(session_id: str) -> Response:
 
 @router.get("/console/system")
 def console_system() -> Response:
-    """The system page: the projections' positions and lag."""
+    """The system page: projections' lag; for auditors and admins, workers and audit verify."""
     return _page("system")
+
+
+@router.get("/console/overview")
+def console_overview() -> Response:
+    """The overview page: daily runs by outcome and latency percentiles (auditors, admins)."""
+    return _page("overview")
 
 
 @router.get("/console/runs/{run_id}")

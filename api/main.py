@@ -17,7 +17,7 @@ from api.auth import LoopbackOnly, is_loopback
 from api.deps import Worker
 from api.feed_hub import FeedHub
 from api.metrics import multiprocess_problem
-from api.routes import audit, chat, metrics, runs, sessions, system
+from api.routes import audit, chat, metrics, runs, sessions, stats, system
 from api.schemas import document_limits
 from application.dispatch import RunDispatcher
 from application.recovery import RecoveryLoop
@@ -52,6 +52,7 @@ ROUTERS = (
     sessions.router,
     system.router,
     audit.router,
+    stats.router,
     metrics.router,
     console_routes.router,
 )

@@ -25,7 +25,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
     Column,
@@ -157,6 +157,26 @@ class SqlLeases:
             else:
                 found[worker_id] = Liveness.EXPIRED if expires_at <= now else Liveness.LIVE
         return found
+
+    def listing(self) -> tuple[float, list[dict[str, Any]]]:
+        """Now (the clock leases are judged by) and every lease, newest beat first, with its state.
+
+        The state is the verdict recovery would give: DEAD, EXPIRED or LIVE.
+        """
+        self._ensure()
+        with self.engine.connect() as connection:
+            now = _now(connection)
+            rows = connection.execute(
+                select(worker_lease).order_by(worker_lease.c.beat_at.desc())
+            ).mappings()
+            found = [dict(row) for row in rows]
+        for row in found:
+            dead = proven_dead(str(row.pop("process")))
+            expired = row["expires_at"] <= now
+            row["state"] = (
+                Liveness.DEAD if dead else Liveness.EXPIRED if expired else Liveness.LIVE
+            ).value
+        return now, found
 
     def prune(self) -> int:
         """Delete the expired leases; returns how many (a worker beating again makes a new one)."""

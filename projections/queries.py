@@ -40,6 +40,7 @@ class RunFilter:
 
     owner: str | None = None
     session_id: str | None = None
+    intent: str | None = None
     status: str | None = None
     release_outcome: str | None = None
     fallback_type: str | None = None
@@ -58,6 +59,7 @@ def list_runs(
         for name in (
             "owner",
             "session_id",
+            "intent",
             "status",
             "release_outcome",
             "fallback_type",

@@ -52,6 +52,7 @@ function explainFailure(status, body, what) {
   if (status === 404) {
     return `There is no ${what} that you can see: it does not exist, or it belongs to another user.`;
   }
+  if (status === 409) return `The service cannot ${what} right now: another request is doing it.${detail}`;
   if (status === 422) {
     const fields = body && Array.isArray(body.detail) ? body.detail.map((e) => `${(e.loc || []).slice(1).join(".")}: ${e.msg}`).join("; ") : "";
     return `The service refused the request for ${what}${fields ? ` (${fields})` : ""}.${detail}`;

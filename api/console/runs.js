@@ -3,7 +3,7 @@ import { el, getJson, keyForm, say } from "./api.js";
 import { duration, outcome, utc } from "./words.js";
 
 const PAGE = 25;
-const FILTERS = ["session_id", "release_outcome", "fallback_type", "state", "created_after", "created_before"];
+const FILTERS = ["session_id", "intent", "release_outcome", "fallback_type", "state", "created_after", "created_before"];
 
 function wanted() {
   const query = new URLSearchParams(location.search);

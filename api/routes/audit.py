@@ -1,15 +1,18 @@
-"""The log itself, for auditors: every domain event in log order, paged."""
+"""The log itself, for auditors: every domain event in log order, paged; and its verification."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+import anyio
+from fastapi import APIRouter, HTTPException, Query
 
+from api.audit_verify import VERIFYING, verify_database
 from api.auth import Auditor
 from api.deps import WorkerDep
 from api.errors import error_responses
 from api.schemas import AuditEventPublic, AuditEventsPublic
+from api.schemas_ops import VerifyPublic
 from application.audit.records import store_records
 
 router = APIRouter(prefix="/v1/audit", tags=["audit"])
@@ -43,4 +46,33 @@ def events(
         count=len(page),
         next_after=page[-1].position if page else after,
         head=max(head, page[-1].position if page else 0),
+    )
+
+
+@router.post(
+    "/verify",
+    summary="Verify the log and the read tables",
+    responses=error_responses(401, 403, 409, 503),
+)
+async def verify(worker: WorkerDep, _auditor: Auditor) -> VerifyPublic:
+    """What `harness audit verify --db` checks and reports, as JSON (auditors, admins).
+
+    It reads the whole log and rebuilds every projection in a temporary file to compare the
+    read tables with: it takes time in proportion to the log, so one runs at a time per worker
+    process and another request meanwhile is refused with 409. Compare a quiet database: rows
+    of runs in flight change while they are compared.
+    """
+    if not VERIFYING.acquire(blocking=False):
+        raise HTTPException(
+            409,
+            "an audit verification is already running on this worker (it reads the whole log):"
+            " retry when it has finished",
+        )
+    try:
+        key = worker.settings.audit_key.get_secret_value().encode() or None
+        report = await anyio.to_thread.run_sync(verify_database, worker.store, worker.engine, key)
+    finally:
+        VERIFYING.release()
+    return VerifyPublic.model_validate(
+        {"source": "the configured database", "summary": report.summary(), **report.to_json()}
     )

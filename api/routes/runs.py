@@ -27,7 +27,7 @@ from api.schemas import (
 from api.sse_wire import STREAM_DOC
 from application.explain import RunExplanation, explain_run
 from domain.release_states import FallbackType, ReleaseOutcome
-from domain.states import CancellationReason, RunState
+from domain.states import CancellationReason, Intent, RunState
 from projections.queries import RunFilter, list_runs, trace_rows
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
@@ -69,6 +69,7 @@ def list_all(
     worker: WorkerDep,
     caller: Caller,
     session_id: Annotated[SessionId | None, Query(description="Only this session's runs.")] = None,
+    intent: Annotated[Intent | None, Query(description="What the router decided.")] = None,
     state: Annotated[RunState | None, Query(description="Termination state.")] = None,
     release_outcome: ReleaseOutcome | None = None,
     fallback_type: FallbackType | None = None,
@@ -85,6 +86,7 @@ def list_all(
     where = RunFilter(
         owner=None if caller.reads_all else caller.name,
         session_id=session_id,
+        intent=intent.value if intent else None,
         status=status_,
         release_outcome=release_outcome.value if release_outcome else None,
         fallback_type=fallback_type.value if fallback_type else None,

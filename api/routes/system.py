@@ -1,4 +1,4 @@
-"""Health, readiness, and the projections' positions (admins may rebuild them)."""
+"""Health, readiness, the projections' positions (admins may rebuild them), the workers."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 import anyio
 from fastapi import APIRouter, HTTPException, Query, Request
 
-from api.auth import Admin, Caller
+from api.auth import Admin, Auditor, Caller
 from api.deps import WorkerDep
 from api.errors import RETRY_AFTER, error_responses
 from api.schemas import (
@@ -17,7 +17,9 @@ from api.schemas import (
     ReadinessPublic,
     RebuildPublic,
 )
+from api.schemas_ops import LeasePublic, WorkersPublic
 from application.ports import StoreError
+from infrastructure.leases import SqlLeases
 
 router = APIRouter(tags=["system"])
 
@@ -83,3 +85,17 @@ async def rebuild(
     chosen = list(dict.fromkeys(name)) if name else list(projector.names)
     entries = await anyio.to_thread.run_sync(projector.rebuild, chosen)
     return RebuildPublic(names=chosen, entries=entries)
+
+
+@router.get(
+    "/v1/workers", summary="Workers and their leases", responses=error_responses(401, 403, 503)
+)
+def workers(worker: WorkerDep, _auditor: Auditor) -> WorkersPublic:
+    """Every worker process's lease: when it last beat, until when it holds, and its state.
+
+    LIVE: it beats; EXPIRED: it stopped beating (recovery ends its unfinished runs); DEAD: its
+    process is proved gone. Expired leases are pruned by recovery. Auditors and admins only.
+    """
+    now, rows = SqlLeases(worker.engine).listing()
+    data = [LeasePublic.model_validate(row) for row in rows]
+    return WorkersPublic(now=now, data=data, count=len(data))

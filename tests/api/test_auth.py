@@ -60,6 +60,9 @@ SESSION = Route("GET", "/v1/sessions/{session_id}")
 PROJECTIONS = Route("GET", "/v1/projections")
 REBUILD = Route("POST", "/v1/projections/rebuild")
 AUDIT = Route("GET", "/v1/audit/events")
+VERIFY = Route("POST", "/v1/audit/verify")
+DAILY = Route("GET", "/v1/stats/daily")
+WORKERS = Route("GET", "/v1/workers")
 HEALTHZ = Route("GET", "/healthz")
 READYZ = Route("GET", "/readyz")
 METRICS = Route("GET", "/metrics")
@@ -77,6 +80,9 @@ ROUTES = (
     PROJECTIONS,
     REBUILD,
     AUDIT,
+    VERIFY,
+    DAILY,
+    WORKERS,
     HEALTHZ,
     READYZ,
     METRICS,

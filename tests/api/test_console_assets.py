@@ -25,6 +25,7 @@ PAGES = (
     "/console",
     "/console/chat",
     "/console/system",
+    "/console/overview",
     "/console/sessions/s-1",
     "/console/runs/6b1c9a52-0e0f-4c43-9d0e-6a4b1f1d2e3c",
     "/docs",

@@ -62,9 +62,23 @@ def test_listings_filter_by_session_outcome_state_and_time_and_page(
         2,
         1,
     )
+    assert _ids(client, "intent=DIAGNOSIS") == [diagnosis_a]
+    assert _ids(client, "intent=SYSTEM_CHAT&session_id=sess-a") == [chat_a]
+    assert _ids(client, "intent=KNOWLEDGE_QUERY") == []
     session = client.get("/v1/sessions/sess-a").json()
     assert [t["run_id"] for t in session["data"]] == [chat_a, diagnosis_a]
     assert [t["turn"] for t in session["data"]] == [1, 2]
+
+
+@pytest.mark.parametrize("intent", ["diagnosis", "CHAT", "", "DIAGNOSIS\u0000"])
+def test_an_intent_that_is_not_one_is_a_422_naming_the_intents(
+    client: httpx.Client, intent: str
+) -> None:
+    answer = client.get("/v1/runs", params={"intent": intent})
+    assert answer.status_code == 422, answer.text
+    (error,) = answer.json()["detail"]
+    assert error["loc"] == ["query", "intent"]
+    assert "'SYSTEM_CHAT', 'KNOWLEDGE_QUERY' or 'DIAGNOSIS'" in error["msg"]
 
 
 def test_a_quiet_stream_sends_keep_alive_comments(sqlite_settings: Settings) -> None:

@@ -1,0 +1,43 @@
+"""``audit verify --db``: the log and the read tables checked, for the CLI and the HTTP API alike.
+
+It reads the whole log into memory and rebuilds every projection from it in a temporary SQLite
+file, so it costs time and memory in proportion to the log: the HTTP route runs one at a time
+per worker process (:data:`VERIFYING`) and refuses another meanwhile.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from application.audit.integrity import Violation
+from application.audit.records import store_records
+from application.audit.verify import verify_records
+from projections.agreement import check_agreement
+from projections.sse_feed import run_feed
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from application.audit.verify import Heads, Report
+    from application.store import HarnessStore
+
+VERIFYING = threading.Lock()
+"""Held while this process verifies for the HTTP API: a second request is refused (409)."""
+
+
+def verify_database(
+    store: HarnessStore, engine: Engine, key: bytes | None, heads: Heads | None = None
+) -> Report:
+    """Replay ``store``'s log and check it, then compare the read tables in ``engine`` with it.
+
+    ``key`` is the audit key the chain links were made with (None: plain SHA-256 links);
+    ``heads`` are stream heads kept apart from the log (``export --heads``), if any.
+    """
+    report = verify_records(store_records(store), key, run_feed, heads)
+    agreement = check_agreement(store, engine)
+    report.add(
+        f"read tables agree with the log ({agreement.rows} rows compared)",
+        [Violation("projection", difference.describe()) for difference in agreement.differences],
+    )
+    return report

@@ -1,0 +1,75 @@
+"""``/v1/stats/daily``: finished runs per UTC day and group, for the console's Overview."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException, Query
+
+from api.auth import Caller, Principal
+from api.deps import WorkerDep
+from api.errors import error_responses
+from api.schemas_ops import DailyGroupPublic, DailyPublic
+from projections.daily import daily_rows
+
+router = APIRouter(prefix="/v1/stats", tags=["stats"])
+
+DEFAULT_DAYS = 14
+"""Days shown when the request names none: the last two weeks, today included."""
+MAX_DAYS = 366
+"""The longest range one request may ask for."""
+
+
+def reader_of_all(caller: Caller) -> Principal:
+    """Auditors and admins only: ``run_daily`` counts every user's runs and has no owner."""
+    if not caller.reads_all:
+        raise HTTPException(
+            403,
+            f"the {caller.role} role may not read daily totals: they count every user's runs"
+            " (run_daily has no owner column), so only auditors and admins may",
+        )
+    return caller
+
+
+def days_asked(first: date | None, last: date | None) -> tuple[date, date]:
+    """The days a request covers: ``to`` defaults to today, ``from`` to two weeks before it."""
+    last = last or datetime.now(UTC).date()
+    earliest = _before(last, MAX_DAYS - 1)
+    return (max(first, earliest) if first else _before(last, DEFAULT_DAYS - 1)), last
+
+
+def _before(day: date, days: int) -> date:
+    """``days`` days before ``day``, or the first day there is."""
+    return day - timedelta(days=min(days, day.toordinal() - 1))
+
+
+@router.get(
+    "/daily",
+    summary="Daily runs and latency percentiles",
+    responses=error_responses(401, 403, 503),
+)
+def daily(
+    worker: WorkerDep,
+    _reader: Annotated[Principal, Depends(reader_of_all)],
+    first: Annotated[
+        date | None,
+        Query(alias="from", description="First UTC day (default: 13 days before to; at most 365)."),
+    ] = None,
+    last: Annotated[
+        date | None, Query(alias="to", description="Last UTC day, included (default: today).")
+    ] = None,
+) -> DailyPublic:
+    """Every ``run_daily`` row of the days asked for: runs, p50/p95 duration, tokens per group.
+
+    At most 366 days: an earlier ``from`` is moved up to 365 days before ``to`` (the answer's
+    ``first_day`` says which days it covers); a ``from`` after ``to`` covers no day.
+    A group is one intent × release outcome × fallback type × termination state; its
+    percentiles are its own (groups' percentiles do not add up). Auditors and admins only.
+    """
+    first, last = days_asked(first, last)
+    worker.fresh("diagnosis_run")
+    with worker.engine.connect() as connection:
+        rows = daily_rows(connection, first, last)
+    data = [DailyGroupPublic.model_validate(row) for row in rows]
+    return DailyPublic(first_day=first, last_day=last, data=data, count=len(data))
