@@ -91,15 +91,13 @@ class RunContext(RunWrites):
 
         ``reread=False`` is for a check followed by an append to the run: that append conflicts
         if another writer (a cancel) came first, and :meth:`flush` then rereads. While events of
-        the run are queued their commit conflicts with a cancel the same way: it comes before the
-        next call when every call commits, and otherwise now, once the log shows another writer.
+        the run are queued the reread is skipped for the same reason: the next call's
+        :meth:`before_call` commits them, or looks for another writer first (a local call).
         """
         if self._current:
             self._current = False  # just appended to: no other writer came before that append
         elif reread and not self.ahead:
             self.run = self.store.catch_up(self.run)  # a cancel may come from another process
-        elif reread and self.commit_interval_s > 0 and self.others_wrote():
-            self.flush()  # conflicts: the run is reread and RunAborted raised
         if self.run.termination is None and self.run.deadline_passed(self.clock.now()):
             self.flush()  # what the boundaries before recorded, then the end
             self.store.time_out(self.run.id)

@@ -20,11 +20,11 @@ it times the run out, and the end appends the queue, the termination and ``RUN_F
 transaction (:meth:`commit_end`).
 
 So a run costs one transaction per external call plus its start and its end, and one per
-interval at most when its calls are local (docs/design.md §17.1). A cancel is seen at the next
-boundary all the same: a cancel appended by another process makes the next flush conflict on
-the run's stream (the queue holds the run's next versions), and while the queue waits each
-boundary's check asks the log whether the run's stream grew (:meth:`others_wrote`) and then
-flushes into that conflict; the run is reread and :class:`~application.harness.RunAborted`
+interval at most when its calls are local (docs/design.md §17.1). A cancel is seen before the
+next call all the same: a cancel appended by another process makes the next flush conflict on
+the run's stream (the queue holds the run's next versions), and while the queue waits the look
+before each local call asks the log whether the run's stream grew (:meth:`others_wrote`) and
+then flushes into that conflict; the run is reread and :class:`~application.harness.RunAborted`
 raised. A queued invocation's outcome is still recorded (:meth:`_keep`). The log keeps the order
 in which the boundaries happened, since the queue does.
 """
@@ -102,10 +102,12 @@ class RunWrites(ABC):
         """Record ``others``' events before a call to ``port`` (the model provider or a tool).
 
         They are committed with the queue first, unless the call stays local
-        (:func:`~application.ports.stays_local`) and the commit interval has not passed since the
-        last commit: then they only join the queue. Raises as :meth:`flush` does.
+        (:func:`~application.ports.stays_local`), the commit interval has not passed since the
+        last commit and no other writer appended to the run (a cancel: the commit then conflicts
+        with it, see :meth:`flush`): then they only join the queue. Raises as :meth:`flush` does.
         """
-        if stays_local(port) and time.monotonic() - self.committed_at < self.commit_interval_s:
+        waiting = time.monotonic() - self.committed_at < self.commit_interval_s
+        if stays_local(port) and waiting and not (self.ahead and self.others_wrote()):
             self.save(*others)
         else:
             self.flush(*others)
