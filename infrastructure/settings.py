@@ -138,6 +138,7 @@ class Settings(BaseSettings):
         DEFAULT_COMMIT_INTERVAL_S,
         ge=0,
         le=60,
+        allow_inf_nan=False,
         description="Seconds a run's events may wait"
         " uncommitted while its calls stay local (0: commit before every model and tool call).",
     )

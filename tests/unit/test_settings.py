@@ -4,7 +4,7 @@ import pytest
 from pydantic import ValidationError
 
 from infrastructure.eventstore import store_environment
-from infrastructure.settings import Settings, parse_database_url
+from infrastructure.settings import ConfigurationError, Settings, parse_database_url
 
 
 def test_the_default_is_an_sqlite_file_in_the_working_directory() -> None:
@@ -64,3 +64,21 @@ def test_bad_urls_are_named(url: str, message: str) -> None:
 def test_thresholds_must_be_positive() -> None:
     with pytest.raises(ValidationError, match="no_gain_threshold"):
         Settings(no_gain_threshold=0)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("-1", "greater than or equal to 0"),
+        ("61", "less than or equal to 60"),
+        ("nan", "finite number"),
+        ("inf", "finite number"),
+        ("soon", "valid number"),
+    ],
+)
+def test_the_run_commit_interval_is_named_when_out_of_range(
+    monkeypatch: pytest.MonkeyPatch, value: str, message: str
+) -> None:
+    monkeypatch.setenv("HARNESS_RUN_COMMIT_INTERVAL", value)
+    with pytest.raises(ConfigurationError, match=f"HARNESS_RUN_COMMIT_INTERVAL: .*{message}"):
+        Settings.from_environment()
