@@ -71,7 +71,7 @@ class RunContext(RunWrites):
     collection: Collection | None = None
     invocations: dict[UUID, ToolInvocation] = field(default_factory=dict)
     unrecorded: set[UUID] = field(default_factory=set)
-    """Invocations whose begin lost the race with a cancel (:meth:`RunWrites._keep`)."""
+    """Streams whose first event lost the race with a cancel (:meth:`RunWrites._keep`)."""
     last_position: int = 0
     collecting: bool = True
     """False once the agent loop has ended: a budget spent in Release stops no collection."""

@@ -74,7 +74,8 @@ class RunWrites(ABC):
     queue: list[Any]
     """Events recorded by the run's boundaries since the last commit, in the order made."""
     unrecorded: set[UUID]
-    """Invocations whose begin lost the race with a cancel: nothing of theirs is recorded."""
+    """Streams (an invocation, the collection) whose first event lost the race with a cancel:
+    nothing of theirs is recorded, then or later."""
     unsaved: list[Any]
     """The events of the last commit the store refused (StoreUnavailableError), for
     :meth:`rewind`."""
@@ -221,7 +222,7 @@ class RunWrites(ABC):
         self.mark_current()
 
     def _collect(self, *others: Collection | ToolInvocation) -> list[Any]:
-        """The pending events of the run and ``others``, but none of an unrecorded invocation."""
+        """The pending events of the run and ``others``, but none of an unrecorded stream."""
         events = self.store.collect(self.run, *others, collecting=self.collecting)
         if self.unrecorded:
             events = [e for e in events if e.originator_id not in self.unrecorded]
@@ -233,13 +234,16 @@ class RunWrites(ABC):
         An invocation's outcome (READY or FAILED) is kept when its begin is in the log: its
         facts are never lost. Once the run has ended nothing may start after it in the log, so a
         begin that was still waiting is dropped with everything of its invocation, now and
-        later (:attr:`unrecorded`; with local calls, a tool that ran since the last commit), as
-        is the collection's progress (a late result's gain, a budget stop the run never
-        recorded) (SPEC §5, §14).
+        later (:attr:`unrecorded`: every stream whose first event was in the lost transaction;
+        with local calls, a tool that ran since the last commit), as is the collection's
+        progress (a late result's gain, a budget stop the run never recorded) (SPEC §5, §14).
         """
         if ended:
-            started = ToolInvocation.ToolInvocationStarted
-            self.unrecorded |= {e.originator_id for e in unsaved if isinstance(e, started)}
+            self.unrecorded |= {
+                e.originator_id
+                for e in unsaved
+                if e.originator_version == 1 and e.originator_id != self.run.id
+            }
         kept = [
             e
             for e in unsaved
