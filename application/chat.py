@@ -134,6 +134,14 @@ class ChatService:
         ``context`` is the session's previous turn, carried into a diagnosis (PreviousTurn).
         """
         ctx = self._context(run)
+        try:
+            return self._execute(ctx, context)
+        finally:
+            ctx.close()  # on every way out, a store closing under it included
+
+    def _execute(self, ctx: RunContext, context: str) -> ChatResult:
+        """:meth:`execute` with the run's live handle."""
+        run = ctx.run
         content: Published | None = None
         failure: FailureCode | None = None  # None: the release decided, complete the run
         unexpected: Exception | None = None

@@ -83,6 +83,7 @@ class RunContext(RunWrites):
     """True after this worker read or appended to the run: the next check needs no reread (see
     :meth:`mark_current`)."""
     committed_at: float = field(default_factory=time.monotonic)
+    heard: object | None = None
 
     # -- boundaries ------------------------------------------------------------------------------
 

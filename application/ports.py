@@ -17,6 +17,7 @@ from domain.redaction import redact
 
 if TYPE_CHECKING:
     from datetime import datetime
+    from uuid import UUID
 
     from domain.states import ModelStepPurpose
 
@@ -244,4 +245,28 @@ class Clock(Protocol):
 
     def now(self) -> datetime:
         """The current time, timezone-aware."""
+        ...
+
+
+class RunEnds(Protocol):
+    """Hears which runs any process ended, so a run can look for a cancel without a read.
+
+    A run about to make a local call asks whether another writer ended it (a cancel, a recovery):
+    the log answers with a read, this port from memory. :meth:`watch` is followed by one read of
+    the log (what ended before that is the read's to see); :meth:`ended` then answers for as long
+    as the token holds, or None when it cannot tell (the listener was cut off meanwhile: read
+    again). An end is heard a moment after it commits, so the run stops at the first boundary
+    after that, or at its next commit, which conflicts with it anyway.
+    """
+
+    def watch(self, run_id: UUID) -> object | None:
+        """Hear of ``run_id``'s end from now on; the token to ask with (None: not hearing)."""
+        ...
+
+    def ended(self, run_id: UUID, token: object) -> bool | None:
+        """Whether ``run_id`` was heard ending since ``token``; None: read the log instead."""
+        ...
+
+    def forget(self, run_id: UUID) -> None:
+        """Stop hearing of ``run_id`` (its run is over in this process)."""
         ...

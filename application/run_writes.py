@@ -23,8 +23,9 @@ So a run costs one transaction per external call plus its start and its end, and
 interval at most when its calls are local (docs/design.md §17.1). A cancel is seen before the
 next call all the same: a cancel appended by another process makes the next flush conflict on
 the run's stream (the queue holds the run's next versions), and while the queue waits the look
-before each local call asks the log whether the run's stream grew (:meth:`others_wrote`) and
-then flushes into that conflict; the run is reread and :class:`~application.harness.RunAborted`
+before each local call asks whether the run's stream grew (:meth:`others_wrote`: the log, or on
+PostgreSQL after the first look a listener that hears of ends) and then flushes into that
+conflict; the run is reread and :class:`~application.harness.RunAborted`
 raised. A queued invocation's outcome is still recorded (:meth:`_keep`). The log keeps the order
 in which the boundaries happened, since the queue does.
 """
@@ -83,6 +84,8 @@ class RunWrites(ABC):
     """The longest the queue waits, at a local call, before it is committed (0: every call)."""
     committed_at: float
     """``time.monotonic()`` at the run's last commit (or its start)."""
+    heard: object | None
+    """The token of :attr:`HarnessStore.run_ends` since this run's last read look (None: none)."""
 
     @abstractmethod
     def check_active(self, *, reread: bool = True) -> None:
@@ -116,14 +119,29 @@ class RunWrites(ABC):
     def others_wrote(self) -> bool:
         """Whether another writer appended to the run since this worker last knew its stream.
 
-        One indexed read of at most one stored event: the run's next version after the last one
-        stored (the version before the first queued or pending event of the run).
+        Where the store hears of ended runs (:attr:`HarnessStore.run_ends`, PostgreSQL's
+        LISTEN), from memory: whether another process ended the run since this run's first look,
+        the only appends another writer makes to a run. Otherwise, and at that first look or when
+        the listener was cut off since, one indexed read of at most one stored event: the run's
+        next version after the last one stored (the version before its first queued event).
         """
+        ends = self.store.run_ends
+        if ends is not None and self.heard is not None:
+            ended = ends.ended(self.run.id, self.heard)
+            if ended is not None:
+                return ended
+        self.heard = ends.watch(self.run.id) if ends is not None else None  # before the read
         queued = [
             e for e in (*self.queue, *self.run.pending_events) if e.originator_id == self.run.id
         ]
         stored = queued[0].originator_version - 1 if queued else self.run.version
+        self.store.looks += 1
         return self.store.written_after(self.run.id, stored)
+
+    def close(self) -> None:
+        """The run is over in this worker: stop hearing of its end."""
+        if self.store.run_ends is not None:
+            self.store.run_ends.forget(self.run.id)
 
     def save(self, *others: Collection | ToolInvocation) -> None:
         """Record this boundary's events (the run's and ``others``'); commit with the next flush.

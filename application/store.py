@@ -20,6 +20,8 @@ from application.store_commands import StoreCommands
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from application.ports import RunEnds
+
 
 class HarnessStore(StoreCommands):
     """The event-sourced application holding every run and what it recorded."""
@@ -48,6 +50,11 @@ class HarnessStore(StoreCommands):
         self.conflicts_resolved = 0
         self.checkpointer = Checkpointer(checkpoint_every)
         self.worker = ""
+        self.run_ends: RunEnds | None = None
+        """Where this process hears of runs ended anywhere (PostgreSQL: LISTEN); None: read."""
+        self.looks = 0
+        """Reads of the log made to look for another writer before a local call (see
+        :meth:`~application.run_writes.RunWrites.others_wrote`)."""
 
     def save_events(self, events: list[Any]) -> int | None:
         """Append as :meth:`StoreLibrary.save_events`; then write a checkpoint when one is due."""

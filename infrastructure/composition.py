@@ -28,6 +28,7 @@ from infrastructure.ops_data import create_ops_tables, load_sample
 from infrastructure.pg_listen import PgNotifyWake, read_channel
 from infrastructure.read_tables import create_read_tables
 from infrastructure.run_config import chat_config, chat_config_of
+from infrastructure.run_ends import hear_run_ends
 from infrastructure.settings import ConfigurationError
 from infrastructure.tool_sources import assemble_tools
 from projections.live import LiveProjections
@@ -122,6 +123,8 @@ class Services:
             self.store, provider, tools, given.clock or SystemClock(), retriever, config
         )
         self.defer(lambda: service.pool.shutdown(wait=False, cancel_futures=True))
+        if (stop_hearing := hear_run_ends(self.settings, self.store)) is not None:
+            self.defer(stop_hearing)  # a run hears of a cancel instead of reading (PostgreSQL)
         if given.heartbeat:
             self.heartbeat = start_heartbeat(self.settings, self.store, self.engine)
             self.defer(self.heartbeat.close)  # the runs this process starts name its worker

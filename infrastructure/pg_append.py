@@ -18,6 +18,10 @@ for good. ``EXCLUSIVE`` mode conflicts with every writer's lock and with nothing
 so ids are committed in the order they are issued. (The library's own function, switched on by
 ``POSTGRES_ENABLE_DB_FUNCTIONS``, takes no lock, and is not used.)
 
+An append that ends a run (its ``RUN_TERMINATED``) also NOTIFYs the run's id on the store's
+ended channel in the same transaction, for the processes executing runs to hear a cancel without
+reading the log (:mod:`infrastructure.run_ends`).
+
 The function is created with the tables (``CREATE OR REPLACE``, under a transaction-level
 advisory lock so two initialisations at once do not collide) and, for a store initialised before
 it existed, on the first append that finds it missing; the table layout is the library's,
@@ -29,10 +33,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import psycopg
-from psycopg.sql import SQL, Composed, Identifier
+from psycopg.sql import SQL, Composed, Identifier, Literal
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
 
     from psycopg import Connection
     from psycopg.rows import DictRow
@@ -40,6 +44,12 @@ if TYPE_CHECKING:
 SUFFIX = "_append"
 """The function is named for its table: ``harness_events_append`` for the project's store, so
 two applications' tables in one schema never share (and overwrite) one function."""
+
+MAX_PAYLOAD = 7999
+"""The longest NOTIFY payload PostgreSQL takes (bytes; ours are ASCII)."""
+
+MANY_ENDED = "*"
+"""The payload of an append that ended too many runs to name: listeners ask the log instead."""
 
 _ADVISORY_KEY = "harness_events_append"
 """Hashed into the advisory lock that serialises creating the functions."""
@@ -49,6 +59,9 @@ BEGIN
     PERFORM set_config('lock_timeout', lock_timeout, true);
     LOCK TABLE {schema}.{table} IN EXCLUSIVE MODE;
     NOTIFY {channel};
+    IF ended <> '' THEN
+        PERFORM pg_notify({ended_channel}, ended);
+    END IF;
     RETURN QUERY
         INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state)
         SELECT e.originator_id, e.originator_version, e.topic, e.state
@@ -65,15 +78,18 @@ class AppendFunction:
         """Name the events table, its composite row type and the channel to NOTIFY."""
         self.name = table + SUFFIX
         """The function's name (in ``schema``)."""
+        self.ended_channel = ended_channel(channel, schema)
+        """The channel told which runs an append ended (:mod:`infrastructure.run_ends`)."""
         names = {
             "schema": Identifier(schema),
             "table": Identifier(table),
             "channel": Identifier(channel),
+            "ended_channel": Literal(self.ended_channel),
         }
         body = SQL(_BODY).format(**names).as_string()
         self.create_statement: Composed = SQL(
             "CREATE OR REPLACE FUNCTION {schema}.{function}"
-            "(events {schema}.{event_type}[], lock_timeout text) "
+            "(events {schema}.{event_type}[], lock_timeout text, ended text) "
             "RETURNS SETOF bigint LANGUAGE plpgsql AS {body}"
         ).format(
             schema=names["schema"],
@@ -82,22 +98,32 @@ class AppendFunction:
             body=_dollar_quoted(body),
         )
         """Creates (or replaces) the function; run it with :data:`serialise_statement` first."""
+        self.drop_old_statement: Composed = SQL(
+            "DROP FUNCTION IF EXISTS {schema}.{function}({schema}.{event_type}[], text)"
+        ).format(
+            schema=names["schema"],
+            function=Identifier(self.name),
+            event_type=Identifier(event_type),
+        )
+        """Drops the function as it was before it took ``ended`` (one name, one signature)."""
         serialise = SQL("SELECT pg_advisory_xact_lock(hashtext({}))")
         self.serialise_statement: Composed = serialise.format(_ADVISORY_KEY)
         """Makes concurrent creations of the function wait for each other (same transaction)."""
         self.call_statement: Composed = SQL(
-            "SELECT n FROM {schema}.{function}(%s, %s) AS n"
+            "SELECT n FROM {schema}.{function}(%s, %s, %s) AS n"
         ).format(schema=names["schema"], function=Identifier(self.name))
 
     def append(
-        self, conn: Connection[DictRow], rows: Sequence[Any], lock_timeout_s: int
+        self, conn: Connection[DictRow], rows: Sequence[Any], lock_timeout_s: int, ended: str = ""
     ) -> list[int]:
         """Append ``rows`` (the library's composite values) in one statement; their ids, in order.
 
-        ``conn`` must be in autocommit mode: the statement is its own transaction. A store
-        initialised before the function existed gets it here, once, and the append is retried.
+        ``ended`` (the ids of the runs these rows end, see :func:`ended_payload`) is NOTIFYed on
+        :attr:`ended_channel` in the same transaction when not empty. ``conn`` must be in
+        autocommit mode: the statement is its own transaction. A store initialised before the
+        function existed (or took ``ended``) gets it here, once, and the append is retried.
         """
-        params = (list(rows), f"{lock_timeout_s}s")
+        params = (list(rows), f"{lock_timeout_s}s", ended)
         try:
             found = conn.execute(self.call_statement, params, prepare=True).fetchall()
         except psycopg.errors.UndefinedFunction:
@@ -109,7 +135,27 @@ class AppendFunction:
         """Create the function in a transaction of its own on ``conn``."""
         with conn.transaction():
             conn.execute(self.serialise_statement)
+            conn.execute(self.drop_old_statement)
             conn.execute(self.create_statement)
+
+
+def ended_channel(channel: str, schema: str) -> str:
+    """The channel an append NOTIFYs with the runs it ended: one per events table and schema.
+
+    (eventsourcing's own channel is named for the table only, so stores in two schemas of one
+    database share it; that one only wakes followers, while this one must not mix runs.)
+    """
+    return f"{channel}_ended_{schema}"[:63]
+
+
+def ended_payload(ended: Iterable[str]) -> str:
+    """The NOTIFY payload naming the runs ``ended``: their ids, comma-separated.
+
+    A payload over PostgreSQL's limit (8000 bytes) would fail the append: :data:`MANY_ENDED`
+    says instead that a listener cannot know which runs ended (it then asks the log).
+    """
+    payload = ",".join(sorted(set(ended)))
+    return payload if len(payload) <= MAX_PAYLOAD else MANY_ENDED
 
 
 def _dollar_quoted(body: str) -> SQL:

@@ -43,9 +43,11 @@ class PgNotifyWake:
         wake: Callable[[], object],
         stop: threading.Event,
         application_name: str = LISTEN_APPLICATION_NAME,
+        heard: Callable[[str], object] | None = None,
     ) -> None:
-        """Listen with ``settings``' database on ``channel``."""
+        """Listen with ``settings``' database on ``channel``; ``heard`` gets each payload."""
         self.application_name = application_name
+        self.heard = heard
         self.settings = settings
         self.channel = channel
         self.wake = wake
@@ -53,17 +55,26 @@ class PgNotifyWake:
         self.connections = 0
         """How many LISTEN connections were opened (more than one: it reconnected)."""
         self.listening = threading.Event()
+        self.backend_pid: int | None = None
+        """The server process of the current LISTEN connection (``pg_terminate_backend``)."""
 
     def run(self) -> None:
         """Listen until ``stop``; every (re)connection also wakes once."""
-        while not self.stop.is_set():
-            try:
-                self._listen()
-            except psycopg.Error as error:
-                self.listening.clear()
-                log.warning("projections: LISTEN connection lost (%s); reconnecting", error)
-                self.wake()  # poll now: notifications may have been missed meanwhile
-                self.stop.wait(RECONNECT_AFTER)
+        try:
+            while not self.stop.is_set():
+                try:
+                    self._listen()
+                except psycopg.Error as error:
+                    self.listening.clear()
+                    log.warning(
+                        "%s: LISTEN connection lost (%s); reconnecting",
+                        self.application_name,
+                        error,
+                    )
+                    self.wake()  # poll now: notifications may have been missed meanwhile
+                    self.stop.wait(RECONNECT_AFTER)
+        finally:
+            self.listening.clear()  # stopped, or failed unexpectedly: hearing nothing now
 
     def _listen(self) -> None:
         target = self.settings.database
@@ -78,9 +89,12 @@ class PgNotifyWake:
             application_name=self.application_name,
         ) as connection:
             connection.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+            self.backend_pid = connection.info.backend_pid
             self.connections += 1
             self.listening.set()
             self.wake()
             while not self.stop.is_set():
-                for _ in connection.notifies(timeout=CHECK_STOP_EVERY):
+                for notification in connection.notifies(timeout=CHECK_STOP_EVERY):
+                    if self.heard is not None:
+                        self.heard(notification.payload)
                     self.wake()

@@ -35,9 +35,11 @@ from eventsourcing.persistence import (
     ProgrammingError,
 )
 from eventsourcing.postgres import PostgresApplicationRecorder
+from eventsourcing.utils import get_topic
 from psycopg.sql import SQL
 
-from infrastructure.pg_append import AppendFunction
+from domain.run import Run
+from infrastructure.pg_append import AppendFunction, ended_payload
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -50,6 +52,10 @@ T = TypeVar("T")
 
 TOPIC = f"{__name__}:FailFastRecorder"
 """The eventsourcing topic of the recorder (``APPLICATION_RECORDER_TOPIC``)."""
+
+RUN_ENDED_TOPIC = get_topic(Run.RunTerminated)
+"""The topic of a run's termination: an append holding one tells the ended channel the run's id
+(:mod:`infrastructure.run_ends`), whichever process wrote it."""
 
 _LOST_CONNECTION_STATES = ("08", "57P")
 """SQLSTATE prefixes of a lost connection: connection exceptions, and the server shutting down,
@@ -88,6 +94,7 @@ class FailFastRecorder(PostgresApplicationRecorder):
             self.channel_name,
         )
         self.sql_create_statements.append(self.append_function.serialise_statement)
+        self.sql_create_statements.append(self.append_function.drop_old_statement)
         self.sql_create_statements.append(self.append_function.create_statement)
 
     def insert_events(
@@ -131,8 +138,11 @@ class FailFastRecorder(PostgresApplicationRecorder):
             self.construct_pg_stored_event(e.originator_id, e.originator_version, e.topic, e.state)
             for e in stored_events
         ]
+        ended = ended_payload(
+            str(e.originator_id) for e in stored_events if e.topic == RUN_ENDED_TOPIC
+        )
         with self.datastore.get_connection() as connection:
-            return self.append_function.append(connection, rows, self.datastore.lock_timeout)
+            return self.append_function.append(connection, rows, self.datastore.lock_timeout, ended)
 
     def landed(self, stored_events: Sequence[StoredEvent]) -> list[int] | None:
         """The log positions of ``stored_events`` if exactly these are stored, else None."""

@@ -28,6 +28,7 @@ from domain.states import CancellationReason, FailureCode, RunState
 from domain.tool_invocation import ToolInvocation
 from infrastructure.composition import Overrides, Services, bootstrap
 from infrastructure.ops_data import sample_incidents
+from infrastructure.run_ends import PgRunEnds
 from infrastructure.settings import Settings
 from projections.sse_feed import run_feed
 from tests.integration._invariants import check_run, read_events
@@ -37,6 +38,8 @@ QUESTION = sample_incidents()[0].question
 OUTCOMES = (ToolInvocation.ToolInvocationReady, ToolInvocation.ToolInvocationFailed)
 TOOLS = frozenset({"search_logs", "query_metrics", "list_deployments", "list_alerts"})
 """The built-in tools' names (what a call list holds besides the model's purposes)."""
+WAIT_S = 30.0
+"""How long a test waits for the run-ends listener (a bound, never reached when it works)."""
 LONG = 3600.0
 """An interval no run here comes near: only external calls and the end commit."""
 
@@ -102,6 +105,8 @@ class CancellingTool:
         self.calls.append(self.inner.name)
         if sum(call == self.inner.name or call in TOOLS for call in self.calls) == self.at:
             self.store.cancel(self.run_ids[0], CancellationReason.USER_REQUESTED)
+            if isinstance(self.store.run_ends, PgRunEnds):  # heard a moment after it commits
+                assert self.store.run_ends.wait_heard(self.run_ids[0], WAIT_S)
         return self.inner.run(arguments)
 
 
@@ -133,6 +138,8 @@ def cancelled(settings: Settings) -> Iterator[tuple[Services, list[str], Any]]:
         given = Overrides(store=base.store, provider=provider, tools=tools, heartbeat=False)
         with bootstrap(tuned, overrides=given) as built:
             run, _ = built.chat.begin("cancel", QUESTION)
+            if isinstance(built.store.run_ends, PgRunEnds):  # PostgreSQL: runs hear of ends
+                assert built.store.run_ends.wait_listening(WAIT_S)
             for tool in tools.values():
                 cast("CancellingTool", tool).run_ids.append(run.id)
             yield built, calls, built.chat.execute(run)
