@@ -134,15 +134,13 @@ class FailFastRecorder(PostgresApplicationRecorder):
         """One statement on an autocommit connection: lock, insert, notify, commit (see above)."""
         if not stored_events:
             return None
-        rows = [
-            self.construct_pg_stored_event(e.originator_id, e.originator_version, e.topic, e.state)
-            for e in stored_events
-        ]
         ended = ended_payload(
             str(e.originator_id) for e in stored_events if e.topic == RUN_ENDED_TOPIC
         )
         with self.datastore.get_connection() as connection:
-            return self.append_function.append(connection, rows, self.datastore.lock_timeout, ended)
+            return self.append_function.append(
+                connection, stored_events, self.datastore.lock_timeout, ended
+            )
 
     def landed(self, stored_events: Sequence[StoredEvent]) -> list[int] | None:
         """The log positions of ``stored_events`` if exactly these are stored, else None."""
