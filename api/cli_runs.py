@@ -99,13 +99,16 @@ def list_command(
         str | None, typer.Option(help="Run state, e.g. TIMED_OUT (RUNNING: not ended yet).")
     ] = None,
     outcome: Annotated[str | None, typer.Option(help="Release outcome, e.g. FALLBACK.")] = None,
+    intent: Annotated[
+        str | None, typer.Option(help="What the router decided, e.g. DIAGNOSIS.")
+    ] = None,
     limit: Annotated[int, typer.Option(min=1, max=1000, help="How many, newest first.")] = 20,
     as_json: JsonOption = False,
 ) -> None:
     """The newest runs with their query and how they ended (status, outcome, termination)."""
     from api.cli_runs_table import runs_table
     from domain.release_states import ReleaseOutcome
-    from domain.states import DbStatus, RunState
+    from domain.states import DbStatus, Intent, RunState
     from projections.queries import RunFilter, list_runs
 
     chosen_state = _choice("--state", state, RunState)
@@ -115,6 +118,7 @@ def list_command(
         status=DbStatus.RUNNING.value if running else None,
         termination_state=None if running else chosen_state,
         release_outcome=_choice("--outcome", outcome, ReleaseOutcome),
+        intent=_choice("--intent", intent, Intent),
     )
     with opened() as the:
         the.fresh()

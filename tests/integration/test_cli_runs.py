@@ -50,6 +50,10 @@ def test_runs_read_what_ask_just_wrote(settings: Settings, tmp_path: Path) -> No
     assert listed.returncode == 0, listed.stderr
     (run,) = json.loads(listed.stdout)["data"]
     assert (run["query"], run["termination_reason"]) == ("hello", "COMPLETED")
+    for intent, count in (("system_chat", 1), ("DIAGNOSIS", 0)):
+        chosen = harness("runs", "list", "--json", "--intent", intent, env=env, cwd=tmp_path)
+        assert chosen.returncode == 0, chosen.stderr
+        assert json.loads(chosen.stdout)["count"] == count, intent
     shown = harness("runs", "show", run["run_id"][:8], "--json", env=env, cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert json.loads(shown.stdout)["trace"][-1]["event_type"] == "RUN_FINISHED"
@@ -167,6 +171,8 @@ def test_filters_are_checked_against_the_states(sqlite_env: dict[str, str], tmp_
     assert "Traceback" not in typo.stderr and typo.stdout == ""
     outcome = harness("runs", "list", "--outcome", "fallbak", env=sqlite_env, cwd=tmp_path)
     assert outcome.returncode == 2 and "FALLBACK" in outcome.stderr
+    intent = harness("runs", "list", "--intent", "diagnose", env=sqlite_env, cwd=tmp_path)
+    assert intent.returncode == 2 and "'diagnose'" in intent.stderr and "DIAGNOSIS" in intent.stderr
     fine = harness("runs", "list", "--state", "timed_out", "--json", env=sqlite_env, cwd=tmp_path)
     assert fine.returncode == 0 and json.loads(fine.stdout)["count"] == 0
 
