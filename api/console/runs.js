@@ -3,6 +3,7 @@ import { el, getJson, keyForm, say } from "./api.js";
 import { duration, outcome, utc } from "./words.js";
 
 const PAGE = 25;
+const REFRESH_MS = 3000; // the first page asks again this often while it is shown and Live is on
 const FILTERS = ["session_id", "intent", "release_outcome", "fallback_type", "state", "created_after", "created_before"];
 
 function wanted() {
@@ -53,22 +54,36 @@ function row(run) {
   );
 }
 
+let shown = ""; // the answer on screen, to redraw only when a refresh brings something new
+let timer = 0;
+let asked = 0; // the newest load asked for: an older answer arriving late is dropped
+
 async function load() {
   const { params, offset } = wanted();
   const body = document.querySelector("#runs tbody");
   const query = new URLSearchParams(params);
   query.set("limit", String(PAGE));
   query.set("offset", String(offset));
+  clearTimeout(timer);
+  const mine = ++asked;
   const got = await getJson(`/v1/runs?${query}`, "these runs");
-  body.replaceChildren();
+  if (mine !== asked) return;
   if (!got.ok) {
+    body.replaceChildren();
+    shown = "";
     say(got.message);
     document.body.dataset.loaded = "error";
     return;
   }
   say("");
+  const live = document.getElementById("live");
+  live.disabled = offset > 0; // a later page keeps still: rows would shift under the reader
+  if (offset === 0) timer = setTimeout(refresh, REFRESH_MS);
+  const answer = JSON.stringify(got.data);
+  if (answer === shown) return;
+  shown = answer;
   const { data, count } = got.data;
-  body.append(...data.map(row));
+  body.replaceChildren(...data.map(row));
   if (data.length === 0) body.append(el("tr", {}, el("td", { colSpan: 7 }, "No runs match.")));
   const first = count === 0 ? 0 : offset + 1;
   document.getElementById("page-info").textContent = `${first}–${offset + data.length} of ${count}`;
@@ -81,6 +96,18 @@ async function load() {
   document.body.dataset.loaded = "runs";
 }
 
+function refresh() {
+  const live = document.getElementById("live");
+  if (!live.checked || live.disabled) return;
+  if (document.hidden) {
+    timer = setTimeout(refresh, REFRESH_MS);
+    return;
+  }
+  load();
+}
+
+document.getElementById("live").addEventListener("change", refresh);
+document.addEventListener("visibilitychange", () => document.hidden || refresh());
 fillForm(document.getElementById("filters"), wanted().params);
 keyForm(load);
 load();
