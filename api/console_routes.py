@@ -50,13 +50,16 @@ VENDOR_ASSETS = {
 }
 """The OpenAPI pages' vendored files, served at ``/docs/assets/{name}``."""
 PAGES = {
-    "runs": "runs.html",
-    "run": "run.html",
-    "chat": "chat.html",
-    "session": "session.html",
-    "system": "system.html",
-    "overview": "overview.html",
+    "runs": ("Runs", "/console"),
+    "run": ("Run", None),
+    "chat": ("Ask", "/console/chat"),
+    "session": ("Session", None),
+    "system": ("System", "/console/system"),
+    "overview": ("Overview", "/console/overview"),
 }
+"""Each page: its title and the header link marked as the current page (None: a page opened from
+a list). ``NAME.html`` holds the page's ``<main>``, ``NAME.js`` its script; ``frame.html`` the
+rest (head, header with the navigation and the key form), the same on every page."""
 
 CONSOLE_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -82,9 +85,22 @@ def packaged(folder: str, name: str) -> bytes:
     return where.joinpath(name).read_bytes()
 
 
+@cache
+def page_html(name: str) -> bytes:
+    """The page ``name``: its ``<main>`` in the shared frame, its link marked current."""
+    title, current = PAGES[name]
+    frame = packaged("", "frame.html").decode()
+    if current is not None:
+        link = f'<a href="{current}">'
+        frame = frame.replace(link, f'<a href="{current}" aria-current="page">', 1)
+    main = packaged("", f"{name}.html").decode()
+    filled = frame.replace("@TITLE@", title).replace("@SCRIPT@", name)
+    return filled.replace("@MAIN@", main).encode()
+
+
 def _page(name: str) -> Response:
     headers = {**HEADERS, "Content-Security-Policy": CONSOLE_POLICY}
-    return Response(packaged("", PAGES[name]), media_type=HTML, headers=headers)
+    return Response(page_html(name), media_type=HTML, headers=headers)
 
 
 def _asset(table: dict[str, str], folder: str, name: str) -> Response:

@@ -79,6 +79,19 @@ def test_each_page_loads_only_files_the_service_serves(served: Served, page: str
             assert served.client.get(url).status_code == 200, f"{page} loads {url}"
 
 
+def test_every_console_page_has_the_one_header_with_its_own_link_marked(served: Served) -> None:
+    headers = {}
+    for page in PAGES[:6]:
+        text = served.client.get(page).text
+        assert text.count("<main>") == 1 and "@" not in text.split("<main>")[0], page
+        current = re.findall(r'<a href="([^"]+)" aria-current="page">', text)
+        headers[page] = text.split("<main>")[0].replace(' aria-current="page"', "")
+        expected = [page] if page in ("/console", "/console/chat", "/console/system") else []
+        assert current == (["/console/overview"] if page.endswith("overview") else expected)
+    titled = {re.sub(r"<title>.*</title>|assets/\w+\.js", "", h) for h in headers.values()}
+    assert len(titled) == 1  # the same head and header but for the title and the page's script
+
+
 def test_the_console_pages_forbid_anything_but_their_own_origin(served: Served) -> None:
     policy = served.client.get("/console").headers["content-security-policy"]
     assert "default-src 'self'" in policy
@@ -94,7 +107,13 @@ def test_the_module_scripts_import_only_served_modules() -> None:
 
 
 @pytest.mark.parametrize(
-    "url", ["/console/assets/nope.js", "/docs/assets/..%2fmain.py", "/console/assets/runs.html"]
+    "url",
+    [
+        "/console/assets/nope.js",
+        "/docs/assets/..%2fmain.py",
+        "/console/assets/runs.html",
+        "/console/assets/frame.html",
+    ],
 )
 def test_an_unknown_file_is_a_404_in_json(served: Served, url: str) -> None:
     response = served.client.get(url)
