@@ -54,6 +54,14 @@ class RowCache(Protocol):
         """A row whose ``column`` holds ``value``: a cached one first, else a stored one."""
         ...
 
+    def drop(self, key: Any) -> bool:
+        """Forget the row of ``key``: a new one is never inserted, a stored one never rewritten.
+
+        Returns whether a stored row remains for the caller to delete (False for a row added
+        in this batch, which never reaches the table).
+        """
+        ...
+
     def flush(self) -> int:
         """Insert the new rows and rewrite the changed ones; how many that was."""
         ...

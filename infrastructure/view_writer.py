@@ -80,6 +80,18 @@ class SqlRowCache:
         )
         return self.get(key) if key else None
 
+    def drop(self, key: Any) -> bool:
+        """Forget the row of ``key``; whether a stored one remains (for the caller to delete).
+
+        It reads as missing for the rest of the batch, as it will once the caller deleted it.
+        """
+        created = key in self.created
+        self.created.discard(key)
+        stored = self.rows.get(key) is not None and not created
+        self.rows[key] = None
+        self.original.pop(key, None)
+        return stored
+
     def flush(self) -> int:
         """Insert the new rows and update the changed ones; how many rows that was."""
         new = [row for key in self.created if (row := self.rows[key]) is not None]

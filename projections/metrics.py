@@ -134,10 +134,11 @@ class Metrics:
         samples, ended_runs, ended_tools = Samples(), [], []
         for _, event, stream in events:
             if isinstance(event, Run.Event):
-                if _run_event(runs, samples, event, stream):
+                if _run_event(runs, samples, event, stream) and runs.drop(stream):
                     ended_runs.append((stream,))
-            elif _invocation_event(tools, samples, event, stream):
+            elif _invocation_event(tools, samples, event, stream) and tools.drop(stream):
                 ended_tools.append((stream,))
+        # a run or invocation that started and ended in this batch is never written at all
         written = runs.flush() + tools.flush()
         view.delete("metric_run", ("run_id",), ended_runs)
         view.delete("metric_invocation", ("stream_id",), ended_tools)

@@ -21,6 +21,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from infrastructure.read_store import SqlReadStore
 from projections.base import Committed, positioned
+from projections.collector import fewer_collections
 from projections.metrics import Metrics
 from projections.run_table import RunTable
 from projections.sessions import Sessions
@@ -192,10 +193,7 @@ class Projector:
         progress: Callable[[int], None] | None = None,
         stop: threading.Event | None = None,
     ) -> int:
-        """Apply batches until every projection has reached the head (or ``stop`` is set).
-
-        Returns the log entries read in all.
-        """
+        """Apply batches until all projections reach the head (or ``stop`` is set); entries read."""
         return self._catch_up(None, progress, stop)[0]
 
     def _catch_up(
@@ -211,13 +209,14 @@ class Projector:
         batch size reached the head of the log as it was read: no further read is needed.
         """
         total = 0
-        while not (stop and stop.is_set()):
-            read, positions = self._step(positions if positions is not None else self.positions())
-            total += read
-            if read and progress:
-                progress(read)
-            if read < self.batch_size and positions is not None:
-                break  # (after a lost race: read the positions again and go on)
+        with fewer_collections():  # whole batches stay alive until they commit
+            while not (stop and stop.is_set()):
+                read, positions = self._step(positions or self.positions())
+                total += read
+                if read and progress:
+                    progress(read)
+                if read < self.batch_size and positions is not None:
+                    break  # (after a lost race: read the positions again and go on)
         return total, positions
 
     def rebuild(

@@ -135,6 +135,21 @@ def print_ratios(computed: list[dict[str, Any]]) -> None:
         )
 
 
+def print_cpu(reports: list[BackendReport]) -> None:
+    """ours / ceiling by this process's CPU seconds: steadier than wall time on a busy machine.
+
+    Context only: on PostgreSQL the server's work for ours is not in it.
+    """
+    print()
+    print("by this process's CPU (context; median CPU seconds; PostgreSQL's server not included):")
+    for rep in reports:
+        ours, ceiling = (statistics.median(s.cpu for s in rep.samples[n]) for n in (OURS, CEILING))
+        print(
+            f"{rep.backend:8}  ours {ours:6.3f} s  ceiling {ceiling:6.3f} s  "
+            f"ours / ceiling {ceiling / ours:6.3f}x"
+        )
+
+
 def log_line(rep: BackendReport, repeat: int) -> dict[str, Any]:
     """One backend's log and workload as a JSON object."""
     return {
@@ -164,6 +179,8 @@ def rebuild_lines(rep: BackendReport) -> list[dict[str, Any]]:
             "median_events_per_s": round(rep.median(name), 1),
             "seconds": [round(s.seconds, 4) for s in got],
         }
+        if got[0].cpu:
+            line["cpu_seconds"] = [round(s.cpu, 4) for s in got]
         if got[0].parts:
             line["parts_seconds"] = [{k: round(v, 4) for k, v in s.parts.items()} for s in got]
         lines.append(line)
@@ -177,6 +194,7 @@ def report(reports: list[BackendReport], repeat: int) -> None:
     print_parts(reports)
     computed = [ratio for rep in reports for ratio in ratios(rep)]
     print_ratios(computed)
+    print_cpu(reports)
     print()
     print_json(log_line(rep, repeat) for rep in reports)
     print_json(line for rep in reports for line in rebuild_lines(rep))
