@@ -211,7 +211,8 @@ class Projector:
         total = 0
         with fewer_collections():  # whole batches stay alive until they commit
             while not (stop and stop.is_set()):
-                read, positions = self._step(positions or self.positions())
+                known = positions if positions is not None else self.positions()
+                read, positions = self._step(known)
                 total += read
                 if read and progress:
                     progress(read)
