@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.exc import SQLAlchemyError
 
 from api.errors import first_line
+from api.sse_wire import frame
 from projections.queries import feed_position, feed_since
 
 if TYPE_CHECKING:
@@ -120,6 +121,18 @@ class FeedHub:
             self._hand_over([row for row in rows if row["position"] > mark])
             self._mark = max(mark, last)
             self._failing_since = None  # a batch committed: the database answers
+
+    def ahead(self, rows: list[dict[str, Any]]) -> None:
+        """Entries made from this process's own committed appends, before the table has them.
+
+        Called in the appending thread (:class:`~projections.feed_ahead.FeedAhead`). They do not
+        move the mark: the follower's batch or a read still brings the same entries, which the
+        streams skip by number.
+        """
+        for row in rows:
+            frame(row)  # rendered here, once, not in the streams' event loop
+        with self._lock:
+            self._hand_over(rows)
 
     def _run(self) -> None:
         while not self._stop.is_set():

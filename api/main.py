@@ -23,6 +23,7 @@ from application.dispatch import RunDispatcher
 from application.recovery import RecoveryLoop
 from infrastructure.composition import Overrides, Services, bootstrap
 from infrastructure.pg_listen import PgNotifyWake, read_channel
+from projections.feed_ahead import FeedAhead
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Mapping
@@ -146,6 +147,9 @@ def _start(
     service = services.chat
     hub = FeedHub(services.engine, threading.Event(), settings.feed_poll).start()
     services.defer(hub.close)
+    ahead = FeedAhead(hub.ahead)  # before the projections' wake-up: the streams come first
+    services.store.listeners.append(ahead.appended)
+    services.defer(lambda: services.store.listeners.remove(ahead.appended))
     projector = _projections(services, hub)
     beats = services.heartbeat
     dispatcher = RunDispatcher(
