@@ -147,9 +147,6 @@ def _start(
     service = services.chat
     hub = FeedHub(services.engine, threading.Event(), settings.feed_poll).start()
     services.defer(hub.close)
-    ahead = FeedAhead(hub.ahead)  # before the projections' wake-up: the streams come first
-    services.store.listeners.append(ahead.appended)
-    services.defer(lambda: services.store.listeners.remove(ahead.appended))
     projector = _projections(services, hub)
     beats = services.heartbeat
     dispatcher = RunDispatcher(
@@ -173,17 +170,22 @@ def _start(
 def _projections(services: Services, hub: FeedHub) -> Projector:
     """The projector of this worker, and what brings the feed hub new entries.
 
-    In process, the feed follower hands each committed batch to the hub; with the projections
+    The entries of this worker's own appends go to its streams at once (:class:`FeedAhead`). In
+    process, the feed follower then hands each committed batch to the hub; with the projections
     in their own process (several workers on PostgreSQL), its NOTIFY after every batch wakes
     the hub to read them.
     """
     settings = services.settings
+    ahead = FeedAhead(hub.ahead)
     if settings.projections_in_process:
         live = services.live_projections()
+        live.ahead = ahead.appended  # the streams first, then the feed follower
         live.published.append(hub.publish)
         services.defer(live.start().close)
         services.trace_follower()  # where the projections run: one per deployment
         return live.projector
+    services.store.listeners.append(ahead.appended)
+    services.defer(lambda: services.store.listeners.remove(ahead.appended))
     if settings.database.kind == "postgres":
         stop = threading.Event()
         listener = PgNotifyWake(

@@ -38,8 +38,15 @@ AHEAD = -1
 class FeedAhead:
     """Keeps the feed state of the runs this process appends to; hands on their new entries."""
 
-    def __init__(self, deliver: Callable[[list[Row]], None], capacity: int = OPEN_RUNS) -> None:
-        """Hand each append's new feed rows (in order) to ``deliver``, in the appending thread."""
+    def __init__(
+        self,
+        deliver: Callable[[list[Row], Callable[[], object] | None], None],
+        capacity: int = OPEN_RUNS,
+    ) -> None:
+        """Hand each append's new feed rows (in order) to ``deliver``, in the appending thread.
+
+        ``deliver`` gets the rows and what to call once streams have them (see :meth:`appended`).
+        """
         self._deliver = deliver
         self._capacity = capacity
         self._runs: dict[UUID, tuple[int, Row]] = {}
@@ -52,12 +59,18 @@ class FeedAhead:
         with self._lock:
             return len(self._runs)
 
-    def appended(self, events: Sequence[Any]) -> None:
-        """Store listener: the feed entries of these committed events go to ``deliver``."""
+    def appended(self, events: Sequence[Any], then: Callable[[], object] | None = None) -> None:
+        """Store listener: the feed entries of these committed events go to ``deliver``.
+
+        ``then`` (the feed follower's wake-up, say) goes with them, or is called at once when
+        the events make no entry.
+        """
         with self._lock:
             rows = [row for event in events for row in self._apply(event)]
         if rows:
-            self._deliver(rows)
+            self._deliver(rows, then)
+        elif then is not None:
+            then()
 
     def _apply(self, event: Any) -> list[Row]:
         """The rows ``event`` adds to its run's feed, if that run is followed; under the lock."""

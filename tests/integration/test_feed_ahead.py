@@ -33,7 +33,7 @@ def test_entries_made_ahead_are_the_rows_the_follower_commits(
     services: Services, store: HarnessStore, engine: Engine, scenario: str
 ) -> None:
     made: list[dict[str, Any]] = []
-    ahead = FeedAhead(made.extend)
+    ahead = FeedAhead(lambda rows, _then: made.extend(rows))
     store.listeners.append(ahead.appended)
     try:
         result = run_scenario(services, scenario)
@@ -51,7 +51,7 @@ def test_a_stream_resumed_after_an_entry_made_ahead_ends_when_it_is_committed(
 ) -> None:
     """Last-Event-ID names the ``done`` made ahead; the table does not hold it yet."""
     made: list[dict[str, Any]] = []
-    ahead = FeedAhead(made.extend)
+    ahead = FeedAhead(lambda rows, _then: made.extend(rows))
     store.listeners.append(ahead.appended)
     try:
         result = run_scenario(services, "conclusion_supported")
@@ -75,6 +75,33 @@ def test_a_stream_resumed_after_an_entry_made_ahead_ends_when_it_is_committed(
 
     assert asyncio.run(resumed()) == []
     assert committed(engine, run_id)[-1][0] == made[-1]["seq"]
+
+
+def test_the_wake_given_with_entries_made_ahead_runs_after_the_streams_took_them(
+    engine: Engine,
+) -> None:
+    """The feed follower's wake-up waits for the streams' turn, or runs at once if none watch."""
+    hub = FeedHub(engine, threading.Event(), poll_interval=3600)
+    row = {"run_id": "run-1", "seq": 1, "event": "metadata", "data": {"query": "q"}}
+    woken: list[str] = []
+    hub.ahead([dict(row)], lambda: woken.append("nobody watching"))
+    assert woken == ["nobody watching"]
+
+    async def watched() -> list[int]:
+        subscription = hub.subscribe("run-1", asyncio.get_running_loop())
+        queued: list[int] = []
+        taken = asyncio.Event()
+
+        def wake() -> None:
+            queued.append(subscription.queue.qsize())
+            taken.set()
+
+        await asyncio.to_thread(hub.ahead, [dict(row)], wake)
+        async with asyncio.timeout(WAIT):
+            await taken.wait()
+        return queued
+
+    assert asyncio.run(watched()) == [1]
 
 
 class Subscribed(FeedHub):

@@ -36,8 +36,10 @@ class Handed:
     def __init__(self) -> None:
         self.calls: list[list[dict[str, Any]]] = []
 
-    def __call__(self, rows: list[dict[str, Any]]) -> None:
+    def __call__(self, rows: list[dict[str, Any]], then: Any = None) -> None:
         self.calls.append(rows)
+        if then is not None:
+            then()
 
     @property
     def rows(self) -> list[dict[str, Any]]:
@@ -114,3 +116,15 @@ def test_the_oldest_open_run_is_dropped_beyond_capacity() -> None:
 
     assert {row["run_id"] for row in handed.rows[2:]} == {str(OTHER_RUN)}
     assert handed.rows[-1]["event"] == "done"
+
+
+def test_the_wake_up_goes_with_the_entries_or_is_called_at_once() -> None:
+    events = finished_run(SPEC_TABLE[0][1])
+    handed = Handed()
+    ahead = FeedAhead(handed)
+    woken: list[int] = []
+
+    ahead.appended(events[:1], lambda: woken.append(len(handed.calls)))  # metadata: handed on
+    ahead.appended([], lambda: woken.append(-1))  # nothing made: at once
+
+    assert woken == [1, -1]
