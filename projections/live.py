@@ -70,9 +70,7 @@ class LiveProjections:
             follower.listeners.append(self._advanced)
         self.feed.listeners.append(self._feed_committed)
         self.ahead: Callable[[Sequence[object], Callable[[], object]], None] | None = None
-        """Given this process's appends before the feed follower: it hands their entries to
-        streams and calls the follower's wake-up it is given once they have them (the streams
-        then get the interpreter first), or at once."""
+        """Given this process's appends and the feed follower's wake-up, which it calls."""
         self.published: list[Callable[[int, int, list[Row]], None]] = []
         """Called after every committed feed batch (in the feed follower's thread) with the
         log positions it covered, ``(after, last]``, and the feed entries it wrote."""
@@ -92,6 +90,11 @@ class LiveProjections:
             event.set()
 
     def _appended(self, events: Sequence[object]) -> None:
+        """This process appended: :attr:`ahead` hands the entries to streams, then wakes the feed.
+
+        It calls the wake-up once the streams have had them (they get the interpreter first),
+        or at once.
+        """
         wake = self.wakes[0].set  # the feed first: the rest is woken by the feed's commit
         if self.ahead is None:
             wake()
