@@ -11,7 +11,6 @@ from fastapi import Depends, Request
 from api.errors import NotFound
 from api.metrics import LocalMetrics
 from domain.errors import UnknownAggregateError
-from projections.live import FEED
 from projections.queries import run_row
 
 if TYPE_CHECKING:
@@ -64,13 +63,14 @@ class Worker:
         return row
 
     def fresh(self, *names: str) -> None:
-        """Let the named projections reach the feed's position first (bounded).
+        """Let the named projections reach the log's head as it is now first (bounded).
 
-        The feed commits before the other read tables when following live, so a client that
-        has seen a run's ``done`` then reads its row or timeline finds them finished too.
+        A stream may have sent a run's entries as soon as their events committed, before any
+        read table has them (:class:`~projections.feed_ahead.FeedAhead`): a client that has
+        seen a run's ``done`` then reads its row or timeline finds them finished too.
         """
         positions = self.projector.positions()
-        target = positions.get(FEED, 0)
+        target = self.store.head()
         if any(positions[name] < target for name in names):
             self.projector.wait_for(target, self.settings.read_wait, list(names))
 

@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 import time
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from sqlalchemy.exc import SQLAlchemyError
-from starlette.responses import StreamingResponse
 
 from api.errors import first_line
 from api.sse_wire import KEEPALIVE, RETRYING, frame, unavailable
@@ -29,7 +27,7 @@ from projections.queries import feed_after, feed_closed
 from projections.sse_feed import ends_feed
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable
+    from collections.abc import AsyncIterator
 
     from sqlalchemy import Engine
 
@@ -37,7 +35,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 OUTAGE_KEEPALIVES = 4
 """Keep-alive intervals a stream waits for the database to come back before it ends."""
 RETRY_PAUSE = 0.5
@@ -94,6 +91,9 @@ async def _follow(
             if chunk:
                 yield last, chunk  # what arrived together goes out in one write
             if ended:
+                # Its last entry is out; let the other streams that were handed the same entry
+                # send it before this one's ending and teardown (a fan-out's median waits less).
+                await asyncio.sleep(0)
                 return
             try:
                 async with asyncio.timeout(keepalive):  # no task of its own, unlike wait_for
@@ -117,11 +117,10 @@ def _frames(rows: list[dict[str, Any]], last: int) -> tuple[str, int, bool]:
     """The frames of the rows after entry ``last``, the last entry now, and whether it ends."""
     chunk: list[str] = []
     for row in rows:
-        if row["seq"] <= last:
-            continue
-        last = row["seq"]
-        chunk.append(frame(row))
-        if ends_feed(row["event"], row["data"]):
+        if row["seq"] > last:
+            last = row["seq"]
+            chunk.append(frame(row))
+        if ends_feed(row["event"], row["data"]):  # sent now, or already (made ahead, resumed)
             return "".join(chunk), last, True
     return "".join(chunk), last, False
 
@@ -153,56 +152,3 @@ def _read_after(engine: Engine, run_id: str, after_seq: int) -> tuple[list[dict[
     with engine.connect() as connection:
         closed = feed_closed(connection, run_id)
         return feed_after(connection, run_id, after_seq), closed
-
-
-class EventStream(StreamingResponse):
-    """A ``text/event-stream`` response that tells ``on_abandon`` when the client left early.
-
-    "Early" is before the feed's last entry was sent: a client that disconnects mid-run. The
-    callback runs in a thread of its own (it may append to the store); nothing more is sent.
-    """
-
-    media_type = "text/event-stream"
-
-    def __init__(
-        self,
-        feed: AsyncIterator[str],
-        on_abandon: Callable[[], None] | None = None,
-        open_streams: OpenStreams | None = None,
-    ) -> None:
-        """Stream ``feed``; call ``on_abandon`` if the client goes before it ends.
-
-        ``open_streams`` is raised by one while the body is being sent (the metrics' gauge).
-        """
-        super().__init__(_watched(feed, on_abandon, open_streams), headers=STREAM_HEADERS)
-
-
-class OpenStreams(Protocol):
-    """A gauge of the streams being sent (``prometheus_client.Gauge``)."""
-
-    def inc(self, amount: float = 1) -> None:
-        """One more."""
-        ...
-
-    def dec(self, amount: float = 1) -> None:
-        """One fewer."""
-        ...
-
-
-async def _watched(
-    feed: AsyncIterator[str],
-    on_abandon: Callable[[], None] | None,
-    open_streams: OpenStreams | None,
-) -> AsyncIterator[str]:
-    if open_streams is not None:
-        open_streams.inc()
-    try:
-        async for chunk in feed:
-            yield chunk
-    except (asyncio.CancelledError, GeneratorExit):  # the client went away mid-feed
-        if on_abandon is not None:
-            threading.Thread(target=on_abandon, name="harness-abandon", daemon=True).start()
-        raise
-    finally:
-        if open_streams is not None:
-            open_streams.dec()

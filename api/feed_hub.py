@@ -18,9 +18,12 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.exc import SQLAlchemyError
 
 from api.errors import first_line
+from api.sse_wire import frame
 from projections.queries import feed_position, feed_since
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from sqlalchemy import Engine
 
 log = logging.getLogger(__name__)
@@ -121,6 +124,21 @@ class FeedHub:
             self._mark = max(mark, last)
             self._failing_since = None  # a batch committed: the database answers
 
+    def ahead(self, rows: list[dict[str, Any]], then: Callable[[], object] | None = None) -> None:
+        """Entries made from this process's own committed appends, before the table has them.
+
+        Called in the appending thread (:class:`~projections.feed_ahead.FeedAhead`). They do not
+        move the mark: the follower's batch or a read still brings the same entries, which the
+        streams skip by number. ``then`` is called once the streams have taken them (in their
+        event loop, after they sent them), or at once if no stream watches.
+        """
+        for row in rows:
+            frame(row)  # rendered here, once, not in the streams' event loop
+        with self._lock:
+            handed = self._hand_over(rows, then)
+        if not handed and then is not None:
+            then()
+
     def _run(self) -> None:
         while not self._stop.is_set():
             self.wake.wait(self.poll_interval)
@@ -152,20 +170,32 @@ class FeedHub:
             self._hand_over([row for row in rows if row["position"] > current])
             self._mark = max(current, reached, *(row["position"] for row in rows))
 
-    def _hand_over(self, rows: list[dict[str, Any]]) -> None:
+    def _hand_over(
+        self, rows: list[dict[str, Any]], then: Callable[[], object] | None = None
+    ) -> bool:
         """Give each row to the streams watching its run: one call into each event loop.
 
-        Under the lock; the rows are in log order.
+        Under the lock; the rows are in log order. ``then`` runs in the last loop after its
+        streams have had their turn; False (and ``then`` not called) when no stream watches.
         """
         batches: dict[asyncio.AbstractEventLoop, list[tuple[Subscription, dict[str, Any]]]] = {}
         for row in rows:
             for subscription in self._subscriptions.get(row["run_id"], ()):
                 batches.setdefault(subscription.loop, []).append((subscription, row))
-        for loop, batch in batches.items():
-            loop.call_soon_threadsafe(_put_all, batch)
+        for index, (loop, batch) in enumerate(batches.items(), start=1):
+            try:
+                loop.call_soon_threadsafe(_put_all, batch, then if index == len(batches) else None)
+            except RuntimeError:  # the loop closed: its streams are gone
+                if index == len(batches) and then is not None:
+                    then()
+        return bool(batches)
 
 
-def _put_all(batch: list[tuple[Subscription, dict[str, Any]]]) -> None:
-    """In a stream's event loop: queue each row for its stream."""
+def _put_all(
+    batch: list[tuple[Subscription, dict[str, Any]]], then: Callable[[], object] | None
+) -> None:
+    """In a stream's event loop: queue each row for its stream; ``then`` after they ran."""
     for subscription, row in batch:
         subscription.queue.put_nowait(row)
+    if then is not None:  # scheduled after the streams just woken: they send first
+        asyncio.get_running_loop().call_soon(then)

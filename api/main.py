@@ -23,6 +23,7 @@ from application.dispatch import RunDispatcher
 from application.recovery import RecoveryLoop
 from infrastructure.composition import Overrides, Services, bootstrap
 from infrastructure.pg_listen import PgNotifyWake, read_channel
+from projections.feed_ahead import FeedAhead
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Mapping
@@ -169,17 +170,22 @@ def _start(
 def _projections(services: Services, hub: FeedHub) -> Projector:
     """The projector of this worker, and what brings the feed hub new entries.
 
-    In process, the feed follower hands each committed batch to the hub; with the projections
+    The entries of this worker's own appends go to its streams at once (:class:`FeedAhead`). In
+    process, the feed follower then hands each committed batch to the hub; with the projections
     in their own process (several workers on PostgreSQL), its NOTIFY after every batch wakes
     the hub to read them.
     """
     settings = services.settings
+    ahead = FeedAhead(hub.ahead)
     if settings.projections_in_process:
         live = services.live_projections()
+        live.ahead = ahead.appended  # the streams first, then the feed follower
         live.published.append(hub.publish)
         services.defer(live.start().close)
         services.trace_follower()  # where the projections run: one per deployment
         return live.projector
+    services.store.listeners.append(ahead.appended)
+    services.defer(lambda: services.store.listeners.remove(ahead.appended))
     if settings.database.kind == "postgres":
         stop = threading.Event()
         listener = PgNotifyWake(

@@ -69,6 +69,8 @@ class LiveProjections:
         for follower in (self.feed, self.rest):
             follower.listeners.append(self._advanced)
         self.feed.listeners.append(self._feed_committed)
+        self.ahead: Callable[[Sequence[object], Callable[[], object]], None] | None = None
+        """Given this process's appends and the feed follower's wake-up, which it calls."""
         self.published: list[Callable[[int, int, list[Row]], None]] = []
         """Called after every committed feed batch (in the feed follower's thread) with the
         log positions it covered, ``(after, last]``, and the feed entries it wrote."""
@@ -87,8 +89,21 @@ class LiveProjections:
         for event in self.wakes:
             event.set()
 
-    def _appended(self, _events: Sequence[object]) -> None:
-        self.wakes[0].set()  # the feed first: the rest is woken by the feed's commit
+    def _appended(self, events: Sequence[object]) -> None:
+        """This process appended: :attr:`ahead` hands the entries to streams, then wakes the feed.
+
+        It calls the wake-up once the streams have had them (they get the interpreter first),
+        or at once.
+        """
+        wake = self.wakes[0].set  # the feed first: the rest is woken by the feed's commit
+        if self.ahead is None:
+            wake()
+            return
+        try:
+            self.ahead(events, wake)
+        except BaseException:
+            wake()
+            raise
 
     def _advanced(self, batch: Committed) -> None:
         """A follower committed a batch: wake :attr:`projector`'s waiters and tell its listeners."""

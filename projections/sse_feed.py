@@ -43,25 +43,36 @@ class SseFeed:
         feed: list[Row] = []
         for position, event, run_id in events:
             if isinstance(event, Run.RunStarted):
-                state = runs.add(_new_state(run_id, event.session_id))
+                state = runs.add(new_state(run_id, event.session_id))
             else:
                 found = runs.get(run_id)
                 if found is None or found["closed"]:
                     continue  # unknown run, or its feed already ended: nothing after terminal
                 state = found
-            for kind, data in _entries(state, event):
-                state["last_seq"] += 1
-                identity = {"session_id": state["session_id"], "run_id": run_id}
-                feed.append(
-                    {
-                        "run_id": run_id,
-                        "seq": state["last_seq"],
-                        "position": position,
-                        "event": kind,
-                        "data": identity | data,
-                    }
-                )
+            feed += numbered(state, event, position)
         return Written(runs.flush() + view.insert("sse_event", feed), tuple(feed))
+
+
+def numbered(state: Row, event: Any, position: int) -> list[Row]:
+    """The feed rows ``event`` adds to the run of ``state``, numbered on; ``state`` follows.
+
+    ``position`` is the event's log position.
+    """
+    rows: list[Row] = []
+    run_id = state["run_id"]
+    for kind, data in feed_entries(state, event):
+        state["last_seq"] += 1
+        identity = {"session_id": state["session_id"], "run_id": run_id}
+        rows.append(
+            {
+                "run_id": run_id,
+                "seq": state["last_seq"],
+                "position": position,
+                "event": kind,
+                "data": identity | data,
+            }
+        )
+    return rows
 
 
 def run_feed(run_id: str, events: Iterable[Any]) -> list[tuple[Any, str, dict[str, Any]]]:
@@ -74,10 +85,10 @@ def run_feed(run_id: str, events: Iterable[Any]) -> list[tuple[Any, str, dict[st
     feed: list[tuple[Any, str, dict[str, Any]]] = []
     for event in events:
         if isinstance(event, Run.RunStarted):
-            state = _new_state(run_id, event.session_id)
+            state = new_state(run_id, event.session_id)
         elif state is None or state["closed"]:
             continue  # as :meth:`SseFeed.process`: nothing before metadata or after terminal
-        for kind, data in _entries(state, event):
+        for kind, data in feed_entries(state, event):
             identity = {"session_id": state["session_id"], "run_id": run_id}
             feed.append((event, kind, identity | data))
     return feed
@@ -93,7 +104,8 @@ def ends_feed(kind: str, data: Mapping[str, Any]) -> bool:
     return bool(kind == "failure" and data.get("release_outcome") == ReleaseOutcome.CANCELLED.value)
 
 
-def _new_state(run_id: str, session_id: str) -> Row:
+def new_state(run_id: str, session_id: str) -> Row:
+    """A run's feed state (its ``sse_run`` row) right after its ``RunStarted``."""
     return {
         "run_id": run_id,
         "session_id": session_id,
@@ -106,7 +118,11 @@ def _new_state(run_id: str, session_id: str) -> Row:
     }
 
 
-def _entries(state: Row, event: Any) -> list[tuple[str, dict[str, Any]]]:
+def feed_entries(state: Row, event: Any) -> list[tuple[str, dict[str, Any]]]:
+    """The feed entries (kind, data without identity) ``event`` makes; updates ``state``.
+
+    Does not number them: the caller adds one to ``last_seq`` per entry.
+    """
     match event:
         case Run.RunStarted():
             return [("metadata", {"query": event.query})]

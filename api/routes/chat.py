@@ -11,7 +11,8 @@ from fastapi import APIRouter
 from api.auth import Writer
 from api.deps import WorkerDep
 from api.errors import error_responses
-from api.feed import EventStream, follow
+from api.event_stream import EventStream
+from api.feed import follow
 from api.routes.starting import start_run
 from api.schemas import ChatCreate
 from api.sse_wire import STREAM_DOC

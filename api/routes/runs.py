@@ -12,7 +12,8 @@ from fastapi import APIRouter, Header, Query, Response, status
 from api.auth import Caller, Writer
 from api.deps import WorkerDep
 from api.errors import BadRequest, error_responses
-from api.feed import EventStream, feed_ended, follow
+from api.event_stream import EventStream
+from api.feed import feed_ended, follow
 from api.params import SessionId, UtcTime
 from api.routes.starting import start_run
 from api.schemas import (

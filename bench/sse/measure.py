@@ -65,9 +65,10 @@ class Bench:
         finally:
             self.gated.gate.set()
         arrivals, frames, outcomes, errors = self.observers.receive("done", FINISH_TIMEOUT + 10)
-        appended = self.stamps.finished.get(run_id)
+        appended = self.stamps.finished_at(run_id, FINISH_TIMEOUT)
         if appended is None:
-            raise RuntimeError(f"run {run_id}: no RUN_FINISHED was appended; see the log above")
+            seen = f"observers saw {dict(frames)}, errors {errors[:3]}"
+            raise RuntimeError(f"run {run_id}: no RUN_FINISHED was appended ({seen})")
         position = self.store.head()  # the run's RUN_FINISHED: nothing else writes meanwhile
         return RunSample(
             run_id,

@@ -46,6 +46,7 @@ class Stamps:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._stamped = threading.Condition(self._lock)
         self.finished: dict[str, float] = {}
         self.batches: list[tuple[float, int]] = []
 
@@ -54,8 +55,22 @@ class Stamps:
         now = time.perf_counter()
         for event in events:
             if isinstance(event, Run.RunFinished):
-                with self._lock:
+                with self._stamped:
                     self.finished[str(event.originator_id)] = now
+                    self._stamped.notify_all()
+
+    def finished_at(self, run_id: str, timeout: float) -> float | None:
+        """When ``run_id``'s ``RUN_FINISHED`` was stamped, waiting up to ``timeout`` seconds.
+
+        The stamp is taken in the appending thread after the commit; on a loaded machine that
+        thread may get the interpreter back only after the observers have read ``done`` (which
+        the feed follower, woken by the append's NOTIFY, can deliver first).
+        """
+        deadline = time.monotonic() + timeout
+        with self._stamped:
+            while run_id not in self.finished and time.monotonic() < deadline:
+                self._stamped.wait(deadline - time.monotonic())
+            return self.finished.get(run_id)
 
     def on_batch(self, batch: Committed) -> None:
         """Projector listener: stamp every committed batch with its last log position."""

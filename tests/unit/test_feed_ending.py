@@ -11,6 +11,7 @@ from datetime import timedelta
 
 import pytest
 
+from api.feed import _frames
 from domain.release_states import ReleaseOutcome
 from domain.run import Run
 from projections.sse_feed import ends_feed, run_feed
@@ -44,3 +45,14 @@ def test_a_feed_still_open_has_no_ending_entry() -> None:
 
     assert [kind for _, kind, _ in feed] == ["metadata"]
     assert not any(ends_feed(kind, data) for _, kind, data in feed)
+
+
+def test_a_stream_ends_at_an_ending_entry_it_already_sent() -> None:
+    """Resumed after a ``done`` made ahead of the table: the committed one ends it, unsent."""
+    rows = [
+        {"seq": 6, "event": "content", "data": {"release_outcome": "SUCCESS"}},
+        {"seq": 7, "event": "done", "data": {"release_outcome": "SUCCESS"}},
+    ]
+
+    assert _frames(rows, 7) == ("", 7, True)
+    assert _frames(rows[:1], 7) == ("", 7, False)
