@@ -95,6 +95,8 @@ class PgNotifyWake:
             self.wake()
             while not self.stop.is_set():
                 for notification in connection.notifies(timeout=CHECK_STOP_EVERY):
+                    if self.stop.is_set():
+                        break  # woken to stop (a NOTIFY of the closer's own, say)
                     if self.heard is not None:
                         self.heard(notification.payload)
                     self.wake()
