@@ -195,7 +195,7 @@ def _projections(services: Services, hub: FeedHub) -> Projector:
         thread.start()
 
         def close_listener() -> None:
-            stop.set()
+            listener.interrupt()
             thread.join(timeout=5)
 
         services.defer(close_listener)

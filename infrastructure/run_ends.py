@@ -49,18 +49,12 @@ def hear_run_ends(settings: Settings, store: HarnessStore) -> Callable[[], None]
     recorder = store.recorder
     if not isinstance(recorder, FailFastRecorder) or store.run_ends is not None:
         return None
-    channel = recorder.append_function.ended_channel
-    ends = PgRunEnds(settings, channel).start()
+    ends = PgRunEnds(settings, recorder.append_function.ended_channel).start()
     store.run_ends = ends
-
-    def poke() -> None:
-        """An empty NOTIFY of our own: the listener sees ``stop`` now, not at its next look."""
-        with recorder.datastore.get_connection() as connection:
-            connection.execute("SELECT pg_notify(%s, '')", (channel,))
 
     def stop() -> None:
         store.run_ends = None
-        ends.close(poke)
+        ends.close()
 
     return stop
 
@@ -88,19 +82,9 @@ class PgRunEnds:
         self._thread.start()
         return self
 
-    def close(self, poke: Callable[[], object] | None = None) -> None:
-        """Stop listening; from now on every run reads the log.
-
-        ``poke`` wakes the listener (a NOTIFY on its channel), which otherwise notices the stop
-        only at its next look (:data:`~infrastructure.pg_listen.CHECK_STOP_EVERY`); if it fails
-        (the server is away) the thread is waited for as long as that.
-        """
-        self.stop.set()
-        if poke is not None and self._thread.is_alive():
-            try:
-                poke()
-            except Exception as error:  # only slower: the thread stops at its next look
-                log.info("run ends: could not wake the listener to stop (%s)", error)
+    def close(self) -> None:
+        """Stop listening (the listener is woken to stop now); from now on every run reads."""
+        self.listener.interrupt()
         self._thread.join(STOP_WITHIN_S)
 
     def watch(self, run_id: UUID) -> object | None:

@@ -33,6 +33,10 @@ class WakeSource(Protocol):
         """Watch until the ``stop`` event it was made with is set."""
         ...
 
+    def interrupt(self) -> None:
+        """Set ``stop`` and make :meth:`run` return now rather than at its next look."""
+        ...
+
 
 class LiveProjections:
     """The projections following the log in background threads, with their wake-up source.
@@ -142,6 +146,8 @@ class LiveProjections:
         """Stop following and wait for the threads."""
         self.stop_event.set()
         self.wake()
+        if self.listener is not None:
+            self.listener.interrupt()
         if self._appended in self._store.listeners:
             self._store.listeners.remove(self._appended)
         for thread in self._threads:
