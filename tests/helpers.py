@@ -9,6 +9,7 @@ a clock, no knowledge), on the store the test already opened, as cosmicpython's 
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -16,6 +17,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import text
 
 from infrastructure.clock import SystemClock
 from infrastructure.composition import Overrides, bootstrap
@@ -25,6 +28,8 @@ from infrastructure.scripted_tools import ScriptedTool, scripted_tools
 from infrastructure.settings import Settings
 
 if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
     from application.chat import ChatConfig, ChatResult, ChatService
     from application.ports import Clock, KnowledgeRetriever, ModelProvider, Passage, Tool
     from infrastructure.composition import Services
@@ -134,3 +139,26 @@ def fresh_sqlite(**settings: Any) -> Iterator[Services]:
         given = Settings(database_url=f"sqlite:///{Path(folder) / 'harness.db'}", **settings)
         with bootstrap(given, create=True, overrides=Overrides(heartbeat=False)) as services:
             yield services
+
+
+@contextmanager
+def tampered_routing_decision(engine: Engine) -> Iterator[int]:
+    """A routing decision's stored state edited in the SQLite file (its position), then undone."""
+    with engine.connect() as connection:
+        position, state = connection.execute(
+            text(
+                "SELECT rowid, state FROM stored_events"
+                " WHERE topic = 'domain.run:Run.RoutingDecision' LIMIT 1"
+            )
+        ).one()
+    edited = json.loads(bytes(state))
+    edited["error"] = "rewritten in the database"
+    update = text("UPDATE stored_events SET state = :state WHERE rowid = :position")
+    with engine.begin() as connection:
+        new = json.dumps(edited, separators=(",", ":")).encode()
+        connection.execute(update, {"state": new, "position": position})
+    try:
+        yield int(position)
+    finally:
+        with engine.begin() as connection:
+            connection.execute(update, {"state": bytes(state), "position": position})

@@ -9,7 +9,6 @@ may use them (a user gets a 403 that says why).
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import socket
@@ -21,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 from pydantic import SecretStr
-from sqlalchemy import Engine, select, text
+from sqlalchemy import Engine, select
 
 from api.audit_verify import VERIFYING
 from api.auth import Role
@@ -29,6 +28,7 @@ from infrastructure.leases import SqlLeases, WorkerIdentity
 from infrastructure.read_tables import diagnosis_run, run_daily
 from infrastructure.settings import ApiKey, Settings
 from tests.api._serve import Served, read_all, served_client
+from tests.helpers import tampered_routing_decision
 
 HELLO = "hello"
 DIAGNOSIS = "Why was checkout slow on 2026-11-29 between 10:00 and 12:00 UTC?"
@@ -209,22 +209,8 @@ def test_verify_reports_a_clean_store_clean(served: Served) -> None:
 def test_verify_names_an_event_tampered_in_the_sqlite_file(sqlite_settings: Settings) -> None:
     with served_client(sqlite_settings) as served:
         finish(served.client, DIAGNOSIS)
-        engine = engine_of(served)
-        with engine.connect() as connection:
-            position, state = connection.execute(
-                text(
-                    "SELECT rowid, state FROM stored_events"
-                    " WHERE topic = 'domain.run:Run.RoutingDecision' LIMIT 1"
-                )
-            ).one()
-        edited = json.loads(bytes(state))
-        edited["error"] = "rewritten in the database"
-        with engine.begin() as connection:
-            connection.execute(
-                text("UPDATE stored_events SET state = :state WHERE rowid = :position"),
-                {"state": json.dumps(edited, separators=(",", ":")).encode(), "position": position},
-            )
-        report = served.client.post(VERIFY).json()
+        with tampered_routing_decision(engine_of(served)) as position:
+            report = served.client.post(VERIFY).json()
     assert report["clean"] is False
     chain = [v for v in report["violations"] if v["rule"] == "chain"]
     assert len(chain) == 1, report["violations"]

@@ -8,11 +8,9 @@ back from its SVG and compared with the API's own answer.
 
 from __future__ import annotations
 
-import json
 import os
 from collections import defaultdict
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,13 +20,14 @@ from pydantic import SecretStr
 from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 
 from api.auth import Role
 from infrastructure.settings import ApiKey, Settings
 from tests.api._serve import read_all, served_client
 from tests.browser.conftest import FALLBACK_QUESTION, SUCCESS_QUESTION, console_errors, wait
 from tests.browser.test_usable import UNNAMED
+from tests.helpers import tampered_routing_decision
 
 ROLES: dict[str, Role] = {"ann": "user", "audrey": "auditor", "adam": "admin"}
 KEYS = {name: f"{name}-{role}-key-3e1f0a9b8c7d6e5f" for name, role in ROLES.items()}
@@ -207,7 +206,7 @@ def test_the_system_page_lists_the_workers_and_verifies_the_log_on_demand(
     checks = [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#verify-checks li")]
     assert any(c.startswith("read tables agree with the log") for c in checks)
     assert not browser.find_element(By.ID, "violations").is_displayed()
-    with _tampered(service.engine) as position:
+    with tampered_routing_decision(service.engine) as position:
         assert _verify(browser) == "false"
         said = [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#violations li")]
         reported = [v["text"] for v in _report(service)["violations"]]
@@ -227,29 +226,6 @@ def _verify(browser: WebDriver) -> str:
     browser.find_element(By.ID, "verify").click()
     assert loaded(browser, "data-verified") == "report"
     return str(browser.find_element(By.ID, "verify-summary").get_attribute("data-clean"))
-
-
-@contextmanager
-def _tampered(engine: Engine) -> Iterator[int]:
-    """A routing decision's stored state edited in the SQLite file (its position), then undone."""
-    with engine.connect() as connection:
-        position, state = connection.execute(
-            text(
-                "SELECT rowid, state FROM stored_events"
-                " WHERE topic = 'domain.run:Run.RoutingDecision' LIMIT 1"
-            )
-        ).one()
-    edited = json.loads(bytes(state))
-    edited["error"] = "rewritten in the database"
-    update = text("UPDATE stored_events SET state = :state WHERE rowid = :position")
-    with engine.begin() as connection:
-        new = json.dumps(edited, separators=(",", ":")).encode()
-        connection.execute(update, {"state": new, "position": position})
-    try:
-        yield int(position)
-    finally:
-        with engine.begin() as connection:
-            connection.execute(update, {"state": bytes(state), "position": position})
 
 
 def _report(service: Service) -> dict[str, Any]:
