@@ -300,8 +300,10 @@ def test_a_postgres_restart_under_load_loses_nothing_and_the_service_recovers(
             ready = probe.get("/readyz")
             assert ready.status_code == 503 and ready.headers["retry-after"], ready.text
 
-            cluster.start()
+            # before the start: a run held over the outage may finish, and its stream read `done`
+            # (handed on as the append commits), before start() returns
             told.restarted = True
+            cluster.start()
             _wait_until(
                 "every client to succeed again after the restart",
                 lambda: len(told.succeeded_after) == CLIENTS,
