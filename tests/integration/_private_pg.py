@@ -54,14 +54,19 @@ class PrivatePostgres:
         """Start the server; returns once it accepts connections."""
         options = (
             f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1"
-            # durability against power loss is not under test; a fast stop checkpoints anyway
+            # durability against power loss is not under test: a fast stop checkpoints, and an
+            # immediate stop leaves the WAL in the page cache for the restart's crash recovery
             " -c fsync=off -c max_connections=200"
         )
         self._pg_ctl("start", "-w", "-o", options, "-l", str(self.root / "server.log"))
 
-    def stop(self) -> None:
-        """Stop the server the way a restart does (``-m fast``: sessions are terminated)."""
-        self._pg_ctl("stop", "-w", "-m", "fast")
+    def stop(self, mode: str = "fast") -> None:
+        """Stop the server the way a restart does (``-m fast``: sessions are terminated).
+
+        ``mode="immediate"`` stops it the way a crash does: every backend exits at once, without
+        releasing its locks or committing, and the next start recovers from the WAL.
+        """
+        self._pg_ctl("stop", "-w", "-m", mode)
 
     def accepts_connections(self) -> bool:
         """Whether a new connection to the test database succeeds now."""
