@@ -19,7 +19,7 @@ def create_sql_engine(settings: Settings) -> Engine:
 
 
 def _sqlite_engine(settings: Settings, path: str) -> Engine:
-    """The SQLite file at ``path``, in WAL mode with foreign keys enforced."""
+    """The SQLite file at ``path``, in WAL mode with foreign keys enforced (see the pragmas)."""
     engine = create_engine(
         URL.create("sqlite+pysqlite", database=path),
         connect_args={"timeout": settings.db_lock_timeout, "check_same_thread": False},
@@ -33,6 +33,10 @@ def _sqlite_engine(settings: Settings, path: str) -> Engine:
         # power cut takes its tracking position with it (so it is applied again), and the
         # event store's own connections still sync every append.
         cursor.execute("PRAGMA synchronous=NORMAL")
+        # Debian's SQLite zeroes every freed page by default (SECURE_DELETE), which made emptying
+        # the read tables for a rebuild a tenth of it. FAST still zeroes deleted content where
+        # that costs no extra write; what a read table held is in the log anyway.
+        cursor.execute("PRAGMA secure_delete=FAST")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 
