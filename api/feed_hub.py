@@ -168,6 +168,11 @@ class FeedHub:
                 self._mark = mark = reached
             current = self._mark
             self._hand_over([row for row in rows if row["position"] > current])
+            if not self._subscriptions.keys() <= set(runs):
+                # A stream of another run subscribed during the read: entries of its run
+                # committed after its backlog read are not in these rows. Read again.
+                self.wake.set()
+                return
             self._mark = max(current, reached, *(row["position"] for row in rows))
 
     def _hand_over(

@@ -12,13 +12,14 @@ import re
 import threading
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine, event
 
 from api.feed import follow
 from api.feed_hub import FeedHub, Subscription
 from application.store import HarnessStore
 from infrastructure.composition import Services
 from projections.feed_ahead import FeedAhead
+from projections.queries import feed_after
 from tests.integration._projection_helpers import run_scenario
 from tests.integration.test_feed_ahead import Subscribed
 from tests.integration.test_feed_hub import WAIT, Feed
@@ -98,6 +99,67 @@ def test_a_stream_that_leaves_while_it_subscribes_leaves_no_subscription(engine:
 
     assert asyncio.run(leaving()), "the subscription made for a stream gone was never removed"
     assert hub.watched == 0
+
+
+def test_a_stream_that_subscribes_while_the_hub_reads_gets_what_was_committed_after_its_read(
+    services: Services, store: HarnessStore, engine: Engine
+) -> None:
+    """Projections in another process: the hub reads new entries for the runs watched when it
+    began; a stream of another run subscribes and reads its backlog meanwhile, and the entries
+    committed right after that read must still reach it."""
+    watched_run = str(run_scenario(services, "conclusion_supported", "s1").run_id)
+    late_run = str(run_scenario(services, "conclusion_supported", "s2").run_id)
+    elsewhere = Feed(store, engine, None)  # a projection process: it hands nothing over
+    hub = FeedHub(engine, threading.Event(), poll_interval=3600)
+    race = _Meanwhile(hub, late_run, elsewhere)
+
+    async def scenario() -> list[int]:
+        loop = asyncio.get_running_loop()
+        hub.subscribe(watched_run, loop)  # an earlier stream: the hub reads for its run
+        race.loop = loop
+        event.listen(engine, "engine_connect", race.on_connect)
+        hub.start()
+        try:
+            hub.wake.set()
+            assert await asyncio.to_thread(race.done.wait, WAIT)
+            assert race.backlog == []  # the late stream's backlog read found nothing yet
+            seen: list[int] = []
+            async with asyncio.timeout(WAIT):
+                while not seen or seen[-1] < len(race.committed):
+                    hub.wake.set()  # the hub reads again and again: nothing is left behind
+                    seen.append((await race.subscription.queue.get())["seq"])
+            return seen
+        finally:
+            event.remove(engine, "engine_connect", race.on_connect)
+            hub.close()
+
+    assert asyncio.run(scenario()) == list(range(1, len(race.committed) + 1))
+
+
+class _Meanwhile:
+    """At the hub's first read: a stream of ``run_id`` subscribes and reads its backlog, then
+    the projection process commits the feed."""
+
+    def __init__(self, hub: FeedHub, run_id: str, elsewhere: Feed) -> None:
+        self.hub, self.run_id, self.elsewhere = hub, run_id, elsewhere
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.done = threading.Event()
+        self.backlog: list[dict[str, Any]] | None = None
+        self.committed: list[dict[str, Any]] = []
+        self.subscription: Subscription
+
+    def on_connect(self, _connection: Connection) -> None:
+        if threading.current_thread().name != "harness-feed" or self.backlog is not None:
+            return
+        assert self.loop is not None
+        self.backlog = []
+        self.subscription = self.hub.subscribe(self.run_id, self.loop)
+        with self.hub.engine.connect() as connection:
+            self.backlog = feed_after(connection, self.run_id, 0)
+        self.elsewhere.catch_up()
+        with self.hub.engine.connect() as connection:
+            self.committed = feed_after(connection, self.run_id, 0)
+        self.done.set()
 
 
 async def _collect(stream: Any, chunks: list[str]) -> None:
