@@ -80,9 +80,17 @@ class FeedHub:
         """Watch a run's feed; call before reading its backlog (blocking: run it in a thread)."""
         subscription = Subscription(run_id, loop)
         with self._lock:
-            if self._mark is None:  # the first stream: entries after this point are delivered
-                with self.engine.connect() as connection:
-                    self._mark = feed_position(connection)
+            if self._mark is not None:
+                self._subscriptions.setdefault(run_id, set()).add(subscription)
+                return subscription
+        # The first stream: entries after this point are delivered. Read outside the lock,
+        # which the appending threads take (:meth:`ahead`): a slow read never holds them up.
+        # A batch committed after this read finds the mark behind it and is read again.
+        with self.engine.connect() as connection:
+            position = feed_position(connection)
+        with self._lock:
+            if self._mark is None:
+                self._mark = position
             self._subscriptions.setdefault(run_id, set()).add(subscription)
         return subscription
 

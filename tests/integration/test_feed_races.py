@@ -136,6 +136,50 @@ def test_a_stream_that_subscribes_while_the_hub_reads_gets_what_was_committed_af
     assert asyncio.run(scenario()) == list(range(1, len(race.committed) + 1))
 
 
+def test_an_append_is_not_held_up_by_a_stream_whose_subscribe_waits_for_the_database(
+    services: Services, store: HarnessStore, engine: Engine
+) -> None:
+    """The first stream's subscribe reads the feed's position; the read side is slow (a rebuild
+    holds its lock, the pool is exhausted). The worker's appends hand their entries to the hub
+    in the appending thread: they must not wait for that read."""
+    hub = FeedHub(engine, threading.Event(), poll_interval=3600)  # not started: no queries
+    ahead = FeedAhead(hub.ahead)
+    entered, release, finished = threading.Event(), threading.Event(), threading.Event()
+
+    def slow_read(_connection: Connection) -> None:
+        if threading.current_thread().name == "subscriber" and not entered.is_set():
+            entered.set()
+            assert release.wait(2 * WAIT)  # the test releases it, failing or not
+
+    def run_to_its_end() -> None:
+        run_scenario(services, "conclusion_supported")
+        finished.set()
+
+    async def scenario() -> bool:
+        loop = asyncio.get_running_loop()
+        subscriber = threading.Thread(
+            target=hub.subscribe, args=("run-1", loop), name="subscriber", daemon=True
+        )
+        subscriber.start()
+        assert await asyncio.to_thread(entered.wait, WAIT)
+        running = threading.Thread(target=run_to_its_end, daemon=True)
+        running.start()
+        try:
+            return await asyncio.to_thread(finished.wait, WAIT)
+        finally:
+            release.set()
+            await asyncio.to_thread(running.join, WAIT)
+            await asyncio.to_thread(subscriber.join, WAIT)
+
+    event.listen(engine, "engine_connect", slow_read)
+    store.listeners.append(ahead.appended)
+    try:
+        assert asyncio.run(scenario()), "the run's appends waited for a stream's subscribe"
+    finally:
+        store.listeners.remove(ahead.appended)
+        event.remove(engine, "engine_connect", slow_read)
+
+
 class _Meanwhile:
     """At the hub's first read: a stream of ``run_id`` subscribes and reads its backlog, then
     the projection process commits the feed."""
