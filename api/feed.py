@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
     from sqlalchemy import Engine
 
-    from api.feed_hub import FeedHub
+    from api.feed_hub import FeedHub, Subscription
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +81,7 @@ async def _follow(
 ) -> AsyncIterator[tuple[int, str]]:
     """:func:`follow` without its retries: the last entry sent with each chunk."""
     loop = asyncio.get_running_loop()
-    subscription = await anyio.to_thread.run_sync(hub.subscribe, run_id, loop)
+    subscription = await _subscribed(hub, run_id, loop)
     try:
         last = after_seq
         backlog, closed = await anyio.to_thread.run_sync(_read_after, hub.engine, run_id, last)
@@ -104,13 +105,34 @@ async def _follow(
                 yield last, KEEPALIVE
                 backlog = []
                 continue
-            arrived = [row, *_drain(subscription.queue)]
-            if arrived[0]["seq"] <= last + 1:
+            # Hand-overs of one run may pass each other (two appending threads, the follower):
+            # in order of number, and only without a gap after the last entry sent.
+            arrived = sorted([row, *_drain(subscription.queue)], key=lambda r: r["seq"])
+            if _follows_on(arrived, last):
                 backlog = arrived
             else:  # entries in between were not handed over: read them from the table
                 backlog, _ = await anyio.to_thread.run_sync(_read_after, hub.engine, run_id, last)
     finally:
         hub.unsubscribe(subscription)
+
+
+async def _subscribed(hub: FeedHub, run_id: str, loop: asyncio.AbstractEventLoop) -> Subscription:
+    """:meth:`FeedHub.subscribe`, in a thread; a stream cancelled meanwhile leaves nothing behind.
+
+    A cancelled wait does not stop the thread (the client left): the subscription it makes
+    is removed as soon as it is made.
+    """
+    making = asyncio.ensure_future(anyio.to_thread.run_sync(hub.subscribe, run_id, loop))
+    try:
+        return await asyncio.shield(making)
+    except asyncio.CancelledError:
+        making.add_done_callback(partial(_unsubscribe_made, hub))
+        raise
+
+
+def _unsubscribe_made(hub: FeedHub, making: asyncio.Future[Subscription]) -> None:
+    if not making.cancelled() and making.exception() is None:
+        hub.unsubscribe(making.result())
 
 
 def _frames(rows: list[dict[str, Any]], last: int) -> tuple[str, int, bool]:
@@ -123,6 +145,15 @@ def _frames(rows: list[dict[str, Any]], last: int) -> tuple[str, int, bool]:
         if ends_feed(row["event"], row["data"]):  # sent now, or already (made ahead, resumed)
             return "".join(chunk), last, True
     return "".join(chunk), last, False
+
+
+def _follows_on(rows: list[dict[str, Any]], last: int) -> bool:
+    """Whether the rows (in order of number) leave no entry out after entry ``last``."""
+    for row in rows:
+        if row["seq"] > last + 1:
+            return False
+        last = max(last, row["seq"])
+    return True
 
 
 def _drain(queue: asyncio.Queue[dict[str, Any]]) -> list[dict[str, Any]]:

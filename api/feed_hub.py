@@ -80,9 +80,17 @@ class FeedHub:
         """Watch a run's feed; call before reading its backlog (blocking: run it in a thread)."""
         subscription = Subscription(run_id, loop)
         with self._lock:
-            if self._mark is None:  # the first stream: entries after this point are delivered
-                with self.engine.connect() as connection:
-                    self._mark = feed_position(connection)
+            if self._mark is not None:
+                self._subscriptions.setdefault(run_id, set()).add(subscription)
+                return subscription
+        # The first stream: entries after this point are delivered. Read outside the lock,
+        # which the appending threads take (:meth:`ahead`): a slow read never holds them up.
+        # A batch committed after this read finds the mark behind it and is read again.
+        with self.engine.connect() as connection:
+            position = feed_position(connection)
+        with self._lock:
+            if self._mark is None:
+                self._mark = position
             self._subscriptions.setdefault(run_id, set()).add(subscription)
         return subscription
 
@@ -168,6 +176,11 @@ class FeedHub:
                 self._mark = mark = reached
             current = self._mark
             self._hand_over([row for row in rows if row["position"] > current])
+            if not self._subscriptions.keys() <= set(runs):
+                # A stream of another run subscribed during the read: entries of its run
+                # committed after its backlog read are not in these rows. Read again.
+                self.wake.set()
+                return
             self._mark = max(current, reached, *(row["position"] for row in rows))
 
     def _hand_over(
