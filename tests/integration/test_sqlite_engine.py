@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from infrastructure.database import create_sql_engine
+from infrastructure.composition import bootstrap
 
 if TYPE_CHECKING:
     from infrastructure.settings import Settings
@@ -18,8 +18,9 @@ PRAGMAS = {
 
 
 def test_every_connection_of_the_sqlite_engine_has_the_pragmas(sqlite_settings: Settings) -> None:
-    engine = create_sql_engine(sqlite_settings)
-    try:
+    with bootstrap(sqlite_settings, create=True) as services:
+        engine = services.engine
+        engine.dispose()  # the connections checked are opened here
         for _ in range(2):  # the first connection, then another one opened beside it
             with engine.connect() as connection, engine.connect() as other:
                 for opened in (connection, other):
@@ -27,5 +28,3 @@ def test_every_connection_of_the_sqlite_engine_has_the_pragmas(sqlite_settings: 
                         name: opened.exec_driver_sql(f"PRAGMA {name}").scalar() for name in PRAGMAS
                     }
                     assert found == PRAGMAS
-    finally:
-        engine.dispose()
