@@ -27,7 +27,7 @@ from infrastructure.ops_data import sample_incidents
 from infrastructure.pg_recorder import FailFastRecorder
 from infrastructure.run_ends import PgRunEnds
 from infrastructure.settings import Settings
-from tests.conftest import pg_schema
+from tests.conftest import PG_URL, pg_schema
 from tests.integration._cli import harness, store_env
 
 pytestmark = pytest.mark.postgres
@@ -188,3 +188,23 @@ def test_a_stopped_listener_answers_nothing(services: Services) -> None:
     ends.close()
     assert ends.ended(run.id, token) is None
     assert ends.watch(run.id) is None
+
+
+def test_a_schema_named_in_more_bytes_than_characters_still_ends_and_hears_runs() -> None:
+    # PostgreSQL limits a channel name to 63 bytes, not characters: 30 "é" are 60 bytes
+    schema = f"t_{'é' * 30}_{uuid.uuid4().hex[:8]}"
+    settings = Settings(database_url=PG_URL, database_schema=schema)
+    try:
+        with bootstrap(settings, create=True, overrides=Overrides(heartbeat=False)) as built:
+            assert built.chat is not None  # starts the run-ends listener
+            ends = _ends(built)
+            run = _started(built)
+            token = ends.watch(run.id)
+            built.store.cancel(run.id, CancellationReason.USER_REQUESTED)
+            assert ends.wait_heard(run.id, WAIT_S)
+            assert ends.ended(run.id, token) is True
+    finally:
+        with psycopg.connect(PG_URL, autocommit=True) as admin:
+            admin.execute(
+                sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema))
+            )
