@@ -119,10 +119,9 @@ class RunWrites(ABC):
     def _must_commit(self) -> bool:
         """Whether another writer appended to the run, or the look could not tell (read failed).
 
-        A look that cannot read commits instead, as before an external call: that commit
-        conflicts with a cancel all the same, and a store still away refuses it as a commit
-        (its events kept for :meth:`rewind`), where a failed read used to leave the queue out of
-        :attr:`unsaved`, so a rewind dropped every event the run had queued since its last commit.
+        A look that cannot read commits instead: the commit conflicts with a cancel all the same,
+        and a store still away refuses it as a commit, its events kept for :meth:`rewind` (a
+        failed read left them out of :attr:`unsaved`: the rewind dropped the run's queue).
         """
         try:
             return self.others_wrote()
@@ -240,10 +239,15 @@ class RunWrites(ABC):
         The run is read back and its kept events applied again (they must come before the
         dropped ones); the other streams' kept events are still applied in their aggregates.
         Events the log got after all (the refusal came after the commit) are not queued again.
+        When the run has ended meanwhile (a cancel), nothing of it is: :class:`RunAborted`.
         """
         lost, self.unsaved = self.unsaved, []
         self.run = self.store.get_run(self.run.id)
         self.queue = []
+        if self.run.termination is not None:  # ended meanwhile: the commit lost the race with it
+            with suppress(ConcurrentWriteError):  # (or it landed, and the end came after it)
+                self._keep([e for e in lost if keep(e)], ended=True)
+            raise RunAborted(self.run.termination)
         for event in lost:
             if not keep(event):
                 continue

@@ -10,18 +10,25 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from psycopg_pool import ConnectionPool
 
 from application.ports import ModelProvider, ModelRequest, ModelResponse
-from domain.states import RunState
+from domain.run import Run
+from domain.states import CancellationReason, RunState
 from infrastructure.composition import Overrides, Services, bootstrap
 from infrastructure.ops_data import sample_incidents
 from infrastructure.pg_recorder import FailFastRecorder
 from tests.conftest import pg_schema
+from tests.integration._invariants import check_run, read_events
+
+if TYPE_CHECKING:
+    from uuid import UUID
+
+    from application.chat import ChatResult
 
 pytestmark = pytest.mark.postgres
 
@@ -36,8 +43,10 @@ class HoldsThePool:
 
     local = True
 
-    def __init__(self, inner: ModelProvider, pool: ConnectionPool[Any]) -> None:
-        self.inner, self.pool = inner, pool
+    def __init__(
+        self, inner: ModelProvider, pool: ConnectionPool[Any], meanwhile: Callable[[], object]
+    ) -> None:
+        self.inner, self.pool, self.meanwhile = inner, pool, meanwhile
         self.calls = 0
         self.released = threading.Event()
 
@@ -50,6 +59,7 @@ class HoldsThePool:
             holding = threading.Event()
             threading.Thread(target=self._hold, args=(holding,), daemon=True).start()
             assert holding.wait(WAIT_S)
+            self.meanwhile()
         return self.inner.complete(request)
 
     def _hold(self, holding: threading.Event) -> None:
@@ -80,10 +90,14 @@ def services(pg_available: None) -> Iterator[Services]:
         yield built
 
 
-def test_a_look_that_cannot_read_commits_instead_and_drops_nothing(services: Services) -> None:
+def _ask(services: Services, meanwhile: Callable[[UUID], object]) -> ChatResult:
+    """Ask the sample question; the model's 2nd call takes the pool and calls ``meanwhile``."""
     recorder = services.store.recorder
     assert isinstance(recorder, FailFastRecorder)
-    model = HoldsThePool(services.chat.provider, recorder.datastore.pool)
+    runs: list[Run] = []
+    model = HoldsThePool(
+        services.chat.provider, recorder.datastore.pool, lambda: meanwhile(runs[0].id)
+    )
     handler = ReleaseOnFailure(model.released)
     for name in FAILURE_LOGGERS:
         logging.getLogger(name).addHandler(handler)
@@ -92,11 +106,27 @@ def test_a_look_that_cannot_read_commits_instead_and_drops_nothing(services: Ser
         with bootstrap(services.settings, overrides=given) as built:
             chat = built.chat
             services.store.run_ends = None  # every look reads the log (as on SQLite)
-            result = chat.ask("look", sample_incidents()[0].question)
+            runs.append(chat.begin("look", sample_incidents()[0].question)[0])
+            result = chat.execute(runs[0])
     finally:
         for name in FAILURE_LOGGERS:
             logging.getLogger(name).removeHandler(handler)
     assert model.released.is_set()  # the store did fail the run once
+    check_run(result, read_events(services.store))
+    return result
+
+
+def test_a_look_that_cannot_read_commits_instead_and_drops_nothing(services: Services) -> None:
+    result = _ask(services, lambda run_id: None)
     assert result.termination.state is RunState.SUCCESS, result.termination
-    for event in services.store.stream(result.run_id):
-        assert event.originator_id == result.run_id  # the run's stream reads back whole
+
+
+def test_a_cancel_while_the_store_refuses_the_run_ends_it_and_nothing_follows(
+    services: Services,
+) -> None:
+    def cancel(run_id: UUID) -> None:
+        with bootstrap(services.settings) as other:  # another process: a pool of its own
+            other.store.cancel(run_id, CancellationReason.USER_REQUESTED)
+
+    result = _ask(services, cancel)
+    assert result.termination.state is RunState.CANCELLED, result.termination
