@@ -191,8 +191,10 @@ def test_a_stopped_listener_answers_nothing(services: Services) -> None:
 
 
 def test_a_schema_named_in_more_bytes_than_characters_still_ends_and_hears_runs() -> None:
-    # PostgreSQL limits a channel name to 63 bytes, not characters: 30 "é" are 60 bytes
-    schema = f"t_{'é' * 30}_{uuid.uuid4().hex[:8]}"
+    # PostgreSQL limits a channel name to 63 bytes, not characters: this 61-byte schema's
+    # ended channel is 82 bytes in 57 characters
+    schema = f"t_{'é' * 25}_{uuid.uuid4().hex[:8]}"
+    assert len(schema.encode()) < 64 < len(f"harness_events_ended_{schema}".encode())
     settings = Settings(database_url=PG_URL, database_schema=schema)
     try:
         with bootstrap(settings, create=True, overrides=Overrides(heartbeat=False)) as built:
