@@ -3,7 +3,12 @@
 Before a local call a run with queued events looks whether another writer appended to it (a
 read of the log where it does not hear of ends). When that read fails the look cannot tell: the
 run commits instead, as it would before an external call, so a refusal is a refused commit (its
-events queued again, SPEC §8) and never a queue dropped with the run's work in it.
+events queued again, SPEC §8) and never a queue dropped with the run's work in it. And a commit
+refused while another process cancels the run loses the race with that cancel, as a conflict
+does: nothing of the run is recorded after its termination.
+
+The store fails for real: another thread holds its pool's only connection until the run logs
+the failure.
 """
 
 from __future__ import annotations
