@@ -111,10 +111,22 @@ class RunWrites(ABC):
         with it, see :meth:`flush`): then they only join the queue. Raises as :meth:`flush` does.
         """
         waiting = time.monotonic() - self.committed_at < self.commit_interval_s
-        if stays_local(port) and waiting and not (self.ahead and self.others_wrote()):
+        if stays_local(port) and waiting and not (self.ahead and self._must_commit()):
             self.save(*others)
         else:
             self.flush(*others)
+
+    def _must_commit(self) -> bool:
+        """Whether another writer appended to the run, or the look could not tell (read failed).
+
+        A look that cannot read commits instead: the commit conflicts with a cancel all the same,
+        and a store still away refuses it as a commit, its events kept for :meth:`rewind` (a
+        failed read left them out of :attr:`unsaved`: the rewind dropped the run's queue).
+        """
+        try:
+            return self.others_wrote()
+        except StoreUnavailableError:
+            return True
 
     def others_wrote(self) -> bool:
         """Whether another writer appended to the run since this worker last knew its stream.
@@ -130,13 +142,15 @@ class RunWrites(ABC):
             ended = ends.ended(self.run.id, self.heard)
             if ended is not None:
                 return ended
-        self.heard = ends.watch(self.run.id) if ends is not None else None  # before the read
+        token = ends.watch(self.run.id) if ends is not None else None  # before the read
         queued = [
             e for e in (*self.queue, *self.run.pending_events) if e.originator_id == self.run.id
         ]
         stored = queued[0].originator_version - 1 if queued else self.run.version
         self.store.looks += 1
-        return self.store.written_after(self.run.id, stored)
+        written = self.store.written_after(self.run.id, stored)
+        self.heard = token  # only once its read was done: what ended before it, the read saw
+        return written
 
     def close(self) -> None:
         """The run is over in this worker: stop hearing of its end."""
@@ -225,10 +239,15 @@ class RunWrites(ABC):
         The run is read back and its kept events applied again (they must come before the
         dropped ones); the other streams' kept events are still applied in their aggregates.
         Events the log got after all (the refusal came after the commit) are not queued again.
+        When the run has ended meanwhile (a cancel), nothing of it is: :class:`RunAborted`.
         """
         lost, self.unsaved = self.unsaved, []
         self.run = self.store.get_run(self.run.id)
         self.queue = []
+        if self.run.termination is not None:  # ended meanwhile: the commit lost the race with it
+            with suppress(ConcurrentWriteError):  # (or it landed, and the end came after it)
+                self._keep([e for e in lost if keep(e)], ended=True)
+            raise RunAborted(self.run.termination)
         for event in lost:
             if not keep(event):
                 continue

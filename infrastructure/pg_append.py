@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING
 import psycopg
 from psycopg.sql import SQL, Composed, Identifier, Literal
 
+from infrastructure.pg_listen import channel_name
+
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
@@ -156,9 +158,11 @@ def ended_channel(channel: str, schema: str) -> str:
     """The channel an append NOTIFYs with the runs it ended: one per events table and schema.
 
     (eventsourcing's own channel is named for the table only, so stores in two schemas of one
-    database share it; that one only wakes followers, while this one must not mix runs.)
+    database share it; that one only wakes followers, while this one must not mix runs.) Cut
+    to 63 bytes, schemas whose names share their first 42 bytes share it too: a run of one
+    hearing another's end (ids differ, so only a copied schema's runs) commits early, no more.
     """
-    return f"{channel}_ended_{schema}"[:63]
+    return channel_name(f"{channel}_ended_{schema}")
 
 
 def ended_payload(ended: Iterable[str]) -> str:

@@ -26,11 +26,23 @@ LISTEN_APPLICATION_NAME = "harness-projections-listen"
 RECONNECT_AFTER = 0.5
 CHECK_STOP_EVERY = 1.0
 """Seconds a quiet LISTEN connection waits before it looks at ``stop`` again."""
+MAX_CHANNEL_BYTES = 63
+"""PostgreSQL's longest channel name, in bytes (``NAMEDATALEN`` - 1)."""
+
+
+def channel_name(name: str) -> str:
+    """``name`` cut to PostgreSQL's channel limit: 63 bytes, at a character's boundary.
+
+    ``pg_notify`` refuses a longer name ("channel name too long") where ``LISTEN`` cuts it: a
+    name cut at 63 *characters* still failed every NOTIFY when a schema's name held multibyte
+    characters (an ``é`` is 2 bytes), which on the ended channel failed every run's end.
+    """
+    return name.encode()[:MAX_CHANNEL_BYTES].decode(errors="ignore")
 
 
 def read_channel(settings: Settings) -> str:
     """The PostgreSQL channel a projector NOTIFYs after every batch (per schema)."""
-    return f"harness_read_{settings.database_schema}"[:63]
+    return channel_name(f"harness_read_{settings.database_schema}")
 
 
 class PgNotifyWake:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
@@ -19,6 +20,7 @@ from infrastructure.tool_config import check_tools_config
 
 DEFAULT_DATABASE_URL = "sqlite:///./harness.db"
 MIN_KEY_CHARS = 16
+_PLAIN_NAME = re.compile(r"[a-z_\x80-\U0010ffff][a-z0-9_$\x80-\U0010ffff]*")
 RESERVED_NAMES = frozenset({"local"})
 """Principal names the harness gives itself (``harness ask`` runs as ``local``): no key may."""
 
@@ -96,7 +98,10 @@ class Settings(BaseSettings):
         default=DEFAULT_DATABASE_URL,
         description="Event store: sqlite:///PATH (default) or postgresql://USER@HOST:PORT/DB.",
     )
-    database_schema: str = Field("public", description="PostgreSQL schema holding the tables.")
+    database_schema: str = Field(
+        "public",
+        description="PostgreSQL schema holding the tables (lowercase letters, digits, _ and $).",
+    )
     db_lock_timeout: int = Field(
         default=5, ge=1, description="Seconds a write waits for a lock before failing."
     )
@@ -233,6 +238,15 @@ class Settings(BaseSettings):
     @classmethod
     def _check_url(cls, value: str) -> str:
         parse_database_url(value)
+        return value
+
+    @field_validator("database_schema")
+    @classmethod
+    def _check_schema(cls, value: str) -> str:
+        # The event store quotes the name, the read side does not: "Ops" would keep the events
+        # in "Ops" and the read tables and leases in "ops" (shared with any store there).
+        if _PLAIN_NAME.fullmatch(value) is None:
+            raise ValueError(f"{value!r} is not a lowercase PostgreSQL name that needs no quotes")
         return value
 
     @field_validator("api_keys")

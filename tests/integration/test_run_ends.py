@@ -27,7 +27,7 @@ from infrastructure.ops_data import sample_incidents
 from infrastructure.pg_recorder import FailFastRecorder
 from infrastructure.run_ends import PgRunEnds
 from infrastructure.settings import Settings
-from tests.conftest import pg_schema
+from tests.conftest import PG_URL, pg_schema
 from tests.integration._cli import harness, store_env
 
 pytestmark = pytest.mark.postgres
@@ -188,3 +188,51 @@ def test_a_stopped_listener_answers_nothing(services: Services) -> None:
     ends.close()
     assert ends.ended(run.id, token) is None
     assert ends.watch(run.id) is None
+
+
+def test_a_schema_named_in_more_bytes_than_characters_still_ends_and_hears_runs() -> None:
+    # PostgreSQL limits a channel name to 63 bytes, not characters: this 61-byte schema's
+    # ended channel is 82 bytes in 57 characters
+    schema = f"t_{'é' * 25}_{uuid.uuid4().hex[:8]}"
+    assert len(schema.encode()) < 64 < len(f"harness_events_ended_{schema}".encode())
+    settings = Settings(database_url=PG_URL, database_schema=schema)
+    try:
+        with bootstrap(settings, create=True, overrides=Overrides(heartbeat=False)) as built:
+            assert built.chat is not None  # starts the run-ends listener
+            ends = _ends(built)
+            run = _started(built)
+            token = ends.watch(run.id)
+            built.store.cancel(run.id, CancellationReason.USER_REQUESTED)
+            assert ends.wait_heard(run.id, WAIT_S)
+            assert ends.ended(run.id, token) is True
+    finally:
+        with psycopg.connect(PG_URL, autocommit=True) as admin:
+            admin.execute(
+                sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema))
+            )
+
+
+def _cancel_together(services: Services, runs: list[Run]) -> None:
+    for run in runs:
+        run.cancel(CancellationReason.USER_REQUESTED)
+    services.store.save_all(*runs)
+
+
+def test_one_append_names_every_run_it_ends_up_to_the_payload_limit_then_says_star(
+    services: Services,
+) -> None:
+    # 216 ids and their commas are 7991 bytes, under PostgreSQL's 8000; 217 would be 8028
+    ends, deadline = _ends(services), datetime.now(UTC) + timedelta(hours=1)
+    runs = [Run.start("s", "why?", deadline) for _ in range(216 + 217 + 1)]
+    services.store.save_all(*runs)  # many streams in one append
+    token = ends.watch(runs[0].id)
+    assert {ends.watch(run.id) for run in runs} == {token}
+    named, unnamed, last = runs[:216], runs[216:-1], runs[-1]
+    _cancel_together(services, named)
+    assert ends.wait_heard(named[-1].id, WAIT_S)
+    assert {ends.ended(run.id, token) for run in named} == {True}
+    assert ends.ended(last.id, token) is False
+    _cancel_together(services, unnamed)
+    _cancel_together(services, [last])
+    assert ends.wait_heard(last.id, WAIT_S)  # heard in commit order: after the "*"
+    assert {ends.ended(run.id, token) for run in runs} == {None}  # every run reads again

@@ -82,3 +82,18 @@ def test_the_run_commit_interval_is_named_when_out_of_range(
     monkeypatch.setenv("HARNESS_RUN_COMMIT_INTERVAL", value)
     with pytest.raises(ConfigurationError, match=f"HARNESS_RUN_COMMIT_INTERVAL: .*{message}"):
         Settings.from_environment()
+
+
+@pytest.mark.parametrize("schema", ["public", "t_0a1b", "ops$2", "_x", "é" * 30])
+def test_a_schema_named_as_written_in_sql_is_taken(schema: str) -> None:
+    assert Settings(database_schema=schema).database_schema == schema
+
+
+@pytest.mark.parametrize("schema", ["Ops", "with-dash", "qu'ote", 'd"q', "a b", "1st", ""])
+def test_a_schema_the_read_side_would_spell_differently_is_refused(
+    schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the event store quotes the name and the read side does not: "Ops" split the two halves
+    monkeypatch.setenv("HARNESS_DATABASE_SCHEMA", schema)
+    with pytest.raises(ConfigurationError, match="HARNESS_DATABASE_SCHEMA: .*needs no quotes"):
+        Settings.from_environment()
