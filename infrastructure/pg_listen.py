@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import sql
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from infrastructure.settings import Settings
 
@@ -26,6 +26,16 @@ LISTEN_APPLICATION_NAME = "harness-projections-listen"
 RECONNECT_AFTER = 0.5
 CHECK_STOP_EVERY = 1.0
 """Seconds a quiet LISTEN connection waits before it looks at ``stop`` again."""
+KEEPALIVE: Mapping[str, Any] = {
+    "keepalives": 1,
+    "keepalives_idle": 5,
+    "keepalives_interval": 2,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 11_000,
+}
+"""TCP liveness of a LISTEN connection: one the network dropped without a word (a NAT, a load
+balancer) is found dead within about 11 s and opened again, instead of after the system's two
+hours, during which nothing would be heard (a run would take its end from memory)."""
 MAX_CHANNEL_BYTES = 63
 """PostgreSQL's longest channel name, in bytes (``NAMEDATALEN`` - 1)."""
 
@@ -98,12 +108,13 @@ class PgNotifyWake:
         if not self.listening.is_set():
             return
         try:
-            with self._connect(f"{self.application_name}-stop") as connection:
+            with self.connect(f"{self.application_name}-stop") as connection:
                 connection.execute("SELECT pg_notify(%s, '')", (self.channel,))
         except psycopg.Error as error:
             log.info("%s: could not wake the listener to stop (%s)", self.application_name, error)
 
-    def _connect(self, application_name: str) -> psycopg.Connection[tuple[object, ...]]:
+    def connect(self, application_name: str) -> psycopg.Connection[tuple[object, ...]]:
+        """A connection as the listener opens them (autocommit, with :data:`KEEPALIVE`)."""
         target = self.settings.database
         return psycopg.connect(
             host=target.host,
@@ -114,10 +125,11 @@ class PgNotifyWake:
             autocommit=True,
             connect_timeout=self.settings.db_connect_timeout,
             application_name=application_name,
+            **KEEPALIVE,
         )
 
     def _listen(self) -> None:
-        with self._connect(self.application_name) as connection:
+        with self.connect(self.application_name) as connection:
             connection.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
             self.backend_pid = connection.info.backend_pid
             self.connections += 1

@@ -9,6 +9,7 @@ it: an id it does not watch is ignored, and at worst a watched run commits early
 
 from __future__ import annotations
 
+import socket
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -160,6 +161,31 @@ def test_a_listener_cut_off_makes_every_token_stale_until_it_listens_again(
     assert ends.ended(run.id, token) is None  # so the run reads the log, and sees the cancel
     assert ends.watch(run.id) not in (None, token)
     assert services.store.written_after(run.id, 1)
+
+
+def test_a_listen_connection_finds_a_network_gone_silent_within_seconds(
+    services: Services,
+) -> None:
+    """A connection dropped without a word (a NAT, a load balancer) must not be trusted for the
+    system's two hours: the kernel probes an idle one and gives up on unacknowledged data."""
+    with _ends(services).listener.connect("harness-test-keepalive") as connection:
+        probe = socket.fromfd(connection.fileno(), socket.AF_INET, socket.SOCK_STREAM)
+        with probe:  # a duplicate of the connection's socket: closing it leaves that one open
+            options = {
+                "keepalive": probe.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE),
+                "idle": probe.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE),
+                "interval": probe.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL),
+                "count": probe.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT),
+                "user_timeout_ms": probe.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT),
+            }
+        assert connection.execute("SELECT 1").fetchone() == (1,)
+    assert options == {
+        "keepalive": 1,
+        "idle": 5,
+        "interval": 2,
+        "count": 3,
+        "user_timeout_ms": 11_000,
+    }
 
 
 def test_what_anyone_notifies_on_the_channel_breaks_nothing(services: Services) -> None:
