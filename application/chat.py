@@ -216,7 +216,7 @@ class ChatService:
     def _diagnose(self, ctx: RunContext, context: str) -> Publication:
         ctx.check_active()
         ctx.run.change_status(ChatApplicationStatus.DIAGNOSIS_RUNNING)
-        collection = self.store.new_collection(ctx.run.id)
+        collection = ctx.collection = self.store.new_collection(ctx.run.id)
         ctx.save(collection)  # one boundary: the status and COLLECTION_STARTED together
         boundary = ToolBoundary(ctx, collection, self.tools)
         try:

@@ -71,6 +71,8 @@ class RunWrites(ABC):
     store: HarnessStore
     run: Run
     collecting: bool
+    collection: Collection | None
+    """The run's collection once started (its start may still be queued here, not stored)."""
     last_position: int
     queue: list[Any]
     """Events recorded by the run's boundaries since the last commit, in the order made."""
@@ -78,8 +80,7 @@ class RunWrites(ABC):
     """Streams (an invocation, the collection) whose first event lost the race with a cancel:
     nothing of theirs is recorded, then or later."""
     unsaved: list[Any]
-    """The events of the last commit the store refused (StoreUnavailableError), for
-    :meth:`rewind`."""
+    """The events of the last commit the store refused (StoreUnavailableError), for rewind."""
     commit_interval_s: float
     """The longest the queue waits, at a local call, before it is committed (0: every call)."""
     committed_at: float
@@ -260,7 +261,8 @@ class RunWrites(ABC):
 
     def _collect(self, *others: Collection | ToolInvocation) -> list[Any]:
         """The pending events of the run and ``others``, but none of an unrecorded stream."""
-        events = self.store.collect(self.run, *others, collecting=self.collecting)
+        known, collecting = self.collection, self.collecting
+        events = self.store.collect(self.run, *others, collecting=collecting, known=known)
         if self.unrecorded:
             events = [e for e in events if e.originator_id not in self.unrecorded]
         return events

@@ -64,16 +64,20 @@ class StoreCommands(StoreReads):
         return self.save_events(self.collect(*aggregates, collecting=collecting))
 
     def collect(
-        self, *aggregates: Run | ToolInvocation | Collection | Session, collecting: bool = True
+        self,
+        *aggregates: Run | ToolInvocation | Collection | Session,
+        collecting: bool = True,
+        known: Collection | None = None,
     ) -> list[Any]:
         """The pending events :meth:`save_all` would append, taken out of the aggregates.
 
         A budget exhaustion among them stops the run's collection as in :meth:`save_all`, so a
         caller that appends the events later (a run's boundaries, see ``application.harness``)
-        keeps that rule.
+        keeps that rule. ``known`` is the run's collection if the caller holds it: one whose
+        start is still queued with the caller is not in the store to be found.
         """
         if collecting:
-            aggregates = aggregates + self._collections_stopped_by_budget(aggregates)
+            aggregates = aggregates + self._collections_stopped_by_budget(aggregates, known)
         return [event for aggregate in aggregates for event in aggregate.collect_events()]
 
     def start_run(
@@ -195,7 +199,9 @@ class StoreCommands(StoreReads):
         return [Session.claim(session_id, owner)] if owner and claim is None else []
 
     def _collections_stopped_by_budget(
-        self, aggregates: tuple[Run | ToolInvocation | Collection | Session, ...]
+        self,
+        aggregates: tuple[Run | ToolInvocation | Collection | Session, ...],
+        known: Collection | None = None,
     ) -> tuple[Collection, ...]:
         """Budget exhaustion stops the run's collection in the same transaction (SPEC §9)."""
         exhausted = [
@@ -206,9 +212,12 @@ class StoreCommands(StoreReads):
         extra: list[Collection] = []
         for run in exhausted:
             given = [a for a in aggregates if type(a) is Collection and a.run_id == run.id]
-            collection = given[0] if given else self._find_collection(run.id)
+            if given:
+                given[0].stop_for_budget()
+                continue
+            held = known if known is not None and known.run_id == run.id else None
+            collection = held if held is not None else self._find_collection(run.id)
             if collection is not None:
                 collection.stop_for_budget()
-                if not given:
-                    extra.append(collection)
+                extra.append(collection)
         return tuple(extra)

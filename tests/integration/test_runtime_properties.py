@@ -7,8 +7,10 @@ results or not), drafts with and without a conclusion, raw text and model errors
 (lines, empty scopes, errors, raises, oversized records); small budgets; judge and repair answers.
 Bad model output is part of every feature, so ``ask`` must never raise.
 
-Each example runs on a fresh SQLite file. Afterwards every event of the log is read in log order
-and checked by :func:`tests.integration._invariants.check_run` (invariants 1 and 3-9 on the run,
+The examples are the same 300 in every run, so a finding is never a flake (``FUZZ_EXAMPLES=N``
+draws N at random instead, see ``tests/_fuzz.py``). Each example runs on a fresh SQLite file.
+Afterwards every event of the log is read in log order and checked by
+:func:`tests.integration._invariants.check_run` (invariants 1 and 3-9 on the run,
 tool-invocation and collection streams, the aggregate-level checks, the SPEC §10 row).
 """
 
@@ -17,13 +19,15 @@ from __future__ import annotations
 from typing import Any
 
 import hypothesis
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from application.chat import ChatResult
 from domain.release_states import ReleaseOutcome
+from domain.states import RunState
 from domain.tool_invocation import ToolInvocation
 from infrastructure.composition import Services
+from tests._fuzz import fuzz_settings
 from tests.helpers import ask_scripted, fresh_sqlite
 from tests.integration._invariants import check_run, read_events
 
@@ -339,6 +343,21 @@ EMPTY_SCOPE: dict[str, Any] = {
 a scoped observation (the tool and its arguments), never as a bare "no matching records"."""
 
 
+BUDGET_BEFORE_COLLECTING: dict[str, Any] = {
+    "route": "DIAGNOSIS",
+    "budget": {"model_calls": 1},
+    "judge": "SUPPORTED",
+    "tools": {"search_logs": {"results": [{"lines": ["10:05 checkout ERROR upstream timeout"]}]}},
+    "steps": [
+        {"tool": "search_logs", "arguments": {"q": 1}, "progress": {"gain": "GAINED"}},
+        {"draft": {"conclusion": None, "facts": [], "missing_info": []}},
+    ],
+}
+"""Found by this test: the routing call spends the only model call, so the agent's first call
+exhausts the budget while the collection's start is still queued with the run (not in the
+store); the collection must be stopped (BUDGET_LIMIT_REACHED) in the same commit all the same."""
+
+
 def _run_and_check(
     scenario: dict[str, Any], no_gain: int, violations: int, earlier: bool
 ) -> ChatResult:
@@ -347,11 +366,7 @@ def _run_and_check(
     return result
 
 
-@settings(
-    max_examples=60,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@fuzz_settings(300)  # the same 300 every run (FUZZ_EXAMPLES=N: N random ones, see tests/_fuzz.py)
 @given(
     scenario=scenarios(),
     no_gain=st.integers(1, 3),
@@ -363,6 +378,11 @@ def test_every_scripted_scenario_keeps_the_invariants(
 ) -> None:
     result = _run_and_check(scenario, no_gain, violations, earlier)
     hypothesis.event(f"outcome {result.release_outcome.value} / {result.termination.reason.value}")
+
+
+def test_a_budget_spent_before_the_collection_was_committed_still_stops_it() -> None:
+    result = _run_and_check(BUDGET_BEFORE_COLLECTING, no_gain=1, violations=1, earlier=False)
+    assert result.termination.state is RunState.BUDGET_EXHAUSTED
 
 
 def test_an_empty_result_without_a_scope_description_is_still_published_scoped() -> None:
