@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any, assert_never
 
 from rich.markup import escape as markup_escape
 
+from api.unseen import spelled_out
 from domain.catalogue import event_type_name
 from domain.published import (
     ChatAnswer,
@@ -28,18 +28,9 @@ if TYPE_CHECKING:
     from domain.published import Published
 
 
-UNSEEN = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f"  # controls but tab and newline: ESC starts ANSI codes
-    "\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]"  # bidi, zero-width
-)
-"""Characters a terminal acts on or hides: controls (an ANSI escape can conceal a word), bidi
-and zero-width formatting. Published text is shown with them spelled out, so the reader sees
-the statement the judge saw, character for character."""
-
-
 def escape(text: str) -> str:
-    """``text`` as console markup showing itself: each unseen character as its code, escaped."""
-    return markup_escape(UNSEEN.sub(lambda m: f"\\u{ord(m.group()):04x}", text))
+    """``text`` as console markup showing itself (:mod:`api.unseen`), escaped."""
+    return markup_escape(spelled_out(text))
 
 
 class AskView:

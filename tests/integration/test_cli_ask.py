@@ -73,3 +73,9 @@ def test_a_statement_is_printed_as_judged_with_no_character_hidden(
     assert "== SUCCESS ==" in asked.stdout.splitlines()
     assert "\x1b" not in asked.stdout and "\u202e" not in asked.stdout
     assert "is \\u001b[8mnot\\u001b[0m the cause \\u202eof it\\u202c." in asked.stdout
+    run_id = asked.stdout.split("harness runs explain ")[1].split("`")[0]
+    for view in (("runs", "show", run_id), ("runs", "explain", run_id)):
+        shown = harness(*view, env=env, cwd=tmp_path)
+        assert shown.returncode == 0, shown.stderr
+        assert "\x1b" not in shown.stdout and "\u202e" not in shown.stdout, view
+        assert "[8mnot" in shown.stdout, view  # each quotes the published conclusion
