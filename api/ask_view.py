@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, assert_never
 
-from rich.markup import escape
+from rich.markup import escape as markup_escape
 
+from api.unseen import spelled_out
 from domain.catalogue import event_type_name
 from domain.published import (
     ChatAnswer,
@@ -25,6 +26,11 @@ if TYPE_CHECKING:
     from application.chat import ChatResult
     from domain.grounding import Citation
     from domain.published import Published
+
+
+def escape(text: str) -> str:
+    """``text`` as console markup showing itself (:mod:`api.unseen`), escaped."""
+    return markup_escape(spelled_out(text))
 
 
 class AskView:

@@ -170,11 +170,15 @@ def explain(run_id: RunIdArgument, as_json: JsonOption = False) -> None:
         return
     from rich.text import Text
 
+    from api.unseen import spelled_out
+
     out = out_console()
-    out.print(Text.assemble((found.query, "bold"), f" — {found.release_outcome or 'not finished'}"))
+    query = spelled_out(found.query)
+    out.print(Text.assemble((query, "bold"), f" — {found.release_outcome or 'not finished'}"))
     for answer in found.answers:
         mark = "•" if answer.applies else "·"
-        out.print(Text.assemble(f"{mark} ", (answer.asked, "bold"), f"\n  {answer.answer}"))
+        said = spelled_out(answer.answer)
+        out.print(Text.assemble(f"{mark} ", (answer.asked, "bold"), f"\n  {said}"))
 
 
 @runs_app.command("cancel")

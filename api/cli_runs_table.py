@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from api.cli_reads import short_ids
+from api.unseen import spelled_out
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -28,7 +29,7 @@ _HIDDEN = ("safe_answer", "published_result", "release_content")
 
 
 def _text(value: Any) -> Text:
-    return Text("" if value is None else str(value))
+    return Text("" if value is None else spelled_out(str(value)))
 
 
 def runs_table(connection: Connection, rows: list[Row], terminal: bool) -> Table:
@@ -46,7 +47,8 @@ def runs_table(connection: Connection, rows: list[Row], terminal: bool) -> Table
     for row in rows:
         table.add_row(
             Text(shown[str(row["run_id"])]),
-            Text(_SPACE.sub(" ", str(row["query"])).strip()),  # one line per run, even in pipes
+            # one line per run, even in pipes
+            Text(spelled_out(_SPACE.sub(" ", str(row["query"])).strip())),
             _text(row["session_id"]),
             Text(f"{row['created_at']:%Y-%m-%d %H:%M:%S}"),
             _text(row["status"]),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime  # noqa: TC003 (pydantic reads it at runtime)
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -12,6 +12,9 @@ from application.storable import NotStorable, storable_json
 from domain.grounding import Citation
 from domain.states import DraftOutcome, MissingKind
 from domain.values import Fact
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 class CitationOut(BaseModel):
@@ -120,16 +123,17 @@ class DraftError(Exception):
         self.kind: DraftFailure = kind
 
 
-def loads_json(text: str) -> Any:
+def loads_json(text: str, object_pairs_hook: Callable[[Any], Any] | None = None) -> Any:
     """``json.loads`` for what a model wrote, which may be anything.
 
     Its strings are made storable (see :mod:`application.storable`: JSON may escape a lone
     surrogate, which the log cannot hold), and JSON nested deeper than the parser can recurse
     is invalid JSON like any other (a :class:`json.JSONDecodeError`), not a RecursionError that
-    would end the run INTERNAL_ERROR.
+    would end the run INTERNAL_ERROR. ``object_pairs_hook`` is :func:`json.loads`'s; a
+    ValueError it raises is the caller's (the judge's answer refuses a key named twice).
     """
     try:
-        return storable_json(json.loads(text))
+        return storable_json(json.loads(text, object_pairs_hook=object_pairs_hook))
     except (RecursionError, NotStorable):
         raise json.JSONDecodeError("nested too deeply", text, 0) from None
 

@@ -10,7 +10,7 @@ what was published is what was judged SUPPORTED.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from application.drafts import loads_json
 from application.ports import Message, ModelError, ModelRequest
@@ -58,24 +58,45 @@ def judge(
 
 
 def parse_verdicts(text: str, count: int) -> list[SemanticVerdict]:
-    """One verdict per statement ``0..count-1`` from the judge's answer, or ValueError why not."""
+    """One verdict per statement ``0..count-1`` from the judge's answer, or ValueError why not.
+
+    The answer must be exactly what ``JUDGE_SCHEMA`` allows: no key named twice in an object
+    (``json`` would keep the last, so a verdict could be taken back unseen), no key the schema
+    does not name (a verdict carrying a claim of its own answers for another statement).
+    """
     try:
-        answer = loads_json(text)
+        answer = loads_json(text, object_pairs_hook=_once_each)
     except json.JSONDecodeError as error:
         raise ValueError(f"not JSON: {error.msg}") from None
-    items = answer.get("verdicts") if isinstance(answer, dict) else None
+    if not isinstance(answer, dict) or not set(answer) <= _ANSWER_KEYS:
+        raise ValueError("not an object of verdicts and a reason")
+    items = answer.get("verdicts")
     if not isinstance(items, list):
         raise ValueError("no list of verdicts")
     found: dict[int, SemanticVerdict] = {}
     for item in items:
-        index = item.get("statement") if isinstance(item, dict) else None
-        verdict = item.get("verdict") if isinstance(item, dict) else None
+        if not isinstance(item, dict) or set(item) != _VERDICT_KEYS:
+            raise ValueError(f"a verdict that is not a statement and a verdict: {item!r}"[:200])
+        index, verdict = item["statement"], item["verdict"]
         if type(index) is not int or not 0 <= index < count or index in found:
             raise ValueError(f"a verdict for no statement or a second one: {index!r}")
         found[index] = SemanticVerdict(verdict)  # ValueError for anything but the two words
     if len(found) != count:
         raise ValueError(f"{len(found)} verdicts for {count} statements")
     return [found[i] for i in range(count)]
+
+
+_ANSWER_KEYS = frozenset({"verdicts", "reason"})
+_VERDICT_KEYS = frozenset({"statement", "verdict"})
+
+
+def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are each named once, or ValueError naming the repeated one."""
+    answer = dict(pairs)
+    if len(answer) != len(pairs):
+        repeated = next(k for i, (k, _) in enumerate(pairs) if k in dict(pairs[:i]))
+        raise ValueError(f"the key {repeated!r} named twice in one object"[:200])
+    return answer
 
 
 def _payload(statements: list[Fact], guard: EvidenceGuard) -> str:

@@ -13,7 +13,14 @@ import re
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from domain.grounding import DEFAULT_RULES, Citation, GroundingRules, citation_problem, normalise
+from domain.grounding import (
+    DEFAULT_RULES,
+    Citation,
+    GroundingRules,
+    citation_problem,
+    normalise,
+    same_citation,
+)
 from domain.release_states import CitationProblem
 
 if TYPE_CHECKING:
@@ -102,15 +109,15 @@ def rejected_citations(
     A passage that was not retrieved for this run is an unknown reference, whatever the
     knowledge base holds; the same citation twice is a duplicate, as in the EvidenceGuard.
     """
-    seen: set[Citation] = set()
+    seen: set[tuple[str, str]] = set()
     rejected: list[tuple[Citation, CitationProblem]] = []
     for citation in citations:
         problem = (
             CitationProblem.DUPLICATE
-            if citation in seen
+            if same_citation(citation) in seen
             else citation_problem(citation, passages.get(citation.reference), rules)
         )
-        seen.add(citation)
+        seen.add(same_citation(citation))
         if problem is not None:
             rejected.append((citation, problem))
     return rejected

@@ -149,18 +149,27 @@ def statement_problems(
     if not citations:
         return [(Citation("", ""), CitationProblem.NO_CITATION)]
     found: list[tuple[Citation, CitationProblem]] = []
-    seen: set[Citation] = set()
+    seen: set[tuple[str, str]] = set()
     for citation in citations:
-        if citation in seen:
+        if same_citation(citation) in seen:
             problem: CitationProblem | None = CitationProblem.DUPLICATE
         else:
             content, problem = source(citation.reference)
             if content is not None:
                 problem = citation_problem(citation, content, rules)
-        seen.add(citation)
+        seen.add(same_citation(citation))
         if problem is not None:
             found.append((citation, problem))
     return found
+
+
+def same_citation(citation: Citation) -> tuple[str, str]:
+    """What makes two citations the same one: the reference and the excerpt once normalised.
+
+    Whitespace is all the one normalisation changes, so an excerpt respaced (two spaces, a
+    newline) quotes the same words and cited again is a DUPLICATE, not a second proof.
+    """
+    return citation.reference, normalise(citation.excerpt)
 
 
 def restates(statement: str, other: str) -> bool:

@@ -25,7 +25,7 @@ from application.audit.integrity import Violation
 from application.audit.rules import as_judged, cited, statements
 from application.published import missing_question, not_checked_note
 from domain.collection import Collection
-from domain.grounding import DEFAULT_RULES, GroundingRules, restates
+from domain.grounding import DEFAULT_RULES, GroundingRules, normalise, restates
 from domain.published import (
     ChatAnswer,
     DiagnosisReport,
@@ -90,7 +90,8 @@ def _weak_citations(content: Recorded, rules: GroundingRules) -> list[str]:
     found: list[str] = []
     for pairs, _legacy in cited(content):
         excerpts = [excerpt for _, excerpt in pairs]
-        if len(set(pairs)) != len(pairs):
+        respaced = {(r, normalise(e) if e is not None else None) for r, e in pairs}
+        if len(respaced) != len(pairs):  # the same citation, whitespace aside (§10.1)
             found.append("publishes a statement that cites the same excerpt twice")
         for excerpt in excerpts:
             weakness = rules.weakness(excerpt) if excerpt is not None else "no excerpt at all"

@@ -92,6 +92,18 @@ def test_a_published_excerpt_of_one_letter_is_named(logged: Logged, tmp_path: Pa
     assert any("excerpt proves nothing (1 words" in text for text in found), found
 
 
+def test_a_citation_published_twice_respaced_is_named(logged: Logged, tmp_path: Path) -> None:
+    """The same citation again with its whitespace changed is the same citation (§10.1)."""
+    records = load(logged.export)
+    decision = _decision(records, logged.runs["control_supported"])
+    fact = decision["payload"]["content"]["facts"][0]
+    again = dict(fact["citations"][0])
+    again["excerpt"] = "  " + again["excerpt"].replace(" ", "\n", 1)
+    fact["citations"].append(again)
+    found = _verify_rewritten(logged, tmp_path, records, decision)
+    assert any("cites the same excerpt twice" in text for text in found), found
+
+
 def test_a_published_fact_the_judge_never_saw_is_named(logged: Logged, tmp_path: Path) -> None:
     """Weakness 3: facts of a SUCCESS report rode along unjudged."""
     records = load(logged.export)

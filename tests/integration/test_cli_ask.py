@@ -55,3 +55,27 @@ def test_every_run_of_a_process_plays_the_whole_scenario(
         results = [services.chat.ask("s", "why is checkout slow?") for _ in range(2)]
     assert [r.release_outcome for r in results] == [ReleaseOutcome.SUCCESS] * 2
     assert all(r.content and r.content["kind"] == "diagnosis" for r in results)
+
+
+def test_a_statement_is_printed_as_judged_with_no_character_hidden(
+    sqlite_settings: Settings, tmp_path: Path
+) -> None:
+    """An ANSI escape in a SUPPORTED statement would conceal "not" from whoever reads the
+    terminal, though the judge read it: every control or invisible character is spelled out."""
+    scenario = yaml.safe_load((SCENARIOS / "conclusion_supported.yaml").read_text())
+    conclusion = scenario["steps"][-1]["draft"]["conclusion"]
+    conclusion["statement"] = "The deploy is \x1b[8mnot\x1b[0m the cause \u202eof it\u202c."
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    env = store_env(sqlite_settings) | {"HARNESS_MODEL": f"scripted:{path}"}
+    asked = harness("ask", "why is checkout slow?", env=env, cwd=tmp_path)
+    assert asked.returncode == 0, asked.stderr
+    assert "== SUCCESS ==" in asked.stdout.splitlines()
+    assert "\x1b" not in asked.stdout and "\u202e" not in asked.stdout
+    assert "is \\u001b[8mnot\\u001b[0m the cause \\u202eof it\\u202c." in asked.stdout
+    run_id = asked.stdout.split("harness runs explain ")[1].split("`")[0]
+    for view in (("runs", "show", run_id), ("runs", "explain", run_id)):
+        shown = harness(*view, env=env, cwd=tmp_path)
+        assert shown.returncode == 0, shown.stderr
+        assert "\x1b" not in shown.stdout and "\u202e" not in shown.stdout, view
+        assert "[8mnot" in shown.stdout, view  # each quotes the published conclusion

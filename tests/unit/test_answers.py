@@ -92,11 +92,13 @@ def test_each_failing_citation_is_named_with_its_problem() -> None:
         Citation("a#b", "Restart the whole cluster now"),
         Citation("a#c", "Drain the node before you restart"),
         good,
+        Citation("a#b", " Drain  the node\nbefore you restart"),  # the same one, respaced
     ]
     assert [problem for _, problem in rejected_citations(cited, passages)] == [
         CitationProblem.EXCERPT_TOO_WEAK,
         CitationProblem.EXCERPT_ABSENT,
         CitationProblem.UNKNOWN_REFERENCE,
+        CitationProblem.DUPLICATE,
         CitationProblem.DUPLICATE,
     ]
     assert rejected_citations([good], passages) == []
