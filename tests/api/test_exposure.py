@@ -125,6 +125,28 @@ def test_with_keys_another_machine_is_served_with_a_key(tmp_path: Path) -> None:
         assert c.get("/v1/runs", headers={"Authorization": f"Bearer {KEY}"}).status_code == 200
 
 
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Forwarded": f"for={ELSEWHERE}"},
+        {"Forwarded": f'for="{ELSEWHERE}:4711";proto=https'},
+        {"Forwarded": f"for=127.0.0.1, for={ELSEWHERE}"},
+        {"X-Real-IP": ELSEWHERE},
+    ],
+    ids=["forwarded", "forwarded-quoted-port", "forwarded-chain", "x-real-ip"],
+)
+def test_without_keys_a_loopback_proxy_forwarding_another_machine_is_refused(
+    tmp_path: Path, headers: dict[str, str]
+) -> None:
+    """uvicorn resolves only X-Forwarded-For; a proxy that says ``Forwarded`` is refused too."""
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'harness.db'}")
+    db_init_sample(settings)
+    with serving(settings) as base, httpx.Client(base_url=base) as client:
+        _refusal(client.get("/v1/runs", headers=headers), f"GET /v1/runs with {headers}")
+        for local in ({"Forwarded": "for=127.0.0.1"}, {"Forwarded": 'for="[::1]:80"'}):
+            assert client.get("/v1/runs", headers=local).status_code == 200, local
+
+
 @contextmanager
 def serving_unix(settings: Settings, path: Path) -> Iterator[httpx.Client]:
     """The app on a Unix socket, and a client to it."""
