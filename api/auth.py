@@ -17,6 +17,7 @@ import logging
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -168,6 +169,27 @@ def forwarded_for(headers: list[tuple[bytes, bytes]]) -> list[str]:
     return found
 
 
+def foreign_site(scope: Scope) -> str | None:
+    """The other site a loopback request comes from (a browser's page); None when none.
+
+    A browser on this machine is a loopback peer whatever page drives it: one that rebinds its
+    own name to 127.0.0.1 sends that name as ``Host``, and one that posts a form across sites
+    sends its ``Origin``. Only a TCP request is judged (a Unix socket is no browser's).
+    """
+    if not scope.get("client"):
+        return None
+    headers = dict(scope.get("headers", []))
+    host = headers.get(b"host", b"").decode("latin-1")
+    if host and not is_loopback(_host(host)):
+        return f"Host {host!r:.80}"
+    origin = headers.get(b"origin")
+    if origin is not None:
+        named = urlsplit(origin.decode("latin-1")).hostname
+        if named is None or not is_loopback(named):
+            return f"Origin {origin.decode('latin-1')!r:.80}"
+    return None
+
+
 def _host(item: str) -> str:
     """``[::1]:80`` → ``::1``, ``1.2.3.4:80`` → ``1.2.3.4``; anything else as it is."""
     if item.startswith("[") and "]" in item:
@@ -178,7 +200,12 @@ def _host(item: str) -> str:
 
 
 class LoopbackOnly:
-    """Without API keys, refuse every request from another machine with 403 (and warn once)."""
+    """Without API keys, refuse every request from another machine with 403 (and warn once).
+
+    A request from this machine that another site's page drives (a rebound name in ``Host``, a
+    foreign ``Origin``) is refused too: the local principal is an admin, and a browser would
+    otherwise lend it to any page it shows.
+    """
 
     def __init__(self, app: ASGIApp) -> None:
         """Wrap ``app``."""
@@ -188,8 +215,16 @@ class LoopbackOnly:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Let a loopback peer through; answer any other 403 saying what to set."""
         peer = foreign_peer(scope) if scope["type"] == "http" else None  # no websockets served
-        if peer is None:
+        site = foreign_site(scope) if scope["type"] == "http" else None
+        if peer is None and site is None:
             await self.app(scope, receive, send)
+            return
+        if peer is None:  # this machine, driven by another site's page
+            detail = (
+                f"this service has no API keys, so it answers only this machine's own pages and "
+                f"clients, not a request of {site}: open it as 127.0.0.1 or localhost"
+            )
+            await problem(403, detail)(scope, receive, send)
             return
         if not self.warned:
             self.warned = True
