@@ -14,8 +14,10 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import logging
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -113,8 +115,8 @@ Auditor = Annotated[Principal, require("auditor", "admin")]
 """Reads the whole log: auditors and admins."""
 
 
-FORWARDED = (b"x-forwarded-for", b"forwarded")
-"""Headers a proxy adds: a request without a peer address that carries one came from elsewhere."""
+FORWARDED = (b"x-forwarded-for", b"forwarded", b"x-real-ip")
+"""Headers a proxy adds naming whom it forwards for (uvicorn itself resolves only the first)."""
 
 
 def is_loopback(host: str) -> bool:
@@ -122,32 +124,88 @@ def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        address = ipaddress.ip_address(host)
     except ValueError:
         return False  # a host name: it may resolve to anything
-
-
-def is_loopback_peer(scope: Scope) -> bool:
-    """Whether a request comes from this machine: a loopback address, or a Unix socket.
-
-    ``scope["client"]`` is the peer as the server resolved it (uvicorn puts there the address a
-    trusted proxy forwards). A Unix socket has no address; a request that came through one from
-    a proxy (it says whom it is forwarded for) is not this machine's.
-    """
-    client = scope.get("client")
-    if not client:
-        return not any(name in FORWARDED for name, _ in scope.get("headers", []))
-    try:
-        address = ipaddress.ip_address(client[0])
-    except ValueError:
-        return False  # a name, not an address: nothing says it is this machine
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         return address.ipv4_mapped.is_loopback
     return address.is_loopback
 
 
+def foreign_peer(scope: Scope) -> str | None:
+    """Who a request comes from when that is not this machine; None when it is.
+
+    ``scope["client"]`` is the peer as the server resolved it (uvicorn puts there the address a
+    trusted proxy forwards in ``X-Forwarded-For``). A proxy on this machine may say whom it
+    forwards for in other words (``Forwarded``, ``X-Real-IP``) that uvicorn does not read: every
+    address a loopback peer's request names so must be loopback too. A Unix socket has no
+    address; a request that came through one from a proxy (it names anyone) is not this
+    machine's.
+    """
+    client = scope.get("client")
+    headers = scope.get("headers", [])
+    if not client:
+        named = any(name in FORWARDED for name, _ in headers)
+        return "a proxy on a Unix socket" if named else None
+    if not is_loopback(client[0]):
+        return str(client[0])  # "localhost" is never a peer: the server gives addresses
+    return next((host for host in forwarded_for(headers) if not is_loopback(host)), None)
+
+
+def forwarded_for(headers: list[tuple[bytes, bytes]]) -> list[str]:
+    """The hosts the proxy headers name (``for=`` of ``Forwarded``), ports and quotes removed."""
+    found = []
+    for name, value in headers:
+        if name not in FORWARDED:
+            continue
+        for part in re.split(r"[,;]", value.decode("latin-1")):
+            item = part.strip()
+            if name == b"forwarded":
+                key, _, item = item.partition("=")
+                if key.strip().lower() != "for":
+                    continue
+            if item := item.strip().strip('"'):
+                found.append(_host(item))
+    return found
+
+
+def foreign_site(scope: Scope) -> str | None:
+    """The other site a loopback request comes from (a browser's page); None when none.
+
+    A browser on this machine is a loopback peer whatever page drives it: one that rebinds its
+    own name to 127.0.0.1 sends that name as ``Host``, and one that posts a form across sites
+    sends its ``Origin``. Only a TCP request is judged (a Unix socket is no browser's).
+    """
+    if not scope.get("client"):
+        return None
+    headers = dict(scope.get("headers", []))
+    host = headers.get(b"host", b"").decode("latin-1")
+    if host and not is_loopback(_host(host)):
+        return f"Host {host!r:.80}"
+    origin = headers.get(b"origin")
+    if origin is not None:
+        named = urlsplit(origin.decode("latin-1")).hostname
+        if named is None or not is_loopback(named):
+            return f"Origin {origin.decode('latin-1')!r:.80}"
+    return None
+
+
+def _host(item: str) -> str:
+    """``[::1]:80`` → ``::1``, ``1.2.3.4:80`` → ``1.2.3.4``; anything else as it is."""
+    if item.startswith("[") and "]" in item:
+        return item[1 : item.index("]")]
+    if item.count(":") == 1:
+        return item.split(":", 1)[0]
+    return item
+
+
 class LoopbackOnly:
-    """Without API keys, refuse every request from another machine with 403 (and warn once)."""
+    """Without API keys, refuse every request from another machine with 403 (and warn once).
+
+    A request from this machine that another site's page drives (a rebound name in ``Host``, a
+    foreign ``Origin``) is refused too: the local principal is an admin, and a browser would
+    otherwise lend it to any page it shows.
+    """
 
     def __init__(self, app: ASGIApp) -> None:
         """Wrap ``app``."""
@@ -156,10 +214,18 @@ class LoopbackOnly:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Let a loopback peer through; answer any other 403 saying what to set."""
-        if scope["type"] != "http" or is_loopback_peer(scope):  # the app serves no websockets
+        peer = foreign_peer(scope) if scope["type"] == "http" else None  # no websockets served
+        site = foreign_site(scope) if scope["type"] == "http" else None
+        if peer is None and site is None:
             await self.app(scope, receive, send)
             return
-        peer = scope["client"][0] if scope.get("client") else "a proxy on a Unix socket"
+        if peer is None:  # this machine, driven by another site's page
+            detail = (
+                f"this service has no API keys, so it answers only this machine's own pages and "
+                f"clients, not a request of {site}: open it as 127.0.0.1 or localhost"
+            )
+            await problem(403, detail)(scope, receive, send)
+            return
         if not self.warned:
             self.warned = True
             log.warning(

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 from fastapi import Depends, Request
 
 from api.errors import NotFound
+from api.event_stream import StreamCount
 from api.metrics import LocalMetrics
 from domain.errors import UnknownAggregateError
 from projections.queries import run_row
@@ -41,6 +42,12 @@ class Worker:
     hub: FeedHub
     local_metrics: LocalMetrics = field(default_factory=LocalMetrics)
     """This process's admission refusals and open streams (``GET /metrics``)."""
+    streams: StreamCount = field(init=False)
+    """The event streams this worker sends, capped at ``HARNESS_MAX_STREAMS``."""
+
+    def __post_init__(self) -> None:
+        """Count the streams into the metrics' gauge."""
+        self.streams = StreamCount(self.local_metrics.streams, self.settings.max_streams)
 
     def visible_run(self, run_id: UUID, caller: Principal) -> dict[str, object]:
         """The run's ``diagnosis_run`` row, if it exists and the caller may see it; else 404.

@@ -231,7 +231,8 @@ def error_responses(*codes: int, streaming: bool = False) -> dict[int | str, dic
         404: "No such run or session, or not the caller's",
         409: "Another audit verification is running on this worker; retry when it has finished",
         413: "The request body is too large",
-        429: "This worker runs its maximum of runs; retry after Retry-After seconds",
+        429: "This worker runs its maximum of runs (or sends its maximum of event streams); retry"
+        " after Retry-After seconds",
         503: "The database is unavailable; retry after Retry-After seconds",
     }
     if streaming:

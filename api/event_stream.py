@@ -12,6 +12,7 @@ import asyncio
 import threading
 from typing import TYPE_CHECKING, Protocol
 
+from fastapi import HTTPException
 from starlette.responses import Response
 
 if TYPE_CHECKING:
@@ -33,6 +34,43 @@ class OpenStreams(Protocol):
     def dec(self, amount: float = 1) -> None:
         """One fewer."""
         ...
+
+
+STREAMS_RETRY_AFTER = 5
+"""Seconds a client refused a stream waits before asking again."""
+
+
+class StreamCount:
+    """The event streams this worker sends now: counted into the gauge, and capped.
+
+    Counted in the event loop only (when a stream starts and ends sending), so no lock.
+    """
+
+    def __init__(self, gauge: OpenStreams, cap: int) -> None:
+        """Count into ``gauge``; refuse new streams beyond ``cap``."""
+        self.gauge = gauge
+        self.cap = cap
+        self.open = 0
+
+    def inc(self, amount: float = 1) -> None:
+        """One more stream is being sent."""
+        self.open += int(amount)
+        self.gauge.inc(amount)
+
+    def dec(self, amount: float = 1) -> None:
+        """One fewer."""
+        self.open -= int(amount)
+        self.gauge.dec(amount)
+
+    def check(self) -> None:
+        """Refuse a new stream (429, Retry-After) while this worker sends as many as it may."""
+        if self.open >= self.cap:
+            raise HTTPException(
+                429,
+                f"this worker already sends its {self.cap} event streams (HARNESS_MAX_STREAMS);"
+                f" retry in {STREAMS_RETRY_AFTER}s",
+                headers={"Retry-After": str(STREAMS_RETRY_AFTER)},
+            )
 
 
 class EventStream(Response):

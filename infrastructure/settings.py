@@ -210,6 +210,7 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(
         default=65_536, ge=1024, description="Largest request body the API reads (bytes)."
     )
+    max_streams: int = Field(default=1000, ge=1, description="Streams one worker sends at once.")
     sse_keepalive: float = Field(
         default=15.0, gt=0, le=300, description="Seconds between SSE keep-alive comments."
     )

@@ -117,7 +117,7 @@ def get_run(run_id: UUID, worker: WorkerDep, caller: Caller) -> RunPublic:
     responses={
         200: STREAM_DOC,
         204: {"description": "The feed ended at or before Last-Event-ID: nothing more, ever."},
-        **error_responses(400, 401, 404, 503, streaming=True),
+        **error_responses(400, 401, 404, 429, 503, streaming=True),
     },
 )
 async def stream(
@@ -143,8 +143,9 @@ async def stream(
     await anyio.to_thread.run_sync(worker.visible_run, run_id, caller)
     if await anyio.to_thread.run_sync(feed_ended, worker.hub.engine, str(run_id), after):
         return Response(status_code=status.HTTP_204_NO_CONTENT)
+    worker.streams.check()
     feed = follow(worker.hub, str(run_id), after, worker.settings.sse_keepalive)
-    return EventStream(feed, open_streams=worker.local_metrics.streams)
+    return EventStream(feed, open_streams=worker.streams)
 
 
 def _event_id(value: str) -> int:

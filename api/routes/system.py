@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated, Literal
 
 import anyio
@@ -9,7 +10,7 @@ from fastapi import APIRouter, HTTPException, Query, Request
 
 from api.auth import Admin, Auditor, Caller
 from api.deps import WorkerDep
-from api.errors import RETRY_AFTER, error_responses
+from api.errors import RETRY_AFTER, error_responses, first_line
 from api.schemas import (
     HealthPublic,
     ProjectionPublic,
@@ -20,6 +21,8 @@ from api.schemas import (
 from api.schemas_ops import LeasePublic, WorkersPublic
 from application.ports import StoreError
 from infrastructure.leases import SqlLeases
+
+log = logging.getLogger(__name__)
 
 router = APIRouter(tags=["system"])
 
@@ -39,10 +42,11 @@ def readyz(request: Request) -> ReadinessPublic:
     worker = request.app.state.worker
     try:
         head = worker.store.head()
-    except StoreError as error:
+    except StoreError as error:  # answered to anyone: the reason (SQL, names) goes to the log
+        log.warning("not ready: the event store is unavailable: %s", first_line(error))
         raise HTTPException(
             status_code=503,
-            detail=f"event store unavailable: {error}",
+            detail=f"the event store is unavailable ({type(error).__name__}); retry shortly",
             headers={"Retry-After": RETRY_AFTER},
         ) from error
     unsure = worker.dispatcher.unsure

@@ -210,4 +210,6 @@ def test_an_unavailable_database_is_a_503_with_retry_after_and_keys_stay_out_of_
             detail = _problem(answer, 503)
             assert "Retry-After" in answer.headers, path
             assert "Traceback" not in detail and key not in answer.text
+            for internal in ("SELECT", "LINE 1", "harness_events", settings.database_schema):
+                assert internal not in detail, f"{path} (no key needed for /readyz): {detail}"
     assert key not in caplog.text

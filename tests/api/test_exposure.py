@@ -125,6 +125,63 @@ def test_with_keys_another_machine_is_served_with_a_key(tmp_path: Path) -> None:
         assert c.get("/v1/runs", headers={"Authorization": f"Bearer {KEY}"}).status_code == 200
 
 
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Forwarded": f"for={ELSEWHERE}"},
+        {"Forwarded": f'for="{ELSEWHERE}:4711";proto=https'},
+        {"Forwarded": f"for=127.0.0.1, for={ELSEWHERE}"},
+        {"X-Real-IP": ELSEWHERE},
+    ],
+    ids=["forwarded", "forwarded-quoted-port", "forwarded-chain", "x-real-ip"],
+)
+def test_without_keys_a_loopback_proxy_forwarding_another_machine_is_refused(
+    tmp_path: Path, headers: dict[str, str]
+) -> None:
+    """uvicorn resolves only X-Forwarded-For; a proxy that says ``Forwarded`` is refused too."""
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'harness.db'}")
+    db_init_sample(settings)
+    with serving(settings) as base, httpx.Client(base_url=base) as client:
+        _refusal(client.get("/v1/runs", headers=headers), f"GET /v1/runs with {headers}")
+        for local in ({"Forwarded": "for=127.0.0.1"}, {"Forwarded": 'for="[::1]:80"'}):
+            assert client.get("/v1/runs", headers=local).status_code == 200, local
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "headers", "named"),
+    [
+        ("GET", "/v1/runs", {"Host": "rebound.example:8000"}, "rebound.example"),
+        ("GET", "/v1/audit/events", {"Host": "rebound.example"}, "rebound.example"),
+        ("POST", "/v1/projections/rebuild", {"Origin": "http://evil.example"}, "evil.example"),
+        ("POST", "/v1/audit/verify", {"Origin": "null"}, "null"),
+    ],
+    ids=["rebinding", "rebinding-audit", "cross-site-rebuild", "opaque-origin-verify"],
+)
+def test_without_keys_a_page_of_another_site_is_refused(
+    tmp_path: Path, method: str, path: str, headers: dict[str, str], named: str
+) -> None:
+    """A browser on this machine is a loopback peer: a page of another site (a form posted
+    across sites, a name rebound to 127.0.0.1) must not act as the local admin."""
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'harness.db'}")
+    db_init_sample(settings)
+    with serving(settings) as base, httpx.Client(base_url=base) as client:
+        refused = client.request(method, path, headers=headers)
+        assert refused.status_code == 403, refused.text
+        assert named in refused.json()["detail"], refused.text
+        port = base.rsplit(":", 1)[1]
+        same_machine = {"Host": f"localhost:{port}", "Origin": f"http://127.0.0.1:{port}"}
+        assert client.request(method, path, headers=same_machine).status_code == 200
+
+
+def test_with_keys_any_host_is_served_to_a_key(tmp_path: Path) -> None:
+    keys = [ApiKey(key=SecretStr(KEY), name="ann", role="user")]
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'harness.db'}", api_keys=keys)
+    db_init_sample(settings)
+    headers = {"Authorization": f"Bearer {KEY}", "Host": "harness.example"}
+    with serving(settings) as base, httpx.Client(base_url=base, headers=headers) as client:
+        assert client.get("/v1/runs").status_code == 200
+
+
 @contextmanager
 def serving_unix(settings: Settings, path: Path) -> Iterator[httpx.Client]:
     """The app on a Unix socket, and a client to it."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -186,3 +187,25 @@ def _problem(response: httpx.Response, status: int) -> dict[str, Any]:
     body: dict[str, Any] = response.json()
     assert "detail" in body
     return body
+
+
+def test_beyond_the_stream_cap_a_watcher_or_a_chat_is_refused_with_retry_after(
+    sqlite_settings: Settings,
+) -> None:
+    """Each open stream costs the worker memory and a descriptor: no client may pile them up."""
+    settings = sqlite_settings.model_copy(update={"model": HANGS, "max_streams": 2})
+    with served_client(settings) as served, ExitStack() as open_streams:
+        client = served.client
+        run_id = client.post("/v1/runs", json={"query": QUESTION}).json()["run_id"]
+        stream = f"/v1/runs/{run_id}/stream"
+        feeds = [events(open_streams.enter_context(client.stream("GET", stream))) for _ in "ab"]
+        for feed in feeds:  # each kept open: a feed dropped closes its response
+            assert next(feed).event == "metadata"  # being sent: it counts
+        refused = client.get(stream)
+        assert _problem(refused, 429)["detail"].startswith("this worker already sends its 2")
+        assert refused.headers["Retry-After"]
+        runs_before = client.get("/v1/runs").json()["count"]
+        refused = client.post("/v1/chat", json={"query": QUESTION})
+        assert _problem(refused, 429) and refused.headers["Retry-After"]
+        assert client.get("/v1/runs").json()["count"] == runs_before, "a refused chat ran"
+        assert client.post(f"/v1/runs/{run_id}/cancel").json()["cancelled"] is True
