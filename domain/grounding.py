@@ -113,9 +113,28 @@ def _normalised_content(content: str) -> str:
 
 
 def occurs(excerpt: str, content: str) -> bool:
-    """Whether ``excerpt`` occurs verbatim in ``content`` (both normalised); empty never does."""
+    """Whether ``excerpt`` occurs verbatim in ``content`` (both normalised), cutting no word.
+
+    Empty never does. The excerpt must start and end where a word of the content does: ``after
+    3`` out of ``after 30s`` quotes a number the content does not hold (design §10.1).
+    """
     needle = normalise(excerpt)
-    return bool(needle) and needle in _normalised_content(content)
+    if not needle:
+        return False
+    haystack = _normalised_content(content)
+    start = haystack.find(needle)
+    while start != -1:
+        if not _cuts_a_word(haystack, start, start + len(needle)):
+            return True
+        start = haystack.find(needle, start + 1)
+    return False
+
+
+def _cuts_a_word(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` begins or ends inside a word (letters and digits)."""
+    inside_at_start = 0 < start and text[start - 1].isalnum() and text[start].isalnum()
+    inside_at_end = end < len(text) and text[end - 1].isalnum() and text[end].isalnum()
+    return inside_at_start or inside_at_end
 
 
 def citation_problem(
