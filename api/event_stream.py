@@ -43,7 +43,9 @@ STREAMS_RETRY_AFTER = 5
 class StreamCount:
     """The event streams this worker sends now: counted into the gauge, and capped.
 
-    Counted in the event loop only (when a stream starts and ends sending), so no lock.
+    A stream is counted from the moment it is admitted (:meth:`take`), not when its body starts:
+    a burst of requests that all passed a check before any of them had started sending would
+    overrun the cap. Counted in the event loop only, so the check and the count are one step.
     """
 
     def __init__(self, gauge: OpenStreams, cap: int) -> None:
@@ -52,18 +54,11 @@ class StreamCount:
         self.cap = cap
         self.open = 0
 
-    def inc(self, amount: float = 1) -> None:
-        """One more stream is being sent."""
-        self.open += int(amount)
-        self.gauge.inc(amount)
+    def take(self) -> StreamSlot:
+        """Admit one more stream, or refuse it (429, Retry-After) while the worker is full.
 
-    def dec(self, amount: float = 1) -> None:
-        """One fewer."""
-        self.open -= int(amount)
-        self.gauge.dec(amount)
-
-    def check(self) -> None:
-        """Refuse a new stream (429, Retry-After) while this worker sends as many as it may."""
+        The slot is given back by the stream once it ends, or by the route if it fails first.
+        """
         if self.open >= self.cap:
             raise HTTPException(
                 429,
@@ -71,6 +66,27 @@ class StreamCount:
                 f" retry in {STREAMS_RETRY_AFTER}s",
                 headers={"Retry-After": str(STREAMS_RETRY_AFTER)},
             )
+        self.open += 1
+        self.gauge.inc()
+        return StreamSlot(self)
+
+    def _give_back(self) -> None:
+        self.open -= 1
+        self.gauge.dec()
+
+
+class StreamSlot:
+    """One admitted stream's place in the count; released once, however often it is asked."""
+
+    def __init__(self, count: StreamCount) -> None:
+        """Held in ``count`` until :meth:`release`."""
+        self._count: StreamCount | None = count
+
+    def release(self) -> None:
+        """Give the place back (again: nothing)."""
+        count, self._count = self._count, None
+        if count is not None:
+            count._give_back()
 
 
 class EventStream(Response):
@@ -86,18 +102,18 @@ class EventStream(Response):
         self,
         feed: AsyncIterator[str],
         on_abandon: Callable[[], None] | None = None,
-        open_streams: OpenStreams | None = None,
+        slot: StreamSlot | None = None,
     ) -> None:
         """Stream ``feed``; call ``on_abandon`` if the client goes before it ends.
 
-        ``open_streams`` is raised by one while the body is being sent (the metrics' gauge).
+        ``slot``, the stream's place in the worker's count, is released when the body ends.
         """
         self.status_code = 200
         self.background = None
         self.init_headers(STREAM_HEADERS)
         self.feed = feed
         self.on_abandon = on_abandon
-        self.open_streams = open_streams
+        self.slot = slot
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Send the feed; a client that leaves cancels the body where it waits."""
@@ -105,8 +121,6 @@ class EventStream(Response):
         watch = _Departure(asyncio.current_task())
         waiter = asyncio.ensure_future(_disconnected(receive))
         waiter.add_done_callback(watch.left)
-        if self.open_streams is not None:
-            self.open_streams.inc()
         try:
             await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
             async for chunk in self.feed:
@@ -122,8 +136,8 @@ class EventStream(Response):
         finally:
             waiter.remove_done_callback(watch.left)
             waiter.cancel()
-            if self.open_streams is not None:
-                self.open_streams.dec()
+            if self.slot is not None:
+                self.slot.release()
 
 
 class _Departure:

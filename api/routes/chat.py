@@ -42,10 +42,14 @@ async def chat(body: ChatCreate, worker: WorkerDep, caller: Writer) -> EventStre
     run ends with a ``failure`` and no ``done``. Use ``POST /v1/runs`` to start a run that
     outlives its first watcher.
     """
-    worker.streams.check()  # before the run starts: a run nobody may watch is not started
-    started = await anyio.to_thread.run_sync(start_run, worker, body, caller)
+    slot = worker.streams.take()  # before the run starts: a run nobody may watch is not started
+    try:
+        started = await anyio.to_thread.run_sync(start_run, worker, body, caller)
+    except BaseException:
+        slot.release()
+        raise
     feed = follow(worker.hub, str(started.run_id), 0, worker.settings.sse_keepalive)
-    stream = EventStream(feed, lambda: _abandoned(worker, started.run_id), worker.streams)
+    stream = EventStream(feed, lambda: _abandoned(worker, started.run_id), slot)
     stream.headers["Location"] = f"/v1/runs/{started.run_id}"
     return stream
 

@@ -143,9 +143,9 @@ async def stream(
     await anyio.to_thread.run_sync(worker.visible_run, run_id, caller)
     if await anyio.to_thread.run_sync(feed_ended, worker.hub.engine, str(run_id), after):
         return Response(status_code=status.HTTP_204_NO_CONTENT)
-    worker.streams.check()
+    slot = worker.streams.take()
     feed = follow(worker.hub, str(run_id), after, worker.settings.sse_keepalive)
-    return EventStream(feed, open_streams=worker.streams)
+    return EventStream(feed, slot=slot)
 
 
 def _event_id(value: str) -> int:

@@ -182,6 +182,47 @@ def test_a_second_cancel_reports_the_first_termination(
     }
 
 
+def test_a_burst_of_chats_is_admitted_only_up_to_the_stream_cap(
+    sqlite_settings: Settings, tmp_path: Path
+) -> None:
+    """The cap holds under a burst: requests that arrive together are counted as admitted.
+
+    Each admitted stream is held open until every request has its answer, so a place is never
+    freed in between: exactly ``max_streams`` chats run, the others are refused and start nothing.
+    """
+    burst, cap = 8, 2
+    # every run hangs, however the runs' steps interleave (the scripted steps are shared)
+    scenario = tmp_path / "hangs.yaml"
+    scenario.write_text("route: DIAGNOSIS\nsteps:\n" + "  - {hang: true}\n" * burst)
+    settings = sqlite_settings.model_copy(
+        update={"model": f"scripted:{scenario}", "max_streams": cap}
+    )
+    answered = threading.Barrier(burst, timeout=TIMEOUT.read)
+    statuses: list[int] = []
+    with served_client(settings) as served:
+        client = served.client
+
+        def chat() -> None:  # a client of its own: one httpx client is not shared by threads
+            with (
+                httpx.Client(base_url=client.base_url, timeout=TIMEOUT) as own,
+                own.stream("POST", "/v1/chat", json={"query": QUESTION}) as response,
+            ):
+                statuses.append(response.status_code)
+                feed = events(response)  # kept: a feed dropped closes its response
+                if response.status_code == 200:
+                    assert next(feed).event == "metadata"
+                answered.wait()  # every answer is in before any admitted stream ends
+
+        threads = [threading.Thread(target=chat) for _ in range(burst)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(TIMEOUT.read)
+        assert sorted(statuses) == [200] * cap + [429] * (burst - cap)
+        started = client.get("/v1/runs").json()
+        assert started["count"] == cap, "a refused chat started a run"
+
+
 def _problem(response: httpx.Response, status: int) -> dict[str, Any]:
     assert response.status_code == status, response.text
     body: dict[str, Any] = response.json()
