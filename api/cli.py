@@ -85,7 +85,7 @@ def _for_work() -> Settings:
 @app.command()
 def serve(
     host: Annotated[str | None, typer.Option(help="Bind address (HARNESS_HOST).")] = None,
-    port: Annotated[int | None, typer.Option(help="Port (HARNESS_PORT).")] = None,
+    port: Annotated[int | None, typer.Option(min=1, max=65535, help="Port (HARNESS_PORT).")] = None,
     workers: Annotated[
         int,
         typer.Option(

@@ -167,6 +167,14 @@ def test_serve_on_a_port_in_use_says_so_before_serving(deep: Path) -> None:
     assert "serving on" not in result.stdout + result.stderr
 
 
+@pytest.mark.parametrize(("port", "says"), [("99999", "less than or equal to 65535"), ("0", "1")])
+def test_serve_on_a_port_no_machine_has_is_bad_input(deep: Path, port: str, says: str) -> None:
+    # was: "unexpected OverflowError: bind(): port must be 0-65535", exit 1
+    line = _one_line_error(_harness("serve", "--port", port, env={}, cwd=deep))
+    assert "Invalid value for '--port'" in line and says in line
+    assert not (deep / "harness.db").exists()
+
+
 @pytest.mark.parametrize("kind", ["missing", "a file"])
 def test_serve_refuses_a_metrics_directory_it_cannot_use(deep: Path, kind: str) -> None:
     place = deep / "metrics"
