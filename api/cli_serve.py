@@ -20,6 +20,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from api.cli_common import err_console, fail
+from api.http_protocol import PROTOCOL
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -89,7 +90,7 @@ def serve_one(settings: Settings, sock: socket.socket) -> None:
     err_console().print(
         f"serving on http://{_url_host(host)}:{port} ({settings.database.describe()})"
     )
-    config = uvicorn.Config(create_app(settings), host=host, port=port)
+    config = uvicorn.Config(create_app(settings), host=host, port=port, http=PROTOCOL)
     uvicorn.Server(config).run(sockets=[sock])
 
 
@@ -100,9 +101,8 @@ def serve_many(settings: Settings, sock: socket.socket, workers: int) -> None:
     host, port = sock.getsockname()[:2]
     sock.close()  # uvicorn binds it again for its workers (a moment later)
     os.environ["HARNESS_PROJECTIONS_IN_PROCESS"] = "false"  # the workers inherit it
-    # The workers' own metrics (refusals, open streams) go to files here, summed by every
-    # worker's GET /metrics (prometheus_client's multiprocess mode); private to this serve,
-    # so no stale file of an earlier one is ever counted.
+    # The workers' own metrics (refusals, open streams) go to files here, summed by every worker's
+    # GET /metrics (multiprocess mode); private to this serve: no stale file of another counts.
     metrics_dir = tempfile.mkdtemp(prefix="harness-metrics-")
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
     stop = threading.Event()
@@ -124,6 +124,7 @@ def serve_many(settings: Settings, sock: socket.socket, workers: int) -> None:
             host=host,
             port=port,
             workers=workers,
+            http=PROTOCOL,
             # uvicorn kills a worker that does not answer its health check in time; a cold start
             # on a loaded machine (imports, opening pools, the first recovery sweep) takes longer
             # than its 5 s default, and a worker killed then is logged as "died".

@@ -16,6 +16,7 @@ from api.access_log import redact_access_log
 from api.auth import LoopbackOnly, is_loopback
 from api.deps import Worker
 from api.feed_hub import FeedHub
+from api.http_protocol import set_request_deadline
 from api.metrics import multiprocess_problem
 from api.routes import audit, chat, metrics, runs, sessions, stats, system
 from api.schemas import document_limits
@@ -61,6 +62,7 @@ ROUTERS = (
 
 def create_app(settings: Settings, store: HarnessStore | None = None) -> FastAPI:
     """The service app; opens the store at start-up unless one is given."""
+    set_request_deadline(settings.request_read_timeout)  # this process's (api.http_protocol)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -211,14 +211,14 @@ class Settings(BaseSettings):
         default=65_536, ge=1024, description="Largest request body the API reads (bytes)."
     )
     max_streams: int = Field(default=1000, ge=1, description="Streams one worker sends at once.")
+    request_read_timeout: float = Field(
+        default=15.0, gt=0, le=3600, description="Seconds a client has to send a whole request."
+    )
     sse_keepalive: float = Field(
         default=15.0, gt=0, le=300, description="Seconds between SSE keep-alive comments."
     )
     feed_poll: float = Field(
-        default=1.0,
-        gt=0,
-        le=60,
-        description="Seconds between looks for new feed entries when no wake-up arrives.",
+        default=1.0, gt=0, le=60, description="Seconds between feed looks without a wake-up."
     )
     audit_key: SecretStr = Field(
         default=SecretStr(""),

@@ -18,6 +18,7 @@ import httpx
 import uvicorn
 from fastapi import FastAPI
 
+from api.http_protocol import PROTOCOL
 from api.main import create_app
 from application.store import HarnessStore
 from infrastructure.composition import bootstrap
@@ -71,7 +72,8 @@ def serving_app(
     Yields its base URL (on a socket, a client needs ``httpx.HTTPTransport(uds=...)`` too).
     """
     where: dict[str, Any] = {"uds": str(uds)} if uds else {"host": "127.0.0.1", "port": 0}
-    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, **where))
+    config = uvicorn.Config(app, log_level=log_level, http=PROTOCOL, **where)  # as harness serve
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
     thread.start()
     deadline = time.monotonic() + STARTUP_TIMEOUT

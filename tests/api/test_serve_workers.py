@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -38,26 +39,40 @@ def _cpu_load(processes: int) -> Iterator[None]:
             burner.wait(timeout=30)
 
 
-def test_two_workers_start_on_a_loaded_machine_without_being_replaced(
-    pg_settings: Settings, tmp_path: Path
-) -> None:
+@contextmanager
+def _serving(
+    pg_settings: Settings, tmp_path: Path, **env: str
+) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """``harness serve --workers 2`` on ``pg_settings``' store; its base URL and its process.
+
+    Stopped with Ctrl-C when the block ends; read its output with ``communicate`` then.
+    """
     db_init_sample(pg_settings)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")} | {
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")} | {
         "PYTHONPATH": str(ROOT),
         "HARNESS_DATABASE_URL": pg_settings.database_url,
         "HARNESS_DATABASE_SCHEMA": pg_settings.database_schema,
     }
     port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    with _cpu_load(6):
-        serve = subprocess.Popen(
-            [HARNESS, "serve", "--workers", "2", "--port", str(port)],
-            env=env,
-            cwd=tmp_path,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+    serve = subprocess.Popen(
+        [HARNESS, "serve", "--workers", "2", "--port", str(port)],
+        env=clean | env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        yield f"http://127.0.0.1:{port}", serve
+    finally:
+        if serve.returncode is None:
+            serve.send_signal(signal.SIGINT)
+
+
+def test_two_workers_start_on_a_loaded_machine_without_being_replaced(
+    pg_settings: Settings, tmp_path: Path
+) -> None:
+    with _cpu_load(6), _serving(pg_settings, tmp_path) as (base, serve):
         try:
             wait_until_up(base, serve, timeout=120)
             answered = {httpx.get(f"{base}/healthz", timeout=10).status_code for _ in range(20)}
@@ -67,4 +82,20 @@ def test_two_workers_start_on_a_loaded_machine_without_being_replaced(
     assert answered == {200}
     assert "with 2 workers and a projection process" in err
     assert "died" not in err and "not ready in time" not in err, err
+    assert "Traceback" not in out + err
+
+
+def test_the_workers_time_requests_as_configured(pg_settings: Settings, tmp_path: Path) -> None:
+    """uvicorn's worker processes time requests too, at HARNESS_REQUEST_READ_TIMEOUT."""
+    env = {"HARNESS_REQUEST_READ_TIMEOUT": "0.5"}
+    with _serving(pg_settings, tmp_path, **env) as (base, serve):
+        try:
+            wait_until_up(base, serve, timeout=120)
+            with socket.create_connection(("127.0.0.1", int(base.rsplit(":", 1)[1])), 60) as sock:
+                sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # never finished
+                answer = b"".join(iter(lambda: sock.recv(4096), b""))
+        finally:
+            serve.send_signal(signal.SIGINT)
+            out, err = serve.communicate(timeout=120)
+    assert answer.startswith(b"HTTP/1.1 408 Request Timeout\r\n"), answer
     assert "Traceback" not in out + err

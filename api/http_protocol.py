@@ -1,0 +1,116 @@
+"""uvicorn's HTTP/1.1 protocol with a deadline for each request to arrive (headers and body).
+
+uvicorn times a connection out only between requests (``timeout_keep_alive``, armed once a
+response is complete). A client that opens a connection and then sends a request's headers or
+its body a byte at a time (a "slow loris"), or nothing at all, holds a file descriptor and memory
+for as long as it likes; a few thousand of them and the worker accepts no one else. Here each
+request must have arrived whole within :data:`RequestClock.seconds` of its first byte (of the
+connection, for the first): otherwise the connection is closed, with ``408 Request Timeout`` when
+nothing of the request had reached the app yet. Once a request has arrived, the clock stops: a
+response may take as long as it needs (an event stream lasts for the whole run).
+
+The deadline is ``HARNESS_REQUEST_READ_TIMEOUT``, set by :func:`api.main.create_app` for the
+process (one process serves one app). Serve with ``http=PROTOCOL`` (an import string, which
+uvicorn's worker processes resolve too).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+try:  # the C parser uvicorn itself prefers ("auto"), when it is installed
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as _Base
+except ImportError:  # pragma: no cover - httptools comes with uvicorn[standard]
+    _Base = H11Protocol  # type: ignore[assignment,misc]
+
+if TYPE_CHECKING:
+    import asyncio
+    from asyncio import BaseTransport
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SECONDS = 15.0
+TIMED_OUT = (
+    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"connection: close\r\ncontent-length: 43\r\n\r\nthe request did not arrive whole in time\r\n"
+)
+
+
+class RequestClock:
+    """Closes a connection whose request has not fully arrived within :attr:`seconds`."""
+
+    seconds = DEFAULT_SECONDS
+    """The deadline of every connection of this process (:func:`set_request_deadline`)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, transport: asyncio.Transport) -> None:
+        """Time requests on ``transport``; call :meth:`update` after the data of each read."""
+        self.loop = loop
+        self.transport = transport
+        self.handle: asyncio.TimerHandle | None = None
+        self.pending = True
+        """Whether the request being read has reached the app not yet at all (no cycle)."""
+
+    def update(self, cycle: Any) -> None:
+        """Run the clock while a request is arriving, stop it once one has arrived whole.
+
+        ``cycle`` is the protocol's request/response cycle: None before the first request's
+        headers; a finished one's response is complete, so new data starts the next request.
+        """
+        if self.transport.is_closing():
+            self.stop()
+            return
+        arriving = cycle is None or cycle.response_complete or cycle.more_body
+        self.pending = cycle is None or cycle.response_complete
+        if not arriving:
+            self.stop()
+        elif self.handle is None:
+            self.handle = self.loop.call_later(self.seconds, self._expire)
+
+    def stop(self) -> None:
+        """No deadline (the request arrived, or the connection is gone)."""
+        if self.handle is not None:
+            self.handle.cancel()
+            self.handle = None
+
+    def _expire(self) -> None:
+        self.handle = None
+        if self.transport.is_closing():
+            return
+        log.info("closing a connection whose request did not arrive in %gs", self.seconds)
+        if self.pending:  # nothing of this request reached the app: an answer can go first
+            self.transport.write(TIMED_OUT)
+        self.transport.close()
+
+
+def set_request_deadline(seconds: float) -> None:
+    """The deadline for every request this process reads from now on."""
+    RequestClock.seconds = seconds
+
+
+class DeadlineProtocol(_Base):
+    """uvicorn's protocol (httptools, else h11) whose requests must arrive in time."""
+
+    clock: RequestClock
+
+    def connection_made(self, transport: BaseTransport) -> None:
+        """Start the first request's clock at once: a client that sends nothing is timed too."""
+        super().connection_made(transport)  # type: ignore[arg-type]
+        self.clock = RequestClock(self.loop, self.transport)
+        self.clock.update(None)
+
+    def data_received(self, data: bytes) -> None:
+        """Parse as uvicorn does, then see whether the request has arrived."""
+        super().data_received(data)
+        self.clock.update(self.cycle)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """No clock for a connection that is gone."""
+        self.clock.stop()
+        super().connection_lost(exc)
+
+
+PROTOCOL = f"{__name__}:DeadlineProtocol"
+"""What to give uvicorn as ``http=`` (a string, so its worker processes import it too)."""
