@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
+from api.http_protocol import PROTOCOL
 from api.main import create_app
 from bench.sse import CONNECT_TIMEOUT, STARTUP_TIMEOUT
 from domain.run import Run
@@ -98,8 +99,13 @@ class Served:
 def serving(settings: Settings, store: HarnessStore) -> Iterator[Served]:
     """Serve the app (one uvicorn worker) on ``store`` in a thread on a free port."""
     app = create_app(settings, store)
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=0, log_level="warning", timeout_graceful_shutdown=5
+    config = uvicorn.Config(  # the protocol harness serve uses: the product is measured
+        app,
+        host="127.0.0.1",
+        port=0,
+        log_level="warning",
+        timeout_graceful_shutdown=5,
+        http=PROTOCOL,
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
