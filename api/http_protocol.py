@@ -104,6 +104,9 @@ class DeadlineProtocol(_Base):
     def data_received(self, data: bytes) -> None:
         """Parse as uvicorn does, then see whether the request has arrived."""
         super().data_received(data)
+        if self.transport.get_protocol() is not self:  # upgraded (a WebSocket): no longer ours
+            self.clock.stop()
+            return
         self.clock.update(self.cycle)
 
     def connection_lost(self, exc: Exception | None) -> None:

@@ -103,3 +103,17 @@ def test_an_answer_that_takes_longer_than_the_deadline_is_not_cut(hurried: Serve
         rest = list(feed)
     assert rest and rest[-1].event == "failure", [e.event for e in rest]
     assert rest[-1].data["release_outcome"] == "CANCELLED"
+
+
+def test_a_websocket_upgrade_is_not_cut_by_the_clock_of_the_request_it_came_from(
+    hurried: Served,
+) -> None:
+    """The service has no WebSocket route: the upgrade is refused at once, never timed out."""
+    handshake = (
+        b"GET /v1/ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+    with raw(hurried) as sock:
+        sock.sendall(handshake)
+        answer = until_closed(sock)
+    assert answer.startswith(b"HTTP/1.1 403 "), answer
