@@ -5,8 +5,9 @@ response is complete). A client that opens a connection and then sends a request
 its body a byte at a time (a "slow loris"), or nothing at all, holds a file descriptor and memory
 for as long as it likes; a few thousand of them and the worker accepts no one else. Here each
 request must have arrived whole within :data:`RequestClock.seconds` of its first byte (of the
-connection, for the first): otherwise the connection is closed, with ``408 Request Timeout`` when
-nothing of the request had reached the app yet. Once a request has arrived, the clock stops: a
+connection, for the first): otherwise the connection is closed, with ``408 Request Timeout``
+when part of the request had come and nothing of it had reached the app yet (a connection that
+sent nothing is closed silently, as an idle one is). Once a request has arrived, the clock stops: a
 response may take as long as it needs (an event stream lasts for the whole run).
 
 The deadline is ``HARNESS_REQUEST_READ_TIMEOUT``, set by :func:`api.main.create_app` for the
@@ -52,12 +53,15 @@ class RequestClock:
         self.handle: asyncio.TimerHandle | None = None
         self.pending = True
         """Whether the request being read has reached the app not yet at all (no cycle)."""
+        self.started = False
+        """Whether any byte of the request being timed has arrived."""
 
-    def update(self, cycle: Any) -> None:
+    def update(self, cycle: Any, received: bool = True) -> None:
         """Run the clock while a request is arriving, stop it once one has arrived whole.
 
         ``cycle`` is the protocol's request/response cycle: None before the first request's
         headers; a finished one's response is complete, so new data starts the next request.
+        ``received`` says whether bytes came (not so when the connection has just opened).
         """
         if self.transport.is_closing():
             self.stop()
@@ -66,8 +70,11 @@ class RequestClock:
         self.pending = cycle is None or cycle.response_complete
         if not arriving:
             self.stop()
-        elif self.handle is None:
+            return
+        if self.handle is None:
             self.handle = self.loop.call_later(self.seconds, self._expire)
+            self.started = False
+        self.started = self.started or received
 
     def stop(self) -> None:
         """No deadline (the request arrived, or the connection is gone)."""
@@ -80,7 +87,9 @@ class RequestClock:
         if self.transport.is_closing():
             return
         log.info("closing a connection whose request did not arrive in %gs", self.seconds)
-        if self.pending:  # nothing of this request reached the app: an answer can go first
+        # An answer only to a request begun and not yet handed to the app; a connection that
+        # sent nothing is closed silently, as an idle one is (a browser's preconnect retries).
+        if self.pending and self.started:
             self.transport.write(TIMED_OUT)
         self.transport.close()
 
@@ -99,7 +108,7 @@ class DeadlineProtocol(_Base):
         """Start the first request's clock at once: a client that sends nothing is timed too."""
         super().connection_made(transport)  # type: ignore[arg-type]
         self.clock = RequestClock(self.loop, self.transport)
-        self.clock.update(None)
+        self.clock.update(None, received=False)
 
     def data_received(self, data: bytes) -> None:
         """Parse as uvicorn does, then see whether the request has arrived."""
