@@ -34,10 +34,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_SECONDS = 15.0
+_WHY = b"the request did not arrive whole in time\n"
 TIMED_OUT = (
     b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
-    b"connection: close\r\ncontent-length: 43\r\n\r\nthe request did not arrive whole in time\r\n"
+    b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(_WHY), _WHY)
 )
+"""The whole answer to a request that did not arrive in time (the connection closes after it)."""
 
 
 class RequestClock:

@@ -59,8 +59,12 @@ def test_a_request_that_does_not_arrive_is_answered_408_and_closed(
     with raw(hurried) as sock:
         sock.sendall(sent)
         answer = until_closed(sock)
-    assert answer.startswith(b"HTTP/1.1 408 Request Timeout\r\n"), answer
-    assert b"connection: close" in answer
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status, *fields = head.decode().split("\r\n")
+    headers = dict(field.lower().split(": ", 1) for field in fields)
+    assert status == "HTTP/1.1 408 Request Timeout", answer
+    assert headers["connection"] == "close"
+    assert int(headers["content-length"]) == len(body) and body, answer  # a well-formed answer
     assert hurried.client.get("/healthz").status_code == 200  # the service goes on serving
 
 
