@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from application.chat import ChatResult
     from domain.grounding import Citation
     from domain.published import Published
+    from domain.values import Fact
 
 
 def escape(text: str) -> str:
@@ -68,24 +69,46 @@ def _content_lines(published: Published) -> list[str]:
             return [
                 escape(conclusion.statement),
                 *(_cite_line(c) for c in conclusion.citations),
-                *(f"  • {escape(fact.statement)}" for fact in facts),
+                *_fact_lines(facts),
             ]
         case ChatAnswer(text=text) | GroundedAnswer(text=text) | UngroundedAnswer(text=text):
             return [escape(text)]
         case FallbackContent():
+            facts = published.verified_facts
             return [
                 escape(published.message),
-                *(f"  • {escape(fact.statement)}" for fact in published.verified_facts),
+                *([UNJUDGED] if facts and not published.facts_judged else []),
+                *_fact_lines(facts),
                 *(f"  ○ {escape(item)}" for item in published.no_evidence),
+                *(f"  ✗ {escape(item)}" for item in published.not_checked),
                 *(f"  ? {escape(item)}" for item in published.missing_info),
             ]
         case _ as unreachable:
             assert_never(unreachable)
 
 
-def _cite_line(citation: Citation) -> str:
+UNJUDGED = (
+    "  [dim]The model's statements below were not judged: each one's quotes were found in the"
+    " results it cites; read them for what the statement rests on.[/]"
+)
+
+
+FACT_QUOTE = "    "
+"""A fact's quotes are indented under it."""
+
+
+def _fact_lines(facts: Sequence[Fact]) -> list[str]:
+    """Each fact, then the quotes it rests on."""
+    lines: list[str] = []
+    for fact in facts:
+        lines.append(f"  • {escape(fact.statement)}")
+        lines.extend(_cite_line(c, FACT_QUOTE) for c in fact.citations)
+    return lines
+
+
+def _cite_line(citation: Citation, indent: str = "  ") -> str:
     quoted = escape(f'"{citation.excerpt}"')
-    return f"  [dim]evidence: invocation {citation.reference}: {quoted}[/]"
+    return f"{indent}[dim]evidence: invocation {citation.reference}: {quoted}[/]"
 
 
 def _fallback_type(published: Published | None) -> str | None:

@@ -15,12 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from domain.release_states import FallbackType
+
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from domain.answers import AnswerRefusal, ChatReply
     from domain.grounding import Citation
-    from domain.release_states import CitationProblem, FallbackType
+    from domain.release_states import CitationProblem
     from domain.states import MissingKind
     from domain.values import Fact
 
@@ -101,6 +103,16 @@ class FallbackContent:
     not_checked: tuple[str, ...]
     missing_info: tuple[str, ...]
     missing: tuple[MissingItem, ...]
+
+    @property
+    def facts_judged(self) -> bool:
+        """Whether the judge found each of ``verified_facts`` supported (design §10.1).
+
+        Only after it rejected the conclusion (SEMANTIC_UNSUPPORTED), when it answered for every
+        statement. In the other fallbacks no judge ran or answered: each fact's quotes were
+        found in the results it cites, the statement itself was not checked against them.
+        """
+        return self.fallback_type is FallbackType.SEMANTIC_UNSUPPORTED
 
     def to_json(self) -> Json:
         """The fallback as stored."""

@@ -27,7 +27,11 @@ export function published(content, finished) {
   const cited = citationList(content.citations);
   if (cited) parts.push(el("h3", {}, "Citations"), cited);
   parts.push(...list("Facts", content.facts, (fact) => el("span", {}, fact.statement, citationList(fact.citations))));
-  parts.push(...list("Verified facts", content.verified_facts, (fact) => fact.statement || String(fact)));
+  // As FallbackContent.facts_judged (domain/published.py): only after an UNSUPPORTED conclusion
+  // did the judge answer for these statements; otherwise only their quotes were checked.
+  const judged = content.fallback_type === "SEMANTIC_UNSUPPORTED";
+  const factsTitle = judged ? "Facts the judge found supported" : "The model's statements, not judged (their quotes were found in the cited results)";
+  parts.push(...list(factsTitle, content.verified_facts, (fact) => el("span", {}, fact.statement, citationList(fact.citations))));
   parts.push(...list("Checked, nothing found", content.no_evidence));
   parts.push(...list("Not checked", content.not_checked));
   parts.push(...list("Missing information", content.missing_info));
@@ -59,7 +63,9 @@ function excerptsOf(content) {
   const found = new Map();
   const add = (c) => found.set(c.reference, [...(found.get(c.reference) || []), c.excerpt]);
   for (const c of content?.citations || []) add(c);
-  for (const fact of content?.facts || []) for (const c of fact.citations || []) add(c);
+  for (const fact of [...(content?.facts || []), ...(content?.verified_facts || [])]) {
+    for (const c of fact.citations || []) add(c);
+  }
   return found;
 }
 

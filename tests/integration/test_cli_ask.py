@@ -79,3 +79,30 @@ def test_a_statement_is_printed_as_judged_with_no_character_hidden(
         assert shown.returncode == 0, shown.stderr
         assert "\x1b" not in shown.stdout and "\u202e" not in shown.stdout, view
         assert "[8mnot" in shown.stdout, view  # each quotes the published conclusion
+
+
+def test_a_fallbacks_statements_are_printed_with_their_quotes_and_as_not_judged(
+    sqlite_settings: Settings, tmp_path: Path
+) -> None:
+    """No judge read an INSUFFICIENT_EVIDENCE fallback's statements: the reader is told so and
+    shown the quotes each rests on, not the model's words alone under a bullet."""
+    env = store_env(sqlite_settings) | {"HARNESS_MODEL": f"scripted:{SCENARIOS / 'saturated.yaml'}"}
+    asked = harness("ask", "why is payments slow?", env=env, cwd=tmp_path)
+    assert asked.returncode == 0, asked.stderr
+    lines = asked.stdout.splitlines()
+    assert "== FALLBACK — INSUFFICIENT_EVIDENCE ==" in lines
+    note = next(i for i, line in enumerate(lines) if "statements below were not judged" in line)
+    fact = lines.index("  • the payments pool ran hot")
+    assert note < fact
+    assert lines[fact + 1].startswith("    evidence: invocation ")
+    assert lines[fact + 1].endswith(': "connection pool 95% used"')
+
+
+def test_a_fallback_names_the_checks_that_failed(sqlite_settings: Settings, tmp_path: Path) -> None:
+    scenario = Path(__file__).resolve().parents[1] / "adversarial" / "every_tool_failed.yaml"
+    env = store_env(sqlite_settings) | {"HARNESS_MODEL": f"scripted:{scenario}"}
+    asked = harness("ask", "why is checkout slow?", env=env, cwd=tmp_path)
+    assert asked.returncode == 0, asked.stderr
+    failed = [line for line in asked.stdout.splitlines() if line.startswith("  ✗ ")]
+    assert len(failed) == 2 and all("could not be checked" in line for line in failed), failed
+    assert "not judged" not in asked.stdout  # no statements, no note
