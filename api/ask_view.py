@@ -71,7 +71,9 @@ def _content_lines(published: Published) -> list[str]:
                 *(_cite_line(c) for c in conclusion.citations),
                 *_fact_lines(facts),
             ]
-        case ChatAnswer(text=text) | GroundedAnswer(text=text) | UngroundedAnswer(text=text):
+        case GroundedAnswer(text=text, citations=citations):  # the model's words, and its sources
+            return [escape(text), *(_cite_line(c, source="source: passage") for c in citations)]
+        case ChatAnswer(text=text) | UngroundedAnswer(text=text):
             return [escape(text)]
         case FallbackContent():
             facts = published.verified_facts
@@ -106,9 +108,9 @@ def _fact_lines(facts: Sequence[Fact]) -> list[str]:
     return lines
 
 
-def _cite_line(citation: Citation, indent: str = "  ") -> str:
+def _cite_line(citation: Citation, indent: str = "  ", source: str = "evidence: invocation") -> str:
     quoted = escape(f'"{citation.excerpt}"')
-    return f"{indent}[dim]evidence: invocation {citation.reference}: {quoted}[/]"
+    return f"{indent}[dim]{source} {escape(citation.reference)}: {quoted}[/]"
 
 
 def _fallback_type(published: Published | None) -> str | None:

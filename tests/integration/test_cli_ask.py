@@ -106,3 +106,17 @@ def test_a_fallback_names_the_checks_that_failed(sqlite_settings: Settings, tmp_
     failed = [line for line in asked.stdout.splitlines() if line.startswith("  ✗ ")]
     assert len(failed) == 2 and all("could not be checked" in line for line in failed), failed
     assert "not judged" not in asked.stdout  # no statements, no note
+
+
+def test_a_knowledge_answer_is_printed_with_the_passages_it_cites(
+    sqlite_settings: Settings, tmp_path: Path
+) -> None:
+    asked = harness(
+        "ask",
+        "How do I renew an expired TLS certificate?",
+        env=store_env(sqlite_settings),
+        cwd=tmp_path,
+    )
+    assert asked.returncode == 0, asked.stderr
+    sources = [line for line in asked.stdout.splitlines() if line.startswith("  source: passage ")]
+    assert sources and all(line.endswith('"') for line in sources), asked.stdout
