@@ -156,6 +156,7 @@ def _start(
         settings.max_concurrent_runs,
         services.previous_turns(projector),
         unsure=beats.unsure if beats else None,
+        per_owner=settings.runs_per_key,
     )
     services.defer(dispatcher.close)
     loop = RecoveryLoop(

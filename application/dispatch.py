@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -30,11 +31,10 @@ log = logging.getLogger(__name__)
 class AdmissionRefused(Exception):
     """This worker already executes as many runs as it may; try again shortly."""
 
-    def __init__(self, cap: int, retry_after: int) -> None:
-        """Name the cap and when to retry."""
-        super().__init__(
-            f"this worker already executes its {cap} concurrent runs; retry in {retry_after}s"
-        )
+    def __init__(self, cap: int, retry_after: int, why: str = "") -> None:
+        """Name the cap and when to retry (``why``: another reason than the worker's cap)."""
+        why = why or f"this worker already executes its {cap} concurrent runs"
+        super().__init__(f"{why}; retry in {retry_after}s")
         self.retry_after = retry_after
 
 
@@ -57,15 +57,20 @@ class RunDispatcher:
         context_of: Callable[[str], str],
         retry_after: int = 1,
         unsure: Callable[[], str | None] | None = None,
+        per_owner: int | None = None,
     ) -> None:
         """Execute at most ``cap`` runs at once; ``context_of(session)`` gives PreviousTurn.
 
         ``unsure()`` says why this worker should not start runs now (its lease is not being
-        renewed, so a recovery sweep could end them); None when it may.
+        renewed, so a recovery sweep could end them); None when it may. ``per_owner``: at most
+        that many of the runs may be one owner's (None: no such limit).
         """
         self.service = service
         self.unsure = unsure
         self.cap = cap
+        self.per_owner = per_owner
+        self._owners: Counter[str] = Counter()
+        """Runs executing here, by owner."""
         self.context_of = context_of
         self.retry_after = retry_after
         self._slots = threading.BoundedSemaphore(cap)
@@ -86,27 +91,47 @@ class RunDispatcher:
         why = self.unsure() if self.unsure else None
         if why is not None:
             raise StoreUnavailableError(f"{why}; no run is started here meanwhile")
-        if not self._slots.acquire(blocking=False):
-            raise AdmissionRefused(self.cap, self.retry_after)
+        self._admit(owner)
         try:
             context = self.context_of(session_id)
             run, position = self.service.begin(
                 session_id, query, owner=owner, deadline_s=deadline_s, limits=limits
             )
         except BaseException:
-            self._slots.release()
+            self._leave(owner)
             raise
         with self._lock:  # registered before its thread can end it and unregister it
-            self._running[run.id] = self._pool.submit(self._execute, run, context)
+            self._running[run.id] = self._pool.submit(self._execute, run, context, owner)
         return Started(run.id, run.session_id, position)
 
-    def _execute(self, run: Run, context: str) -> ChatResult:
+    def _admit(self, owner: str) -> None:
+        """Take a slot for one of ``owner``'s runs, or refuse (the worker's or the owner's cap)."""
+        if not self._slots.acquire(blocking=False):
+            raise AdmissionRefused(self.cap, self.retry_after)
+        with self._lock:
+            mine = self._owners[owner]
+            if self.per_owner is None or mine < self.per_owner:
+                self._owners[owner] += 1
+                return
+        self._slots.release()
+        why = f"{owner} already runs {mine} of this worker's runs, as many as one key may"
+        why += " (HARNESS_MAX_RUNS_PER_KEY)"
+        raise AdmissionRefused(self.cap, self.retry_after, why)
+
+    def _leave(self, owner: str) -> None:
+        with self._lock:
+            self._owners[owner] -= 1
+            if self._owners[owner] <= 0:
+                del self._owners[owner]
+        self._slots.release()
+
+    def _execute(self, run: Run, context: str, owner: str) -> ChatResult:
         try:
             return self.service.execute(run, context)
         finally:
             with self._lock:
                 self._running.pop(run.id, None)
-            self._slots.release()
+            self._leave(owner)
 
     @property
     def in_flight(self) -> int:

@@ -174,10 +174,10 @@ class Settings(BaseSettings):
         " user, auditor, admin. None: one local user, loopback only.",
     )
     max_concurrent_runs: int = Field(
-        default=8,
-        ge=1,
-        le=1000,
-        description="Runs one worker executes at once; beyond it a new run gets 429 + Retry-After.",
+        default=8, ge=1, le=1000, description="Runs one worker executes at once (429 beyond)."
+    )
+    max_runs_per_key: int | None = Field(
+        default=None, ge=1, le=1000, description="Runs one key may execute at once on a worker."
     )
     worker_lease_ttl: float = Field(
         default=30.0,
@@ -187,16 +187,10 @@ class Settings(BaseSettings):
         " it); the runs of a worker silent longer are ended WORKER_LOST by the recovery sweep.",
     )
     recovery_interval: float = Field(
-        default=10.0,
-        gt=0,
-        le=3600,
-        description="Seconds between a service worker's recovery sweeps (one runs at start-up).",
+        default=10.0, gt=0, le=3600, description="Seconds between a worker's recovery sweeps."
     )
     excerpt_min_words: int = Field(
-        default=3,
-        ge=1,
-        le=50,
-        description="Words a citation's excerpt needs to prove anything (design §10.1).",
+        default=3, ge=1, le=50, description="Words a citation's excerpt needs (design §10.1)."
     )
     excerpt_min_chars: int = Field(
         default=12,
@@ -270,6 +264,13 @@ class Settings(BaseSettings):
     def database(self) -> DatabaseTarget:
         """The parsed database target."""
         return parse_database_url(self.database_url)
+
+    @property
+    def runs_per_key(self) -> int | None:
+        """HARNESS_MAX_RUNS_PER_KEY; unset, half a worker's runs once two keys may start runs."""
+        starters = sum(key.role != "auditor" for key in self.api_keys)
+        half = -(-self.max_concurrent_runs // 2)
+        return self.max_runs_per_key or (half if starters > 1 else None)
 
     @property
     def limits(self) -> Budget:

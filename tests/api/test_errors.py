@@ -169,6 +169,36 @@ def test_beyond_the_cap_a_run_is_refused_with_retry_after_and_nothing_half_start
         assert again.status_code == 202, again.text
 
 
+def test_one_key_may_take_half_a_workers_runs_and_no_more(sqlite_settings: Settings) -> None:
+    """With two keys that start runs, neither can hold every slot and starve the other."""
+    keys = {name: f"{name}-user-key-4c1d7e9a0b2f8e63" for name in ("ann", "bob")}
+    settings = sqlite_settings.model_copy(
+        update={
+            "model": HANGS,
+            "max_concurrent_runs": 4,
+            "api_keys": [ApiKey(key=SecretStr(k), name=n, role="user") for n, k in keys.items()],
+        }
+    )
+    with served_client(settings, sample=False) as served:
+        client, store = served.client, served.store
+
+        def start(name: str) -> httpx.Response:
+            headers = {"Authorization": f"Bearer {keys[name]}"}
+            return client.post("/v1/runs", json={"query": QUESTION}, headers=headers)
+
+        started = [start("ann").json()["run_id"] for _ in range(2)]
+        refused = start("ann")
+        assert _problem(refused, 429).startswith("ann already runs 2 of this worker's runs")
+        assert int(refused.headers["retry-after"]) >= 1
+        assert _runs_started(store) == 2  # the refused one started nothing
+        other = start("bob")  # two slots are still free, and bob takes one
+        assert other.status_code == 202, other.text
+        for run_id in [*started, other.json()["run_id"]]:
+            owner = "bob" if run_id == other.json()["run_id"] else "ann"
+            headers = {"Authorization": f"Bearer {keys[owner]}"}
+            assert client.post(f"/v1/runs/{run_id}/cancel", headers=headers).status_code == 200
+
+
 def _runs_started(store: HarnessStore) -> int:
     log = store.recorder.select_notifications(start=1, limit=100_000)
     return sum(n.topic.endswith("Run.RunStarted") for n in log)

@@ -1,10 +1,10 @@
 from __future__ import annotations
 
 import pytest
-from pydantic import ValidationError
+from pydantic import SecretStr, ValidationError
 
 from infrastructure.eventstore import store_environment
-from infrastructure.settings import ConfigurationError, Settings, parse_database_url
+from infrastructure.settings import ApiKey, ConfigurationError, Settings, parse_database_url
 
 
 def test_the_default_is_an_sqlite_file_in_the_working_directory() -> None:
@@ -97,3 +97,29 @@ def test_a_schema_the_read_side_would_spell_differently_is_refused(
     monkeypatch.setenv("HARNESS_DATABASE_SCHEMA", schema)
     with pytest.raises(ConfigurationError, match="HARNESS_DATABASE_SCHEMA: .*needs no quotes"):
         Settings.from_environment()
+
+
+def _keys(*roles: str) -> list[ApiKey]:
+    return [
+        ApiKey(key=SecretStr(f"key-{i}-of-a-test-4c1d7e9a0b2f"), name=f"k{i}", role=role)
+        for i, role in enumerate(roles)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("keys", "cap", "explicit", "per_key"),
+    [
+        ([], 8, None, None),  # keyless: one local user, who may use every slot
+        (["user", "auditor"], 8, None, None),  # one key starts runs: no one to share with
+        (["user", "admin"], 8, None, 4),  # two may: neither takes more than half
+        (["user", "user", "user"], 5, None, 3),  # half, rounded up
+        (["user", "user"], 1, None, 1),
+        ([], 8, 2, 2),  # set: as set, keys or not
+        (["user", "user"], 8, 8, 8),
+    ],
+)
+def test_runs_per_key_is_half_a_workers_once_two_keys_start_runs(
+    keys: list[str], cap: int, explicit: int | None, per_key: int | None
+) -> None:
+    settings = Settings(api_keys=_keys(*keys), max_concurrent_runs=cap, max_runs_per_key=explicit)
+    assert settings.runs_per_key == per_key
