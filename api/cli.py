@@ -85,7 +85,9 @@ def _for_work() -> Settings:
 @app.command()
 def serve(
     host: Annotated[str | None, typer.Option(help="Bind address (HARNESS_HOST).")] = None,
-    port: Annotated[int | None, typer.Option(min=1, max=65535, help="Port (HARNESS_PORT).")] = None,
+    port: Annotated[
+        int | None, typer.Option(min=0, max=65535, help="Port (HARNESS_PORT); 0: any free one.")
+    ] = None,
     workers: Annotated[
         int,
         typer.Option(
@@ -103,7 +105,7 @@ def serve(
     from api.cli_serve import check_bind, check_port, serve_many, serve_one
 
     settings = load_settings()
-    bind_host, bind_port = host or settings.host, port or settings.port
+    bind_host, bind_port = host or settings.host, settings.port if port is None else port
     check_bind(settings, bind_host, workers)
     listening = check_port(bind_host, bind_port)  # before any set-up: a taken port says so first
     _for_work()

@@ -7,6 +7,7 @@ narrow and paths made very long: output that is not a terminal must never be wra
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from infrastructure.settings import Settings
-from tests.api._serve import free_port
+from tests.api._serve import free_port, wait_until_up
 from tests.conftest import PG_URL
 
 HARNESS = [sys.executable, "-c", "from api.cli import app; app()"]
@@ -167,12 +168,35 @@ def test_serve_on_a_port_in_use_says_so_before_serving(deep: Path) -> None:
     assert "serving on" not in result.stdout + result.stderr
 
 
-@pytest.mark.parametrize(("port", "says"), [("99999", "less than or equal to 65535"), ("0", "1")])
+@pytest.mark.parametrize(("port", "says"), [("99999", "less than or equal to 65535"), ("-1", "0")])
 def test_serve_on_a_port_no_machine_has_is_bad_input(deep: Path, port: str, says: str) -> None:
     # was: "unexpected OverflowError: bind(): port must be 0-65535", exit 1
-    line = _one_line_error(_harness("serve", "--port", port, env={}, cwd=deep))
+    line = _one_line_error(_harness("serve", f"--port={port}", env={}, cwd=deep))
     assert "Invalid value for '--port'" in line and says in line
     assert not (deep / "harness.db").exists()
+
+
+def test_serve_on_port_0_serves_on_a_free_port_and_says_which(deep: Path) -> None:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
+    clean["PYTHONPATH"] = str(ROOT) + os.pathsep + clean.get("PYTHONPATH", "")
+    serve = subprocess.Popen(
+        [*HARNESS, "serve", "--port", "0"],
+        env=clean,
+        cwd=deep,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert serve.stderr is not None
+        said = serve.stderr.readline()  # printed before the service starts
+        assert said.startswith("serving on http://127.0.0.1:"), said
+        base = said.split()[2]
+        assert not base.endswith(":0") and not base.endswith(":8000"), base
+        wait_until_up(base, serve, path="/healthz")
+    finally:
+        serve.send_signal(signal.SIGINT)
+        serve.communicate(timeout=60)
 
 
 @pytest.mark.parametrize("kind", ["missing", "a file"])
