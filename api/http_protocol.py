@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from infrastructure.settings import Settings
+
 try:  # the C parser uvicorn itself prefers ("auto"), when it is installed
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as _Base
 except ImportError:  # pragma: no cover - httptools comes with uvicorn[standard]
@@ -33,7 +35,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SECONDS = 15.0
+DEFAULT_SECONDS: float = Settings.model_fields["request_read_timeout"].default
+"""Until :func:`set_request_deadline`: ``HARNESS_REQUEST_READ_TIMEOUT``'s default (one source)."""
 _WHY = b"the request did not arrive whole in time\n"
 TIMED_OUT = (
     b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"

@@ -269,7 +269,7 @@ class Settings(BaseSettings):
     def runs_per_key(self) -> int | None:
         """HARNESS_MAX_RUNS_PER_KEY; unset, half a worker's runs once two keys may start runs."""
         starters = sum(key.role != "auditor" for key in self.api_keys)
-        half = -(-self.max_concurrent_runs // 2)
+        half = (self.max_concurrent_runs + 1) // 2  # rounded up
         return self.max_runs_per_key or (half if starters > 1 else None)
 
     @property
