@@ -76,9 +76,10 @@ def _content_lines(published: Published) -> list[str]:
         case ChatAnswer(text=text) | UngroundedAnswer(text=text):
             return [escape(text)]
         case FallbackContent():
-            facts = published.verified_facts
+            facts = published.verified_facts  # only in a fallback recorded before observations
             return [
                 escape(published.message),
+                *(f"  • {escape(o.text)}" for o in published.observations or ()),
                 *([UNJUDGED] if facts and not published.facts_judged else []),
                 *_fact_lines(facts),
                 *(f"  ○ {escape(item)}" for item in published.no_evidence),

@@ -121,6 +121,13 @@ class ChatService:
             session_id, query, deadline, limits or self.config.limits, run_id, owner
         )
 
+    def known_services(self) -> tuple[str, ...]:
+        """The services the tools know (a tool may carry ``known_services``), sorted, each once."""
+        known = {
+            str(s) for tool in self.tools.values() for s in getattr(tool, "known_services", ())
+        }
+        return tuple(sorted(known))
+
     def _context(self, run: Run) -> RunContext:
         """The live handle of ``run`` in this worker, current with the log it was begun in."""
         timeout, interval = self.config.model_timeout_s, self.config.commit_interval_s
@@ -216,7 +223,7 @@ class ChatService:
     def _diagnose(self, ctx: RunContext, context: str) -> Publication:
         ctx.check_active()
         ctx.run.change_status(ChatApplicationStatus.DIAGNOSIS_RUNNING)
-        collection = ctx.collection = self.store.new_collection(ctx.run.id)
+        collection = ctx.collection = self.store.new_collection(ctx.run.id, self.known_services())
         ctx.save(collection)  # one boundary: the status and COLLECTION_STARTED together
         boundary = ToolBoundary(ctx, collection, self.tools)
         try:

@@ -20,13 +20,13 @@ from domain.grounding import (
     Citation,
     GroundingRules,
     RejectedCitation,
-    statement_problems,
 )
+from domain.quotes import fact_problems
 from domain.release_states import CitationProblem
 from domain.tool_states import EvidenceStatus, InvocationStatus
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable
 
     from application.harness import RunContext
     from domain.tool_invocation import ToolInvocation
@@ -85,9 +85,16 @@ class EvidenceGuard:
         invocation, _ = self.source(reference)
         return invocation.content if invocation is not None else None
 
-    def problems(self, citations: Sequence[Citation]) -> list[tuple[Citation, CitationProblem]]:
-        """Every failing citation of one statement, with why (``domain.grounding``'s rule)."""
-        return statement_problems(citations, self._content_or_why, self.rules)
+    def resolve(self, reference: str) -> tuple[str, str, str] | None:
+        """A reference's tool, scope and evidence content, or None when it proves nothing."""
+        invocation, _ = self.source(reference)
+        if invocation is None or invocation.content is None:
+            return None
+        return invocation.tool, invocation.normalized_scope, invocation.content
+
+    def problems(self, fact: Fact) -> list[tuple[Citation, CitationProblem]]:
+        """Every failing citation of one statement, with why (``domain.quotes``'s rule)."""
+        return fact_problems(fact, self._content_or_why, self.rules)
 
     def _content_or_why(self, reference: str) -> tuple[str | None, CitationProblem | None]:
         invocation, problem = self.source(reference)
@@ -98,7 +105,7 @@ class EvidenceGuard:
         passed: list[Fact] = []
         rejected: list[RejectedCitation] = []
         for label, fact in statements:
-            failing = self.problems(fact.citations)
+            failing = self.problems(fact)
             rejected += [
                 RejectedCitation(label, c.reference, c.excerpt[:SHOWN_EXCERPT], problem)
                 for c, problem in failing

@@ -3,8 +3,8 @@
 Every published sentence is proven by the log: a statement reaches a reader only when each of
 its citations quotes an informative excerpt of a READY + EVIDENCE_FOUND result of this run,
 and, when there is a conclusion, when the judge found exactly that statement supported. A
-fallback never holds a statement the judge rejected or one that restates the conclusion it
-withholds.
+fallback never holds a statement of the model's: no judge ruled on it, so it quotes the
+evidence records the proven statements rested on, in the harness's words.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from application.ports import Message, ModelError, ModelRequest
 from application.prompts import DRAFT_SCHEMA, repair_prompt
 from application.proposals import record_draft
 from application.published import fallback, report
-from domain.grounding import DEFAULT_RULES, GroundingRules, restates
+from domain.grounding import DEFAULT_RULES, GroundingRules
+from domain.observations import observations
 from domain.release_states import FallbackType, GuardStage, ReleaseOutcome, SemanticVerdict
 from domain.states import ModelStepPurpose, RunState
 from domain.values import Fact
@@ -91,7 +92,7 @@ def _release_budget_window(
         ctx.save()
     if not checked.passed:
         raise NoSafeContent("the budget ran out before any fact was verified")
-    return _publish(ctx, FallbackType.INSUFFICIENT_EVIDENCE, checked.passed, ())
+    return _publish(ctx, guard, FallbackType.INSUFFICIENT_EVIDENCE, checked.passed, ())
 
 
 def _release_progress(
@@ -108,9 +109,9 @@ def _release_progress(
     ctx.save()
     missing = draft.missing_info if draft else []
     if verified:
-        return _publish(ctx, FallbackType.INSUFFICIENT_EVIDENCE, verified, missing)
+        return _publish(ctx, guard, FallbackType.INSUFFICIENT_EVIDENCE, verified, missing)
     if missing:
-        return _publish(ctx, FallbackType.MISSING_REQUIRED_CONTEXT, [], missing)
+        return _publish(ctx, guard, FallbackType.MISSING_REQUIRED_CONTEXT, [], missing)
     raise NoSafeContent("no verified progress and no missing information to report")
 
 
@@ -143,26 +144,29 @@ def _release_conclusion(
         ctx.save()
     assert draft.conclusion is not None
     conclusion = draft.conclusion.to_fact()
-    others = [f for f in verified if not restates(f.statement, conclusion.statement)]
     if not checked.valid:
-        return _publish(ctx, FallbackType.EVIDENCE_VALIDATION_FAILED, others, ())
+        return _publish(ctx, guard, FallbackType.EVIDENCE_VALIDATION_FAILED, verified, ())
     judged = judge(ctx, [conclusion, *verified], guard)
-    return _after_judge(ctx, conclusion, judged)
+    return _after_judge(ctx, guard, conclusion, judged)
 
 
 def _after_judge(
-    ctx: RunContext, conclusion: Fact, judged: Sequence[JudgedStatement]
+    ctx: RunContext, guard: EvidenceGuard, conclusion: Fact, judged: Sequence[JudgedStatement]
 ) -> Publication:
-    """SUCCESS with what the judge supported, or a fallback without what it withheld."""
+    """SUCCESS with what the judge supported; else a fallback of records, no model statement.
+
+    After the judge rejected the conclusion (or could not rule), no statement of the model's is
+    published at all, so a paraphrase of the withheld conclusion has nowhere to ride: the
+    fallback quotes the records behind the statements the judge did not reject.
+    """
     verdict = judged[0].verdict
-    facts = [_fact(j) for j in judged[1:] if j.verdict is not SemanticVerdict.UNSUPPORTED]
     if verdict is SemanticVerdict.SUPPORTED:
         supported = [_fact(j) for j in judged[1:] if j.verdict is SemanticVerdict.SUPPORTED]
         return publish(ctx, ReleaseOutcome.SUCCESS, None, report(conclusion, supported))
-    kept = [f for f in facts if not restates(f.statement, conclusion.statement)]
+    behind = [_fact(j) for j in judged[1:] if j.verdict is not SemanticVerdict.UNSUPPORTED]
     if verdict is SemanticVerdict.UNSUPPORTED:
-        return _publish(ctx, FallbackType.SEMANTIC_UNSUPPORTED, kept, ())
-    return _publish(ctx, FallbackType.SEMANTIC_UNAVAILABLE, kept, ())
+        return _publish(ctx, guard, FallbackType.SEMANTIC_UNSUPPORTED, behind, ())
+    return _publish(ctx, guard, FallbackType.SEMANTIC_UNAVAILABLE, behind, ())
 
 
 def _repair(
@@ -196,10 +200,16 @@ def _repair(
 
 
 def _publish(
-    ctx: RunContext, kind: FallbackType, facts: Iterable[Fact], missing: Iterable[MissingOut]
+    ctx: RunContext,
+    guard: EvidenceGuard,
+    kind: FallbackType,
+    facts: Iterable[Fact],
+    missing: Iterable[MissingOut],
 ) -> Publication:
-    """A fallback: proven facts, scoped observations, what could not be checked, what is missing."""
-    return publish(ctx, ReleaseOutcome.FALLBACK, kind, fallback(ctx, kind, facts, missing))
+    """A fallback: the records behind proven facts, empty scopes, failed checks, what is missing."""
+    cited = [c for fact in facts for c in fact.citations]
+    content = fallback(ctx, kind, observations(cited, guard.resolve), missing)
+    return publish(ctx, ReleaseOutcome.FALLBACK, kind, content)
 
 
 def _failures(checked: Checked) -> str:

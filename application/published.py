@@ -1,16 +1,17 @@
 """What a diagnosis publishes, composed from proven parts only (design §10.1).
 
 A report holds the conclusion and the facts the judge found supported, each with its
-citations. A fallback holds verified facts, scoped NO_EVIDENCE observations, the tools that
-could not be checked (a failure is never worded as absence), and missing information worded
-here from the draft's structured items — never the model's prose.
+citations. A fallback holds only the harness's words: the evidence records behind the proven
+statements (observations, quoted with their time and source), scoped NO_EVIDENCE notes, the
+tools that could not be checked (a failure is never worded as absence), and missing
+information worded here from the draft's structured items — never the model's prose.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from domain.published import DiagnosisReport, FallbackContent, MissingItem
+from domain.published import DiagnosisReport, FallbackContent, MissingItem, names_service
 from domain.release_states import FallbackType
 from domain.states import MissingKind
 from domain.tool_states import EvidenceStatus, InvocationStatus
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 
     from application.drafts import MissingOut
     from application.harness import RunContext
+    from domain.observations import Observation
     from domain.tool_invocation import ToolInvocation
     from domain.values import Fact
 
@@ -44,14 +46,21 @@ def report(conclusion: Fact, facts: Iterable[Fact]) -> DiagnosisReport:
 
 
 def fallback(
-    ctx: RunContext, kind: FallbackType, facts: Iterable[Fact], missing: Iterable[MissingOut]
+    ctx: RunContext,
+    kind: FallbackType,
+    observed: tuple[Observation, ...],
+    missing: Iterable[MissingOut],
 ) -> FallbackContent:
-    """A fallback of ``kind``: proven facts, scoped observations, what could not be checked."""
+    """A fallback of ``kind``: observed records, empty scopes, what could not be checked.
+
+    No statement of the model's: only the harness speaks unjudged (design §10.1).
+    """
     items = list(dict.fromkeys(_scoped(ctx, m) for m in missing))
     return FallbackContent(
         fallback_type=kind,
         message=FALLBACK_MESSAGES[kind],
-        verified_facts=tuple(facts),
+        verified_facts=(),
+        observations=observed,
         no_evidence=tuple(no_evidence(ctx)),
         not_checked=tuple(not_checked(ctx)),
         missing_info=tuple(missing_question(m) for m in items),
@@ -103,10 +112,11 @@ def missing_question(item: MissingOut) -> str:
 
 
 def _scoped(ctx: RunContext, item: MissingOut) -> MissingOut:
-    """A service is named only if the question or a tool call named it: no claim rides in it."""
-    if item.service is None:
-        return item
-    scopes = " ".join(inv.normalized_scope for inv in ctx.invocations.values())
-    if item.service in ctx.run.query.lower() or item.service in scopes:
+    """A service is named only if the question or the tools' catalogue does: no claim rides in.
+
+    A service only the model named (in a tool call's arguments, say) is dropped from the item.
+    """
+    known = ctx.collection.known_services if ctx.collection is not None else ()
+    if item.service is None or names_service(item.service, ctx.run.query, known):
         return item
     return item.model_copy(update={"service": None})

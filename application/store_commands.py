@@ -125,13 +125,15 @@ class StoreCommands(StoreReads):
         giving_up = f"session {session_id!r}: could not be claimed"
         return retry_on_conflict(attempt, giving_up=giving_up, on_conflict=on_conflict)
 
-    def new_collection(self, run_id: UUID) -> Collection:
+    def new_collection(self, run_id: UUID, known_services: tuple[str, ...] = ()) -> Collection:
         """The run's collection with the configured thresholds, unsaved.
 
         Its id is derived from the run id, so a second collection of the same run conflicts
         with the first when it is saved: the event store keeps a run to one collection.
         """
-        return Collection.start(run_id, self.no_gain_threshold, self.violation_threshold)
+        return Collection.start(
+            run_id, self.no_gain_threshold, self.violation_threshold, known_services
+        )
 
     def start_collection(self, run_id: UUID) -> int:
         """Start the run's one collection with the configured thresholds."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from uuid import NAMESPACE_URL, UUID, uuid5
 
 from eventsourcing.domain import Aggregate
@@ -32,16 +32,25 @@ class Collection(Aggregate):
     class CollectionStarted(Aggregate.Created):
         """Collection began with its consecutive thresholds."""
 
-        class_version = 1
+        class_version = 2
         run_id: UUID
         no_gain_threshold: int
         violation_threshold: int
+        known_services: tuple[str, ...]
+        """The services the run's tools know: missing information may name these (or the
+        question's), never one only the model named (design §10.1)."""
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            """Collections started before the catalogue was recorded knew no service."""
+            state["known_services"] = ()
 
         def apply(self, aggregate: Collection) -> None:
-            """Set the thresholds."""
+            """Set the thresholds and the known services."""
             aggregate.run_id = self.run_id
             aggregate.no_gain_threshold = self.no_gain_threshold
             aggregate.violation_threshold = self.violation_threshold
+            aggregate.known_services = tuple(self.known_services)
 
     class ToolProgress(Aggregate.Event):
         """A gain verdict for one tool result, with its source and the facts reported."""
@@ -97,6 +106,7 @@ class Collection(Aggregate):
         self.no_gain_threshold = 3
         self.violation_threshold = 2
         self.state = CollectionState.COLLECTING
+        self.known_services: tuple[str, ...] = ()
         self.stop_reason: DiagnosisStopReason | None = None
         self.stop_required_delivered = False
         self.consecutive_no_gain = 0
@@ -105,9 +115,13 @@ class Collection(Aggregate):
 
     @classmethod
     def start(
-        cls, run_id: UUID, no_gain_threshold: int = 3, violation_threshold: int = 2
+        cls,
+        run_id: UUID,
+        no_gain_threshold: int = 3,
+        violation_threshold: int = 2,
+        known_services: tuple[str, ...] = (),
     ) -> Collection:
-        """Start the run's collection (``COLLECTION_STARTED``)."""
+        """Start the run's collection (``COLLECTION_STARTED``) with its tools' known services."""
         key = collection_id(run_id)
         if no_gain_threshold < 1 or violation_threshold < 1:
             raise InvalidCommandError(key, f"collection {key!r}: thresholds must be >= 1")
@@ -117,6 +131,7 @@ class Collection(Aggregate):
             run_id=run_id,
             no_gain_threshold=no_gain_threshold,
             violation_threshold=violation_threshold,
+            known_services=tuple(known_services),
         )
 
     @property

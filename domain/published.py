@@ -12,6 +12,7 @@ harness's :class:`UngroundedAnswer` instead of one.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 
     from domain.answers import AnswerRefusal, ChatReply
     from domain.grounding import Citation
+    from domain.observations import Observation
     from domain.release_states import CitationProblem
     from domain.states import MissingKind
     from domain.values import Fact
@@ -63,6 +65,18 @@ class DiagnosisReport:
         }
 
 
+def names_service(service: str, question: str, known: Iterable[str]) -> bool:
+    """Whether a fallback may name ``service``: the question names it, or the tools know it.
+
+    Never one only the model named (in a tool call's arguments, say): a missing item's service
+    is printed in the harness's words, so it must come from the operator or the catalogue.
+    """
+    if service in known:
+        return True
+    found = re.search(rf"(?<![\w.-]){re.escape(service)}(?![\w-]|\.\w)", question, re.IGNORECASE)
+    return found is not None
+
+
 @dataclass(frozen=True)
 class MissingItem:
     """Information a fallback asks for, as data: the harness words its question.
@@ -88,11 +102,14 @@ class MissingItem:
 
 @dataclass(frozen=True)
 class FallbackContent:
-    """A safe fallback: its type's message, proven facts, scoped observations, what is missing.
+    """A safe fallback: its type's message, observations, scoped empty results, what is missing.
 
-    ``no_evidence`` scopes each empty result; ``not_checked`` words each failed tool call as
-    not checked (never as absence); ``missing_info`` is the harness's question for each of
-    ``missing``.
+    ``observations`` quote the verified evidence records in time order (the harness's words,
+    never the model's); ``no_evidence`` scopes each empty result; ``not_checked`` words each
+    failed tool call as not checked (never as absence); ``missing_info`` is the harness's
+    question for each of ``missing``. ``verified_facts`` (the model's statements) is only ever
+    filled in fallbacks recorded before observations (``observations`` None): a fallback has no
+    judge verdict on its statements, and only the harness speaks unjudged.
     """
 
     kind: ClassVar[Literal["fallback"]] = "fallback"
@@ -103,6 +120,8 @@ class FallbackContent:
     not_checked: tuple[str, ...]
     missing_info: tuple[str, ...]
     missing: tuple[MissingItem, ...]
+    observations: tuple[Observation, ...] | None = None
+    """None in a fallback recorded before observations existed."""
 
     @property
     def facts_judged(self) -> bool:
@@ -125,7 +144,11 @@ class FallbackContent:
             "not_checked": list(self.not_checked),
             "missing_info": list(self.missing_info),
             "missing": [item.to_json() for item in self.missing],
-        }
+        } | (
+            {}
+            if self.observations is None
+            else {"observations": [o.to_json() for o in self.observations]}
+        )
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from domain.answers import AnswerRefusal, ChatReply
 from domain.grounding import Citation
+from domain.observations import Observation
 from domain.published import (
     ChatAnswer,
     CitedPassage,
@@ -83,8 +84,10 @@ def _report(data: dict[str, Any]) -> DiagnosisReport:
 
 def _fallback(data: dict[str, Any]) -> FallbackContent:
     keys = ("kind", "fallback_type", "message", "verified_facts", "no_evidence", "not_checked")
-    _keys(data, (*keys, "missing_info", "missing"), "a fallback")
+    observed = ("observations",) if "observations" in data else ()
+    _keys(data, (*keys, "missing_info", "missing", *observed), "a fallback")
     return FallbackContent(
+        observations=_observations(data["observations"]) if observed else None,
         fallback_type=_enum(FallbackType, data["fallback_type"], "a fallback type"),
         message=_str(data["message"], "a fallback message"),
         verified_facts=_facts(data["verified_facts"], "a verified fact"),
@@ -208,6 +211,21 @@ def _citations(value: object, what: str) -> tuple[Citation, ...]:
     return tuple(
         Citation(*_texts(_object(c, keys, what), keys, what)) for c in _list(value, "citations")
     )
+
+
+def _observations(value: object) -> tuple[Observation, ...]:
+    """Observations whose stored text and time are the harness's own for their record."""
+    keys = ("text", "reference", "tool", "scope", "at", "record")
+    found: list[Observation] = []
+    for item in _list(value, "observations"):
+        data = _object(item, keys, "an observation")
+        observation = Observation(
+            *_texts(data, ("reference", "tool", "scope", "record"), "an observation")
+        )
+        if observation.to_json() != data:
+            raise _Malformed("an observation not in the harness's words for its record")
+        found.append(observation)
+    return tuple(found)
 
 
 def _missing(value: object) -> tuple[MissingItem, ...]:

@@ -65,3 +65,5 @@ class CitationProblem(Enum):
     """The same reference and excerpt cited twice by one statement."""
     NO_CITATION = "NO_CITATION"
     """A statement without any citation."""
+    QUOTE_NOT_CITED = "QUOTE_NOT_CITED"
+    """The statement quotes words (in quotation marks) that are none of its excerpts."""

@@ -31,6 +31,8 @@ class ScriptedTool:
     required_scope: str = "ops:read"
     max_result_bytes: int = 8000
     blocking: bool = True  # delay and hang results wait
+    known_services: tuple[str, ...] = ()
+    """The services the tool knows (its catalogue; ``known_services`` in the scenario)."""
     play: Play | None = None
     """The provider's play: a new one (a new run) starts the results from the first again."""
     calls: int = 0
@@ -45,6 +47,7 @@ class ScriptedTool:
         self.required_scope = str(self.config.get("required_scope", "ops:read"))
         self.max_result_bytes = int(self.config.get("max_result_bytes", 8000))
         self.description = str(self.config.get("description", self.description))
+        self.known_services = tuple(str(s) for s in self.config.get("known_services", ()))
 
     def normalize_scope(self, arguments: JSON) -> str:
         """Arguments as canonical JSON; anything but an object is invalid."""

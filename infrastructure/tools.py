@@ -14,7 +14,13 @@ from sqlalchemy import Select, Table, func, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from application.ports import JSON, Tool, ToolExecutionError, ToolOutput
-from infrastructure.ops_data import ops_alerts, ops_deployments, ops_logs, ops_metrics
+from infrastructure.ops_data import (
+    ops_alerts,
+    ops_deployments,
+    ops_logs,
+    ops_metrics,
+    sample_services,
+)
 from infrastructure.ops_scope import (
     LOG_LEVELS,
     MAX_LIMIT,
@@ -91,6 +97,7 @@ class OpsTool(ABC):
         self.local = True  # reads of the service's own database: nothing leaves, nothing changes
         self.required_scope = OPS_READ_SCOPE
         self.max_result_bytes = max_result_bytes
+        self.known_services = sample_services()  # the ops tables are loaded from the sample
         # A read of an SQLite file in WAL mode never waits for a lock and has no network to hang
         # on; a PostgreSQL query can wait on both, so it runs under the deadline's watchdog.
         self.blocking = engine.dialect.name != "sqlite"

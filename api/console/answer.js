@@ -27,8 +27,13 @@ export function published(content, finished) {
   const cited = citationList(content.citations);
   if (cited) parts.push(el("h3", {}, "Citations"), cited);
   parts.push(...list("Facts", content.facts, (fact) => el("span", {}, fact.statement, citationList(fact.citations))));
-  // As FallbackContent.facts_judged (domain/published.py): only after an UNSUPPORTED conclusion
-  // did the judge answer for these statements; otherwise only their quotes were checked.
+  // A fallback quotes the evidence records behind the proven statements, in the harness's words
+  // (FallbackContent.observations), each linked to the result it comes from.
+  parts.push(...list("What the tools returned", content.observations, (o) =>
+    el("a", { href: `#${anchor(o.reference)}`, className: "observation", "data-reference": o.reference }, o.text)));
+  // Only a fallback recorded before observations holds the model's statements. As
+  // FallbackContent.facts_judged (domain/published.py): only after an UNSUPPORTED conclusion did
+  // the judge answer for these statements; otherwise only their quotes were checked.
   const judged = content.fallback_type === "SEMANTIC_UNSUPPORTED";
   const factsTitle = judged ? "Facts the judge found supported" : "The model's statements, not judged (their quotes were found in the cited results)";
   parts.push(...list(factsTitle, content.verified_facts, (fact) => el("span", {}, fact.statement, citationList(fact.citations))));
@@ -66,6 +71,7 @@ function excerptsOf(content) {
   for (const fact of [...(content?.facts || []), ...(content?.verified_facts || [])]) {
     for (const c of fact.citations || []) add(c);
   }
+  for (const o of content?.observations || []) add({ reference: o.reference, excerpt: o.record });
   return found;
 }
 

@@ -5,10 +5,9 @@ For each release decision of a DIAGNOSIS run:
 - every published citation quotes an informative excerpt (by the excerpt rules the run's
   EvidenceGuard recorded, or the defaults for a log recorded before them) and no statement
   cites nothing or the same citation twice;
-- a report publishes only statements the judge found SUPPORTED, exactly as judged;
-- a fallback publishes no fact the judge rejected and none restating the conclusion it judged;
-  its missing information is the harness's wording of its structured items, its failed tool
-  calls are all reported as not checked, in the harness's words;
+- a report publishes only statements the judge found SUPPORTED, exactly as judged, and a quote
+  inside a statement is one of its excerpts;
+- a fallback speaks only in the harness's words (:mod:`application.audit.fallbacks`);
 - the EvidenceGuard's verdict on the progress facts is the one the log re-derives.
 
 The reference and excerpt of each citation are checked against the run's evidence by
@@ -21,11 +20,11 @@ from typing import TYPE_CHECKING, Any, assert_never
 
 from application.audit.answers import is_answer_run
 from application.audit.evidence import ready_results
+from application.audit.fallbacks import fallback_problems
 from application.audit.integrity import Violation
 from application.audit.rules import as_judged, cited, statements
-from application.published import missing_question, not_checked_note
 from domain.collection import Collection
-from domain.grounding import DEFAULT_RULES, GroundingRules, normalise, restates
+from domain.grounding import DEFAULT_RULES, GroundingRules, normalise
 from domain.published import (
     ChatAnswer,
     DiagnosisReport,
@@ -34,10 +33,10 @@ from domain.published import (
     UngroundedAnswer,
 )
 from domain.published_reader import parse_published
+from domain.quotes import uncited_quotes
 from domain.recorded import LegacyAnswer, LegacyFallback, LegacyReport, Unreadable
 from domain.release_states import SemanticVerdict
 from domain.run import Run
-from domain.tool_invocation import ToolInvocation
 from domain.tool_states import EvidenceStatus
 
 if TYPE_CHECKING:
@@ -66,10 +65,20 @@ def check_grounding(log: RunLog) -> list[Violation]:
 def _problems(log: RunLog, entry: Entry, content: Recorded, rules: GroundingRules) -> list[str]:
     """What one release decision of a diagnosis published that the log does not prove."""
     match content:
-        case DiagnosisReport() | LegacyReport():
+        case DiagnosisReport():
+            return [
+                *_weak_citations(content, rules),
+                *_unjudged(log, entry, content),
+                *_uncited_quotes(content),
+            ]
+        case LegacyReport():
             return [*_weak_citations(content, rules), *_unjudged(log, entry, content)]
         case FallbackContent() | LegacyFallback():
-            return [*_weak_citations(content, rules), *_fallback_parts(log, entry, content)]
+            judged = _last_judged(log, entry) or ()
+            return [
+                *_weak_citations(content, rules),
+                *fallback_problems(log, entry, content, judged),
+            ]
         case ChatAnswer() | GroundedAnswer() | UngroundedAnswer() | LegacyAnswer():
             return ["publishes an answer, which only SYSTEM_CHAT and KNOWLEDGE_QUERY runs publish"]
         case Unreadable(reason=reason):
@@ -100,6 +109,15 @@ def _weak_citations(content: Recorded, rules: GroundingRules) -> list[str]:
     return found
 
 
+def _uncited_quotes(content: DiagnosisReport) -> list[str]:
+    """A quote inside a published statement must be one of its excerpts (design §10.1)."""
+    return [
+        f"publishes a statement quoting {span!r:.80}, which is none of its excerpts"
+        for fact in (content.conclusion, *content.facts)
+        for span in uncited_quotes(fact.statement, [c.excerpt for c in fact.citations])
+    ]
+
+
 def _last_judged(log: RunLog, before: Entry) -> tuple[JudgedStatement, ...] | None:
     decisions = [
         e for e in log.of(Run.SemanticGuardDecision) if e.record.position < before.record.position
@@ -118,60 +136,6 @@ def _unjudged(log: RunLog, entry: Entry, content: DiagnosisReport | LegacyReport
         for what, statement in statements(content)
         if statement not in supported
     ]
-
-
-def _fallback_parts(
-    log: RunLog, entry: Entry, content: FallbackContent | LegacyFallback
-) -> list[str]:
-    found: list[str] = []
-    judged = _last_judged(log, entry) or ()
-    rejected = {j.statement for j in judged if j.verdict is SemanticVerdict.UNSUPPORTED}
-    conclusion = judged[0].statement if judged else None
-    for fact in content.verified_facts:
-        statement = fact.statement
-        if statement in rejected:
-            found.append(f"publishes a fact the judge rejected: {statement!r:.80}")
-        elif conclusion is not None and restates(statement, conclusion):
-            found.append(f"publishes a fact restating the withheld conclusion: {statement!r:.80}")
-    return found + _missing_problems(content) + _not_checked_problems(log, entry, content)
-
-
-def _missing_problems(content: FallbackContent | LegacyFallback) -> list[str]:
-    """Missing information is the harness's wording of structured items, nothing else."""
-    from application.drafts import MissingOut
-
-    recorded = content.missing if isinstance(content, FallbackContent) else ()
-    try:
-        items = [MissingOut.model_validate(item.to_json()) for item in recorded]
-    except ValueError:
-        return ["publishes missing information whose structured items are malformed"]
-    if [missing_question(item) for item in items] != list(content.missing_info):
-        return ["publishes missing information that is not the harness's wording of its items"]
-    return []
-
-
-def _not_checked_problems(
-    log: RunLog, entry: Entry, content: FallbackContent | LegacyFallback
-) -> list[str]:
-    """Every tool call that failed is reported as not checked, never left out as absence."""
-    at = entry.record.position
-    failed = [
-        stream.aggregate
-        for stream in log.invocations.values()
-        if stream.aggregate is not None
-        and any(
-            isinstance(e.event, ToolInvocation.ToolInvocationFailed) and e.record.position < at
-            for e in stream.entries
-        )
-    ]
-    reported = list(content.not_checked) if isinstance(content, FallbackContent) else []
-    expected = [not_checked_note(inv) for inv in failed]
-    if sorted(reported) != sorted(expected):
-        return [
-            f"reports {len(reported)} tool call(s) as not checked, but {len(expected)} failed"
-            " (a failure must never read as absence)"
-        ]
-    return []
 
 
 def _guard_verdict(log: RunLog, rules: GroundingRules) -> list[Violation]:

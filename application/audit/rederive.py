@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from domain.grounding import statement_problems
+from domain.quotes import fact_problems
 from domain.release_states import CitationProblem
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def rejections(
     return {
         (label, citation.reference, problem)
         for label, fact in labelled
-        for citation, problem in statement_problems(fact.citations, source, rules)
+        for citation, problem in fact_problems(fact, source, rules)
     }
 
 

@@ -50,8 +50,11 @@ def cited(content: Recorded) -> list[tuple[Cited, str | None]]:
     match content:
         case DiagnosisReport(conclusion=conclusion, facts=facts):
             return [(_pairs(statement), None) for statement in (conclusion, *facts)]
-        case FallbackContent(verified_facts=facts):
-            return [(_pairs(fact), None) for fact in facts]
+        case FallbackContent(verified_facts=facts, observations=observed):
+            records: list[tuple[Cited, str | None]] = [
+                ([(o.reference, o.record)], None) for o in observed or ()
+            ]
+            return [(_pairs(fact), None) for fact in facts] + records
         case LegacyReport(references=references, facts=legacy):
             return [([(r, None) for r in references], None), *map(_legacy, legacy)]
         case LegacyFallback(verified_facts=legacy):

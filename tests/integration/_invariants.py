@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from application.published import MISSING_QUESTIONS
+from application.published import FALLBACK_MESSAGES, MISSING_QUESTIONS
 from domain.collection import Collection, collection_id
-from domain.grounding import Citation, citation_problem, restates
+from domain.grounding import Citation, citation_problem
 from domain.release_states import FallbackType, ReleaseOutcome, SemanticVerdict
 from domain.run import Run
 from domain.states import ChatApplicationStatus, FailureCode, Intent, RunState, state_for_reason
@@ -79,6 +79,8 @@ class Invocation:
     ready: int | None = None
     evidence: EvidenceStatus | None = None
     content: str = ""
+    tool: str = ""
+    scope: str = ""
 
 
 @dataclass
@@ -95,7 +97,9 @@ class Log:
         log = cls(run_id, events, streams={run_id, collection_id(run_id)})
         for index, event in enumerate(events):
             if isinstance(event, ToolInvocation.ToolInvocationStarted):
-                log.invocations[event.originator_id] = Invocation(event.run_id, index)
+                log.invocations[event.originator_id] = Invocation(
+                    event.run_id, index, tool=event.tool, scope=event.normalized_scope
+                )
                 if event.run_id == run_id:
                     log.streams.add(event.originator_id)
             elif isinstance(event, ToolInvocation.ToolInvocationReady):
@@ -189,7 +193,7 @@ def check_published_is_judged(log: Log) -> None:
     """Design §10.1: a report holds only what the judge supported, as judged; a fallback holds
     nothing the judge rejected, nothing restating the conclusion, and no model prose."""
     judged = [e.judged for _, e in log.where(Run.SemanticGuardDecision)]
-    for _, decision in log.where(Run.ReleaseDecision):
+    for index, decision in log.where(Run.ReleaseDecision):
         content = decision.content
         if content.get("kind") == "diagnosis":
             assert judged and judged[-1], ("a report without judged statements", content)
@@ -205,17 +209,56 @@ def check_published_is_judged(log: Log) -> None:
                     tuple((c["reference"], c["excerpt"]) for c in fact["citations"]),
                 )
                 assert key in supported, ("published text the judge did not support", fact)
+            for fact in [*statements, *content["facts"]]:
+                excerpts = {" ".join(c["excerpt"].split()) for c in fact["citations"]}
+                for quoted in _double_quoted(fact["statement"]):
+                    assert " ".join(quoted.split()) in excerpts, ("a quote not cited", fact)
         if content.get("kind") != "fallback":
             continue
-        for fact in content["verified_facts"]:
-            for statement in judged[-1] if judged else ():
-                if statement.verdict is SemanticVerdict.UNSUPPORTED:
-                    assert fact["statement"] != statement.statement, ("rejected fact", fact)
-            if judged and judged[-1]:
-                conclusion = judged[-1][0].statement
-                assert not restates(fact["statement"], conclusion), ("restated", fact)
-        for question in content["missing_info"]:
-            assert any(question.startswith(q) for q in MISSING_QUESTIONS.values()), question
+        check_fallback_is_the_harnesss(log, index, content)
+
+
+def _double_quoted(statement: str) -> list[str]:
+    """Spans between straight or curly double quotes (an unclosed one runs to the end)."""
+    spans, at = [], 0
+    pairs = {'"': '"', "\u201c": "\u201d"}
+    while at < len(statement):
+        if statement[at] in pairs:
+            end = statement.find(pairs[statement[at]], at + 1)
+            spans.append(statement[at + 1 :] if end == -1 else statement[at + 1 : end])
+            if end == -1:
+                break
+            at = end
+        at += 1
+    return spans
+
+
+def check_fallback_is_the_harnesss(log: Log, index: int, content: dict[str, Any]) -> None:
+    """Design §10.1: a fallback holds no statement of the model's, only the harness's words.
+
+    Its message is its type's; each observation is a whole line of a READY + EVIDENCE_FOUND
+    result of this run, with that call's tool and scope, in time order; each question is the
+    harness's.
+    """
+    assert content["verified_facts"] == [], ("the model's statements in a fallback", content)
+    assert content["message"] == FALLBACK_MESSAGES[FallbackType(content["fallback_type"])]
+    times = []
+    for observed in content["observations"]:
+        source = log.usable(observed["reference"], index, EvidenceStatus.EVIDENCE_FOUND)
+        assert source is not None, ("an observation of no evidence", observed)
+        lines = [" ".join(line.split()) for line in source.content.splitlines()]
+        record = observed["record"]
+        assert record in lines or record in " ".join(source.content.split()), observed
+        assert (observed["tool"], observed["scope"]) == (source.tool, source.scope), observed
+        assert observed["text"].endswith(f'returned "{record}"'), observed
+        if observed["at"] is not None:
+            assert record.startswith(observed["at"]), observed
+            times.append(observed["at"])
+        else:
+            times.append("~")  # undated records come last
+    assert times == sorted(times), ("observations out of time order", times)
+    for question in content["missing_info"]:
+        assert any(question.startswith(q) for q in MISSING_QUESTIONS.values()), question
 
 
 def check_ready_evidence(log: Log) -> None:

@@ -33,6 +33,8 @@ SCENARIOS = (
     "every_tool_failed",
     "weak_progress_fact_never_published",
     "missing_info_scoped_service_kept",
+    "restated_conclusion_in_unavailable_fallback",
+    "schema_invalid_long_conclusion",
 )
 RULE = "design §10.1"
 
@@ -143,7 +145,39 @@ def test_a_restated_conclusion_in_a_fallback_is_named(logged: Logged, tmp_path: 
         }
     )
     found = _verify_rewritten(logged, tmp_path, records, decision)
+    assert any("no judge ruled on it" in text for text in found), found
+    del content["observations"]  # as recorded before observations: judged by the older rule
+    found = _verify_rewritten(logged, tmp_path, records, decision)
     assert any("restating the withheld conclusion" in text for text in found), found
+
+
+def test_a_fallback_message_of_the_models_is_named(logged: Logged, tmp_path: Path) -> None:
+    """Only the harness speaks in a fallback: its message is the one for its type."""
+    records = load(logged.export)
+    decision = _decision(records, logged.runs["restated_conclusion_in_unavailable_fallback"])
+    decision["payload"]["content"]["message"] = "The v2.14.0 deploy made checkout time out."
+    found = _verify_rewritten(logged, tmp_path, records, decision)
+    assert any("message that is not the harness's" in text for text in found), found
+
+
+def test_an_observation_worded_otherwise_is_named(logged: Logged, tmp_path: Path) -> None:
+    """An observation's text, source, record or order that the log does not give is named."""
+    records = load(logged.export)
+    decision = _decision(records, logged.runs["schema_invalid_long_conclusion"])
+    observations = decision["payload"]["content"]["observations"]
+    assert observations, decision
+    observations[0]["text"] = "At 2026-11-29T10:05:00Z the deploy broke checkout"
+    found = _verify_rewritten(logged, tmp_path, records, decision)
+    assert any("not in the harness's words" in text for text in found), found
+    observations[0] |= {"record": "upstream timeout after 30s calling pricing-service"}
+    observations[0] |= {
+        "text": 'Undated: search_logs ({}) returned "{}"'.format(
+            observations[0]["scope"], observations[0]["record"]
+        )
+    }
+    observations[0]["at"] = None
+    found = _verify_rewritten(logged, tmp_path, records, decision)
+    assert any("part of a record" in text for text in found), found
 
 
 def test_free_prose_in_missing_info_is_named(logged: Logged, tmp_path: Path) -> None:
@@ -223,3 +257,33 @@ def test_a_log_without_its_draft_is_named(logged: Logged, tmp_path: Path) -> Non
     guard = next(r for r in records if r["type"] == "EVIDENCE_GUARD_INITIAL" and r["stream"] == run)
     found = _verify_rewritten(logged, tmp_path, records, guard)
     assert any("a draft the log does not hold" in text for text in found), found
+
+
+def test_a_quote_inside_a_published_statement_that_is_no_citation_is_named(
+    logged: Logged, tmp_path: Path
+) -> None:
+    """A quoted span in a published statement must be one of its excerpts, even if judged."""
+    records = load(logged.export)
+    run = logged.runs["control_supported"]
+    decision = _decision(records, run)
+    judged = next(
+        r for r in records if r["type"] == "SEMANTIC_GUARD_DECISION" and r["stream"] == run
+    )
+    statement = 'checkout logged "error_rate=0" and timed out upstream'
+    judged["payload"]["judged"][1]["_data_"]["statement"] = statement
+    decision["payload"]["content"]["facts"][0]["statement"] = statement
+    found = _verify_rewritten(logged, tmp_path, records, decision)
+    assert any("quoting 'error_rate=0', which is none of its excerpts" in t for t in found), found
+
+
+def test_a_missing_service_only_the_model_named_is_named(logged: Logged, tmp_path: Path) -> None:
+    """A fallback may name a service the question or the tools' catalogue named, no other."""
+    records = load(logged.export)
+    decision = _decision(records, logged.runs["missing_info_scoped_service_kept"])
+    content = decision["payload"]["content"]
+    content["missing"][0]["service"] = "ledger-is-corrupt"
+    content["missing_info"][0] = content["missing_info"][0].replace(
+        "(service checkout)", "(service ledger-is-corrupt)"
+    )
+    found = _verify_rewritten(logged, tmp_path, records, decision)
+    assert any("neither the question nor the tools' catalogue" in t for t in found), found

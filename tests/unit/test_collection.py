@@ -85,7 +85,12 @@ def test_start_records_the_default_thresholds_under_the_runs_collection_id() -> 
     assert then_events(collection) == [
         (
             Collection.CollectionStarted,
-            {"run_id": RUN_ID, "no_gain_threshold": 3, "violation_threshold": 2},
+            {
+                "run_id": RUN_ID,
+                "no_gain_threshold": 3,
+                "violation_threshold": 2,
+                "known_services": (),
+            },
         )
     ]
     assert collection.id == collection_id(RUN_ID)
@@ -101,7 +106,12 @@ def test_start_records_explicit_thresholds() -> None:
     assert then_events(collection) == [
         (
             Collection.CollectionStarted,
-            {"run_id": RUN_ID, "no_gain_threshold": 5, "violation_threshold": 1},
+            {
+                "run_id": RUN_ID,
+                "no_gain_threshold": 5,
+                "violation_threshold": 1,
+                "known_services": (),
+            },
         )
     ]
 
