@@ -54,15 +54,19 @@ def failed_reason(error: BaseException) -> str:
 
 
 _CODES = "|".join(code.value for code in UnusableAnswer)
-_REASON = re.compile(rf"(?:{_CODES}) \((?:\d{{1,12}} characters|[A-Z][A-Za-z]{{0,60}}Error)\)")
+_REASON = re.compile(
+    rf"({_CODES}) \((\d{{1,12}} characters|[A-Z][A-Za-z]{{0,60}}Error)\)", re.ASCII
+)
 
 
 def shown_reason(recorded: str) -> str:
-    """A recorded reason as a terminal or page may show it: a code, or only its length.
+    """A recorded reason as a terminal or page shows it: ``NOT_JSON, 412 characters``.
 
-    A reason of this module's making is shown as it is; any other text (recorded before the
-    codes existed, or edited) is never echoed: ``unrecognised reason (N characters recorded)``.
+    Only a reason of this module's making is shown, as its code and length (or error class);
+    any other text (recorded before the codes existed, or edited) is never echoed, only
+    measured: ``unrecognised reason, 87 characters recorded``.
     """
-    if _REASON.fullmatch(recorded):
-        return recorded
-    return f"unrecognised reason ({len(recorded)} characters recorded)"
+    made = _REASON.fullmatch(recorded)
+    if made:
+        return f"{made[1]}, {made[2]}"
+    return f"unrecognised reason, {len(recorded)} characters recorded"
