@@ -50,7 +50,10 @@ def _cause(log: _Log, kind: FallbackType) -> str:
         case FallbackType.SEMANTIC_UNAVAILABLE:
             decision = log.last(Run.SemanticGuardDecision)
             why = shown_reason(decision.unavailable) if decision else "no decision recorded"
-            return f"the semantic judge gave no verdict ({why}), so the conclusion was withheld"
+            return (
+                f"the semantic judge gave no verdict ({why}{_judge_failure(log)}),"
+                " so the conclusion was withheld"
+            )
         case _:
             assert_never(kind)
 
@@ -204,6 +207,16 @@ def _guard_fields(log: _Log) -> dict[str, FieldValue]:
 def _last_agent_step(log: _Log) -> Run.AgentModelStep | None:
     steps = [s for s in log.of(Run.AgentModelStep) if s.purpose is ModelStepPurpose.AGENT]
     return steps[-1] if steps else None
+
+
+def _judge_failure(log: _Log) -> str:
+    """How the judge's model call failed, as its step records it ('' when an answer came).
+
+    The call's error, not an answer: the model's words are never in it.
+    """
+    steps = [s for s in log.of(Run.AgentModelStep) if s.purpose is ModelStepPurpose.JUDGE]
+    failed = steps and steps[-1].outcome is ModelStepOutcome.FAILED
+    return f": {steps[-1].detail}" if failed else ""
 
 
 def _shown(reason: str) -> str | None:
