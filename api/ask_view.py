@@ -15,6 +15,7 @@ from domain.published import (
     GroundedAnswer,
     UngroundedAnswer,
 )
+from domain.reasons import shown_reason
 from domain.release_states import ReleaseOutcome
 from domain.states import RunState
 
@@ -143,11 +144,11 @@ def summary(result: ChatResult) -> str:
 
 
 def _routing(e: Any) -> str:
-    return f"  intent: {e.intent.value if e.intent else 'none (' + escape(e.error) + ')'}"
+    return f"  intent: {e.intent.value if e.intent else 'none (' + shown_reason(e.error) + ')'}"
 
 
 def _semantic(e: Any) -> str:
-    verdict = e.verdict.value if e.verdict else f"unavailable ({escape(e.unavailable)})"
+    verdict = e.verdict.value if e.verdict else f"unavailable ({shown_reason(e.unavailable)})"
     return f"  semantic check: {verdict}"
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from application.drafts import loads_json
 from application.guards import Publication, publish
-from application.ports import Message, ModelRequest
+from application.ports import Message, ModelOutputTooLarge, ModelRequest
 from application.prompts import CHAT_PROMPT, CHAT_SCHEMA, KNOWLEDGE_PROMPT, KNOWLEDGE_SCHEMA
 from application.replies import grounded_content, reply_content, ungrounded_content
 from domain.answers import (
@@ -39,6 +39,8 @@ def answer_chat(ctx: RunContext) -> Publication:
     """SYSTEM_CHAT: publish the fixed text of the reply the model picked, or how to ask."""
     _enter(ctx, ChatApplicationStatus.SYSTEM_RESPONDING)
     text = _ask(ctx, CHAT_PROMPT, ctx.run.query, CHAT_SCHEMA)
+    if text is None:
+        return _publish(ctx, reply_content(pick_reply(None)[0], AnswerRefusal.TOO_LARGE))
     try:
         reply, refusal = pick_reply(loads_json(text))
     except ValueError:
@@ -65,6 +67,8 @@ def answer_knowledge(
         ensure_ascii=False,
     )
     text = _ask(ctx, KNOWLEDGE_PROMPT, prompt, KNOWLEDGE_SCHEMA)
+    if text is None:
+        return _publish(ctx, ungrounded_content(passages, AnswerRefusal.TOO_LARGE))
     return _publish(ctx, _checked(text, passages, rules))
 
 
@@ -92,14 +96,17 @@ def _enter(ctx: RunContext, status: ChatApplicationStatus) -> None:
     ctx.save()
 
 
-def _ask(ctx: RunContext, system: str, user: str, schema: dict[str, Any]) -> str:
-    """One ANSWER call; RunContext bounds it by the model timeout and the deadline."""
+def _ask(ctx: RunContext, system: str, user: str, schema: dict[str, Any]) -> str | None:
+    """One ANSWER call, bounded by the model timeout and the deadline; None: refused TOO_LARGE."""
     request = ModelRequest(
         ModelStepPurpose.ANSWER,
         (Message("system", system), Message("user", user)),
         json_schema=schema,
     )
-    return ctx.call_model(request).text
+    try:
+        return ctx.call_model(request).text
+    except ModelOutputTooLarge:  # recorded TOO_LARGE by the model step; nothing reads it
+        return None
 
 
 def _publish(ctx: RunContext, content: Published) -> Publication:

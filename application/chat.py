@@ -25,6 +25,7 @@ from application.outage import end_after_outage, resync
 from application.ports import (
     Message,
     ModelError,
+    ModelOutputTooLarge,
     ModelRequest,
     StoreClosedError,
     StoreUnavailableError,
@@ -33,6 +34,7 @@ from application.prompts import ROUTE_SCHEMA, ROUTER_PROMPT
 from application.run_writes import DEFAULT_COMMIT_INTERVAL_S
 from application.tool_boundary import ToolBoundary
 from domain.grounding import DEFAULT_RULES, GroundingRules
+from domain.reasons import UnusableAnswer, answer_reason, failed_reason
 from domain.redaction import describe_error
 from domain.release import PUBLISHED
 from domain.states import ChatApplicationStatus, FailureCode, Intent, ModelStepPurpose
@@ -202,11 +204,15 @@ class ChatService:
             json_schema=ROUTE_SCHEMA,
         )
         try:
-            intent = Intent(loads_json(ctx.call_model(request).text)["intent"])
-        except (ModelError, ValueError, KeyError, TypeError) as error:
-            ctx.run.decide_routing(None, f"{type(error).__name__}: {error}"[:300])
+            intent = _intent_of(ctx.call_model(request).text)
+        except ModelOutputTooLarge as error:
+            intent = answer_reason(UnusableAnswer.TOO_LARGE, error.length)
+        except ModelError as error:
+            intent = failed_reason(error)
+        if isinstance(intent, str):  # a code and a length, never the router's words
+            ctx.run.decide_routing(None, intent)
             ctx.save()
-            raise RoutingFailed(str(error)) from error
+            raise RoutingFailed(intent)
         ctx.run.decide_routing(intent)
         ctx.save()
         return intent
@@ -278,6 +284,19 @@ class ChatService:
         )
         # e.g. a cancel landed first: decide again on the latest run (commit_end reread it)
         return retry_on_conflict(attempt, giving_up=giving_up)
+
+
+def _intent_of(text: str) -> Intent | str:
+    """The intent the router's answer names, or why there is none (a code and a length)."""
+    try:
+        data = loads_json(text)
+    except ValueError:
+        return answer_reason(UnusableAnswer.NOT_JSON, len(text))
+    if not isinstance(data, dict) or not isinstance(data.get("intent"), str):
+        return answer_reason(UnusableAnswer.NO_INTENT, len(text))
+    if data["intent"] not in {intent.value for intent in Intent}:
+        return answer_reason(UnusableAnswer.UNKNOWN_INTENT, len(text))
+    return Intent(data["intent"])
 
 
 def _failure_code(cause: BaseException | None) -> FailureCode:

@@ -18,7 +18,7 @@ from application.drafts import (
     validate_draft,
 )
 from application.harness import RunAborted
-from application.ports import Message, ModelError, ModelRequest, ToolSpec
+from application.ports import Message, ModelError, ModelOutputTooLarge, ModelRequest, ToolSpec
 from application.prompts import AGENT_PROMPT, STOP_INSTRUCTION
 from application.proposals import propose
 from domain.errors import ControlledStopError
@@ -115,6 +115,8 @@ def _step(
         if aborted.termination.state is RunState.BUDGET_EXHAUSTED:
             return None
         raise AgentFailure(AgentFault.RUN_ABORTED, str(aborted)) from aborted
+    except ModelOutputTooLarge as error:  # refused whole, unread: a draft broken by its size
+        _refused_draft(ctx, error)
     except ModelError as error:
         raise AgentFailure(AgentFault.MODEL_FAILED, str(error)) from error
 
@@ -207,6 +209,16 @@ def _failed_draft(ctx: RunContext, text: str, error: DraftError) -> NoReturn:
     """Record the broken draft as proposed, then fail with its kind (the draft is discarded)."""
     _propose(ctx, text, error)
     raise AgentFailure(error.kind, str(error)) from error
+
+
+def _refused_draft(ctx: RunContext, error: ModelOutputTooLarge) -> NoReturn:
+    """Record the agent's answer refused TOO_LARGE (its length and hash only), then fail."""
+    try:
+        ctx.run.refuse_draft(ModelStepPurpose.AGENT, error.length, error.sha256)
+        ctx.save()
+    except RunAborted as aborted:
+        raise AgentFailure(AgentFault.RUN_ABORTED, str(aborted)) from aborted
+    raise AgentFailure(DraftOutcome.TOO_LARGE, str(error)) from error
 
 
 def _propose(ctx: RunContext, text: str, result: DiagnosisDraft | DraftError) -> None:

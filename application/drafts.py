@@ -109,13 +109,16 @@ class AgentStep(BaseModel):
 
 
 DraftFailure = Literal[
-    DraftOutcome.EMPTY_DRAFT, DraftOutcome.INVALID_JSON, DraftOutcome.SCHEMA_INVALID
+    DraftOutcome.EMPTY_DRAFT,
+    DraftOutcome.INVALID_JSON,
+    DraftOutcome.SCHEMA_INVALID,
+    DraftOutcome.TOO_LARGE,
 ]
 """How a draft can break its contract: every DraftOutcome but VALID."""
 
 
 class DraftError(Exception):
-    """The draft broke its contract (SPEC §7): empty, invalid JSON or schema-invalid."""
+    """The draft broke its contract (SPEC §7): empty, invalid JSON, schema-invalid, too large."""
 
     def __init__(self, kind: DraftFailure, detail: str):
         """Keep the kind so the failure is recorded precisely."""

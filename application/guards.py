@@ -17,7 +17,7 @@ from application.drafts import DraftError
 from application.evidence import Checked, EvidenceGuard, labelled
 from application.harness import RunAborted
 from application.judge import judge
-from application.ports import Message, ModelError, ModelRequest
+from application.ports import Message, ModelError, ModelOutputTooLarge, ModelRequest
 from application.prompts import DRAFT_SCHEMA, repair_prompt
 from application.proposals import record_draft
 from application.published import fallback, report
@@ -191,6 +191,10 @@ def _repair(
     )
     try:
         text = ctx.call_model(request).text
+    except ModelOutputTooLarge as error:  # refused whole, unread: no repaired draft
+        ctx.run.refuse_draft(ModelStepPurpose.REPAIR, error.length, error.sha256)
+        ctx.save()
+        return draft, checked
     except ModelError:
         return draft, checked
     repaired = record_draft(ctx, ModelStepPurpose.REPAIR, text)  # DRAFT_PROPOSED, parsed

@@ -22,11 +22,17 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from application.ports import ModelError, ModelTimeoutError, StoreUnavailableError
+from application.ports import (
+    ModelError,
+    ModelOutputTooLarge,
+    ModelTimeoutError,
+    StoreUnavailableError,
+)
 from application.run_writes import RunAborted, RunWrites
 from application.storable import storable_response
 from domain.redaction import describe_error
-from domain.states import BudgetKind, ModelStepOutcome, RunState
+from domain.run_steps import text_sha256
+from domain.states import MAX_MODEL_OUTPUT_CHARS, BudgetKind, ModelStepOutcome, RunState
 
 if TYPE_CHECKING:
     from uuid import UUID
@@ -134,7 +140,12 @@ class RunContext(RunWrites):
     # -- model calls -----------------------------------------------------------------------------
 
     def call_model(self, request: ModelRequest) -> ModelResponse:
-        """One model call at a boundary: budget preflight, bounded wait, usage as an event."""
+        """One model call at a boundary: budget preflight, bounded wait, usage as an event.
+
+        Raises:
+            ModelOutputTooLarge: the answer is over ``MAX_MODEL_OUTPUT_CHARS``; it was recorded
+                TOO_LARGE (length and hash) and nothing reads it.
+        """
         self.check_active()
         if self.run.would_exceed(BudgetKind.MODEL_CALLS, 1):
             self.run.exhaust_budget(BudgetKind.MODEL_CALLS)
@@ -152,6 +163,10 @@ class RunContext(RunWrites):
             self._record(bounded, started, ModelStepOutcome.FAILED, detail=describe_error(error))
             raise
         self.check_active(reread=False)  # a late answer is discarded the same way
+        text = response.text
+        if len(text) > MAX_MODEL_OUTPUT_CHARS:  # refused whole, before anything parses it
+            self._record(bounded, started, ModelStepOutcome.TOO_LARGE, response=response)
+            raise ModelOutputTooLarge(len(text), text_sha256(text))
         self._record(bounded, started, ModelStepOutcome.OK, response=response)
         return response
 
@@ -242,6 +257,7 @@ class RunContext(RunWrites):
             provider=self.provider.name,
             model=model_name(self.provider),
             finish_reason=response.finish_reason[:MAX_FINISH_REASON] if response else "",
+            answer=response.text if response else "",
         )
         self.save()
 

@@ -13,9 +13,10 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from application.drafts import loads_json
-from application.ports import Message, ModelError, ModelRequest
+from application.ports import Message, ModelError, ModelOutputTooLarge, ModelRequest
 from application.prompts import JUDGE_PROMPT, JUDGE_SCHEMA
 from domain.grounding import JudgedStatement
+from domain.reasons import UnusableAnswer, answer_reason, failed_reason
 from domain.release_states import SemanticVerdict
 from domain.states import ModelStepPurpose
 
@@ -41,13 +42,16 @@ def judge(
         json_schema=JUDGE_SCHEMA,
     )
     verdicts: list[SemanticVerdict] | None = None
-    unavailable = ""
-    try:
-        verdicts = parse_verdicts(ctx.call_model(request).text, len(statements))
+    unavailable, text = "", ""
+    try:  # why not is a code and a length, never the judge's words
+        text = ctx.call_model(request).text
+        verdicts = parse_verdicts(text, len(statements))
+    except ModelOutputTooLarge as error:
+        unavailable = answer_reason(UnusableAnswer.TOO_LARGE, error.length)
     except ModelError as error:
-        unavailable = f"judge failed: {error}"
+        unavailable = failed_reason(error)
     except ValueError as error:
-        unavailable = f"judge answered without a verdict for every statement: {error}"[:300]
+        unavailable = answer_reason(_code(error), len(text))
     judged = tuple(
         JudgedStatement(fact.statement, fact.citations, verdicts[i] if verdicts else None)
         for i, fact in enumerate(statements)
@@ -60,42 +64,51 @@ def judge(
 def parse_verdicts(text: str, count: int) -> list[SemanticVerdict]:
     """One verdict per statement ``0..count-1`` from the judge's answer, or ValueError why not.
 
+    The ValueError's message is an :class:`UnusableAnswer` code, never the answer's text.
+
     The answer must be exactly what ``JUDGE_SCHEMA`` allows: no key named twice in an object
     (``json`` would keep the last, so a verdict could be taken back unseen), no key the schema
     does not name (a verdict carrying a claim of its own answers for another statement).
     """
     try:
         answer = loads_json(text, object_pairs_hook=_once_each)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"not JSON: {error.msg}") from None
+    except json.JSONDecodeError:
+        raise ValueError(UnusableAnswer.NOT_JSON.value) from None
     if not isinstance(answer, dict) or not set(answer) <= _ANSWER_KEYS:
-        raise ValueError("not an object of verdicts and a reason")
+        raise ValueError(UnusableAnswer.NOT_VERDICTS.value)
     items = answer.get("verdicts")
     if not isinstance(items, list):
-        raise ValueError("no list of verdicts")
+        raise ValueError(UnusableAnswer.NO_VERDICT_LIST.value)
     found: dict[int, SemanticVerdict] = {}
     for item in items:
         if not isinstance(item, dict) or set(item) != _VERDICT_KEYS:
-            raise ValueError(f"a verdict that is not a statement and a verdict: {item!r}"[:200])
+            raise ValueError(UnusableAnswer.MALFORMED_VERDICT.value)
         index, verdict = item["statement"], item["verdict"]
         if type(index) is not int or not 0 <= index < count or index in found:
-            raise ValueError(f"a verdict for no statement or a second one: {index!r}")
-        found[index] = SemanticVerdict(verdict)  # ValueError for anything but the two words
+            raise ValueError(UnusableAnswer.VERDICT_FOR_NO_STATEMENT.value)
+        if verdict not in _VERDICT_WORDS:
+            raise ValueError(UnusableAnswer.UNKNOWN_VERDICT.value)
+        found[index] = SemanticVerdict(verdict)
     if len(found) != count:
-        raise ValueError(f"{len(found)} verdicts for {count} statements")
+        raise ValueError(UnusableAnswer.VERDICT_MISSING.value)
     return [found[i] for i in range(count)]
 
 
 _ANSWER_KEYS = frozenset({"verdicts", "reason"})
 _VERDICT_KEYS = frozenset({"statement", "verdict"})
+_VERDICT_WORDS = frozenset(verdict.value for verdict in SemanticVerdict)
+
+
+def _code(error: ValueError) -> UnusableAnswer:
+    """The code a parse failure carries (a ValueError from elsewhere: not JSON as asked)."""
+    return UnusableAnswer.__members__.get(str(error), UnusableAnswer.NOT_JSON)
 
 
 def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object whose keys are each named once, or ValueError naming the repeated one."""
+    """A JSON object whose keys are each named once, or ValueError (KEY_REPEATED)."""
     answer = dict(pairs)
     if len(answer) != len(pairs):
-        repeated = next(k for i, (k, _) in enumerate(pairs) if k in dict(pairs[:i]))
-        raise ValueError(f"the key {repeated!r} named twice in one object"[:200])
+        raise ValueError(UnusableAnswer.KEY_REPEATED.value)
     return answer
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from domain.redaction import redact
+from domain.run_steps import too_large_detail
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -130,6 +131,22 @@ class ModelUnavailableError(ModelError):
 
 class ModelRefusedError(ModelError):
     """The provider refused the request (auth, content policy, bad request)."""
+
+
+class ModelOutputTooLarge(ModelError):
+    """The model answered over :data:`domain.states.MAX_MODEL_OUTPUT_CHARS`: refused whole.
+
+    Raised by the run's model boundary before anything reads the answer; it carries the
+    answer's length and hash, never its text. Each caller refuses it on its own path (a routing
+    error, a TOO_LARGE draft, an unavailable judge, a refused answer); any other caller sees a
+    failed model call.
+    """
+
+    def __init__(self, length: int, sha256: str) -> None:
+        """Keep the refused answer's length and hash."""
+        super().__init__(too_large_detail(length))
+        self.length = length
+        self.sha256 = sha256
 
 
 class ModelProvider(Protocol):

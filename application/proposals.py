@@ -1,4 +1,4 @@
-"""Every draft the model proposes is an event (design §10.1): its text, bounded, and how it parsed.
+"""Every draft the model proposes is an event (design §10.1): its text, whole, and how it parsed.
 
 The agent's final answer and the repair's answer are drafts. Each is recorded as
 ``DRAFT_PROPOSED`` right after the model step that produced it, whether it parsed or not, so
@@ -74,7 +74,8 @@ def record_draft(
 def recorded_draft(text: str) -> dict[str, Any] | None:
     """The draft object a recorded text holds (an agent's answer wraps it in ``draft``), or None.
 
-    None when the text does not parse (a failed draft, or a valid one recorded cut short).
+    None when the text does not parse (a failed draft, or a valid one cut short, as logs
+    written before the size limit hold them).
     """
     try:
         data = loads_json(text)

@@ -53,6 +53,8 @@ class AnswerRefusal(Enum):
     """Knowledge: a citation failed (its problem is recorded with it)."""
     NOTHING_RETRIEVED = "NOTHING_RETRIEVED"
     """Knowledge: no passage matched the question, so no answer could be grounded (no call)."""
+    TOO_LARGE = "TOO_LARGE"
+    """The answer was over the size limit: refused whole, unread."""
 
 
 REFUSED_REPLY = ChatReply.HOW_TO_ASK

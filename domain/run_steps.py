@@ -13,6 +13,7 @@ from eventsourcing.domain import Aggregate
 
 from domain.run_termination import RunTermination
 from domain.states import (
+    MAX_MODEL_OUTPUT_CHARS,
     BudgetKind,
     ChatApplicationStatus,
     DraftOutcome,
@@ -63,7 +64,7 @@ class RunSteps(RunTermination):
     class AgentModelStep(Aggregate.Event):
         """One model call with its purpose, usage, latency and outcome; charges the budget."""
 
-        class_version = 3
+        class_version = 4
         purpose: ModelStepPurpose
         tokens_in: int
         tokens_out: int
@@ -78,6 +79,12 @@ class RunSteps(RunTermination):
         """The model requested ('' when not recorded, before v3)."""
         finish_reason: str
         """Why the model stopped, as it said (``stop``, ``tool_calls``; '' when it failed)."""
+        text: str
+        """The answer whole when :data:`KEPT_ANSWERS` names the purpose and it was read ('')."""
+        length: int
+        """The answer's length in characters (0 when none came, or before v4)."""
+        sha256: str
+        """The hex SHA-256 of the whole answer, UTF-8 ('' when none came, or before v4)."""
 
         @staticmethod
         def upcast_v1_v2(state: dict[str, Any]) -> None:
@@ -88,6 +95,11 @@ class RunSteps(RunTermination):
         def upcast_v2_v3(state: dict[str, Any]) -> None:
             """Version 2 did not record the provider, the model or the finish reason."""
             state.update(provider="", model="", finish_reason="")
+
+        @staticmethod
+        def upcast_v3_v4(state: dict[str, Any]) -> None:
+            """Version 3 did not record the answer, its length or its hash."""
+            state.update(text="", length=0, sha256="")
 
         def apply(self, aggregate: RunSteps) -> None:
             """Charge one model call and its tokens."""
@@ -155,16 +167,27 @@ class RunSteps(RunTermination):
         provider: str = "",
         model: str = "",
         finish_reason: str = "",
+        answer: str = "",
     ) -> None:
         """Record one model call and charge it (``AGENT_MODEL_STEP``); exhaust if over budget.
 
         ``bound_ms`` is the longest the harness waited for it (the model timeout or the
         deadline, whichever came first), so an auditor can see no late answer was used.
         ``provider``, ``model`` and ``finish_reason`` say who answered and why it stopped.
+        ``answer`` is the answer's text: its length and hash are recorded, and the text itself,
+        whole, for the purposes in :data:`KEPT_ANSWERS`; an answer over
+        :data:`MAX_MODEL_OUTPUT_CHARS` is recorded only as TOO_LARGE, never read nor cut.
         """
         self.check_active()
         self._refuse_if(self.release is not None, "the release was already decided")
         self._invalid_if(min(tokens_in, tokens_out, latency_ms, bound_ms) < 0, "must be >= 0")
+        too_large = len(answer) > MAX_MODEL_OUTPUT_CHARS
+        self._invalid_if(
+            too_large != (outcome is ModelStepOutcome.TOO_LARGE),
+            f"an answer over {MAX_MODEL_OUTPUT_CHARS} characters is TOO_LARGE, and only such",
+        )
+        kept = outcome is ModelStepOutcome.OK and purpose in self.KEPT_ANSWERS
+        came = outcome in (ModelStepOutcome.OK, ModelStepOutcome.TOO_LARGE)
         self.trigger_event(
             self.AgentModelStep,
             purpose=purpose,
@@ -177,6 +200,9 @@ class RunSteps(RunTermination):
             provider=provider,
             model=model,
             finish_reason=finish_reason,
+            text=answer if kept else "",
+            length=len(answer),
+            sha256=text_sha256(answer) if came else "",
         )
         self._exhaust_if_over()
 
@@ -195,8 +221,11 @@ class RunSteps(RunTermination):
 
     # -- drafts the model proposed -------------------------------------------------------------
 
-    MAX_DRAFT_CHARS = 8000
-    """How much of a proposed draft's text its event keeps (length and hash cover all of it)."""
+    KEPT_ANSWERS = (ModelStepPurpose.ROUTE, ModelStepPurpose.ANSWER, ModelStepPurpose.JUDGE)
+    """The model steps whose answer text ``AGENT_MODEL_STEP`` keeps whole (drafts: their own)."""
+
+    LEGACY_DRAFT_CHARS = 8000
+    """How much of a draft's text its event kept before the size limit (older logs hold cuts)."""
 
     MAX_DRAFT_DETAIL = 300
     """How much of a failed draft's parse failure its event keeps."""
@@ -205,12 +234,13 @@ class RunSteps(RunTermination):
     """The model steps that propose a draft: the agent's final answer and the repair."""
 
     class DraftProposed(Aggregate.Event):
-        """The model proposed a draft: its text (bounded), length, hash and how it parsed."""
+        """The model proposed a draft: its text (whole), length, hash and how it parsed."""
 
         class_version = 1
         purpose: ModelStepPurpose
         text: str
-        """The draft's text, its first ``MAX_DRAFT_CHARS`` characters."""
+        """The draft's text, whole; '' when refused TOO_LARGE (older logs: the first
+        :data:`LEGACY_DRAFT_CHARS` characters)."""
         length: int
         """The full text's length in characters."""
         sha256: str
@@ -224,8 +254,9 @@ class RunSteps(RunTermination):
     ) -> None:
         """Record a draft the model proposed and how it parsed (``DRAFT_PROPOSED``).
 
-        The text is kept bounded, with the full text's length and SHA-256, so an auditor sees
-        what was proposed, and what was withheld, without the log holding unbounded text.
+        The text is kept whole, with its length and SHA-256, so an auditor sees what was
+        proposed and re-derives every guard decision from it. A text over
+        :data:`MAX_MODEL_OUTPUT_CHARS` is never cut here: it is refused (:meth:`refuse_draft`).
         """
         self.check_active()
         self._refuse_if(self.release is not None, "the release was already decided")
@@ -234,17 +265,44 @@ class RunSteps(RunTermination):
             f"only {' or '.join(p.value for p in self.DRAFT_PURPOSES)} propose a draft, "
             f"not {purpose.value}",
         )
+        self._invalid_if(
+            len(text) > MAX_MODEL_OUTPUT_CHARS or outcome is DraftOutcome.TOO_LARGE,
+            f"a draft over {MAX_MODEL_OUTPUT_CHARS} characters is refused whole (refuse_draft)",
+        )
         failed = outcome is not DraftOutcome.VALID
         self._invalid_if(failed != bool(detail), "a failed draft says why, a valid one nothing")
-        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         self.trigger_event(
             self.DraftProposed,
             purpose=purpose,
-            text=text[: self.MAX_DRAFT_CHARS],
+            text=text,
             length=len(text),
-            sha256=digest,
+            sha256=text_sha256(text),
             outcome=outcome,
             detail=detail[: self.MAX_DRAFT_DETAIL],
+        )
+
+    def refuse_draft(self, purpose: ModelStepPurpose, length: int, sha256: str) -> None:
+        """Record a draft refused whole as TOO_LARGE (``DRAFT_PROPOSED``): no text, no prefix.
+
+        ``length`` and ``sha256`` are the refused text's (an auditor can match it against the
+        model's answer kept elsewhere); the text itself is never recorded, cut or whole.
+        """
+        self.check_active()
+        self._refuse_if(self.release is not None, "the release was already decided")
+        self._invalid_if(purpose not in self.DRAFT_PURPOSES, f"{purpose.value} proposes no draft")
+        self._invalid_if(
+            length <= MAX_MODEL_OUTPUT_CHARS,
+            f"only a draft over {MAX_MODEL_OUTPUT_CHARS} characters is refused as TOO_LARGE",
+        )
+        self._invalid_if(not _is_sha256(sha256), "give the refused text's hex SHA-256")
+        self.trigger_event(
+            self.DraftProposed,
+            purpose=purpose,
+            text="",
+            length=length,
+            sha256=sha256,
+            outcome=DraftOutcome.TOO_LARGE,
+            detail=too_large_detail(length),
         )
 
     # -- helpers -------------------------------------------------------------------------------
@@ -253,3 +311,17 @@ class RunSteps(RunTermination):
         kind = self.usage.first_exceeded(self.limits)
         if kind is not None:
             self.exhaust_budget(kind)
+
+
+def text_sha256(text: str) -> str:
+    """The hex SHA-256 of ``text`` encoded UTF-8 (a lone surrogate too), as the events record."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def too_large_detail(length: int) -> str:
+    """Why a model answer of ``length`` characters was refused, in the harness's words."""
+    return f"{length} characters, over the {MAX_MODEL_OUTPUT_CHARS} a model answer may have"
+
+
+def _is_sha256(value: str) -> bool:
+    return len(value) == 64 and all(c in "0123456789abcdef" for c in value)

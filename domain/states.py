@@ -142,6 +142,8 @@ class DraftOutcome(Enum):
     EMPTY_DRAFT = "EMPTY_DRAFT"
     INVALID_JSON = "INVALID_JSON"
     SCHEMA_INVALID = "SCHEMA_INVALID"
+    TOO_LARGE = "TOO_LARGE"
+    """Over :data:`MAX_MODEL_OUTPUT_CHARS`: refused whole, unread; only its length and hash kept."""
 
 
 class ModelStepOutcome(Enum):
@@ -150,6 +152,17 @@ class ModelStepOutcome(Enum):
     OK = "OK"
     FAILED = "FAILED"
     DISCARDED = "DISCARDED"
+    TOO_LARGE = "TOO_LARGE"
+    """An answer came, over :data:`MAX_MODEL_OUTPUT_CHARS`: refused whole before it was read."""
+
+
+MAX_MODEL_OUTPUT_CHARS = 32_000
+"""The longest model answer the harness reads, in characters (design §10.1).
+
+One definition for every model call (router, answers, agent, repair, judge): an answer over it
+is refused whole before it is parsed, so whatever the log records of a model's answer is whole.
+A fixed size, not a setting: the verifier judges every log by it, whoever wrote the log.
+"""
 
 
 class MissingKind(Enum):

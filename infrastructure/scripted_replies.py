@@ -3,6 +3,8 @@
 A spec (a step of ``steps``, or what ``route``, ``answer``, ``repair`` or ``judge`` stands for)
 gives ``text`` or ``json``, a step's ``progress``/``draft`` and tool calls, a ``verdicts`` list,
 an ``error`` to raise and a ``usage``; ``$N`` in it stands for the id of the N-th tool result.
+``pad: N`` appends N spaces to the answer (JSON stays valid): an answer of any size, say over
+the size limit, without a scenario file that size.
 """
 
 from __future__ import annotations
@@ -52,10 +54,10 @@ def scripted_reply(spec: dict[str, Any], request: ModelRequest) -> ModelResponse
         raise error(f"scripted {spec['error']} error")
     ids = _invocation_ids(request.messages)
     if request.purpose is ModelStepPurpose.JUDGE and "verdicts" in spec:
-        spec = {"json": _verdicts(spec["verdicts"], request.messages[-1].content)}
+        spec = {**spec, "json": _verdicts(spec["verdicts"], request.messages[-1].content)}
     if request.purpose is ModelStepPurpose.REPAIR and "draft" in spec:
         spec = {**spec, "json": spec["draft"]}  # a repair answers with the draft itself
-    text = _text(spec, ids)
+    text = _text(spec, ids) + " " * int(spec.get("pad", 0))
     calls = _tool_calls(spec, ids, len(request.messages))
     given = spec.get("usage") or {}
     estimate = estimated_usage(request, text)

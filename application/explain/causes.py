@@ -14,6 +14,7 @@ from application.explain.words import (
     _v,
 )
 from domain.collection import Collection
+from domain.reasons import shown_reason
 from domain.release_states import FallbackType, ReleaseOutcome
 from domain.run import Run
 from domain.states import FailureCode, Intent, ModelStepOutcome, ModelStepPurpose
@@ -48,8 +49,11 @@ def _cause(log: _Log, kind: FallbackType) -> str:
             return "the semantic judge ruled that the evidence does not support the conclusion"
         case FallbackType.SEMANTIC_UNAVAILABLE:
             decision = log.last(Run.SemanticGuardDecision)
-            why = decision.unavailable if decision else "no decision recorded"
-            return f"the semantic judge gave no verdict ({why}), so the conclusion was withheld"
+            why = shown_reason(decision.unavailable) if decision else "no decision recorded"
+            return (
+                f"the semantic judge gave no verdict ({why}{_judge_failure(log)}),"
+                " so the conclusion was withheld"
+            )
         case _:
             assert_never(kind)
 
@@ -139,7 +143,7 @@ def _no_loop(log: _Log) -> str:
     if run.intent is not None and run.intent is not Intent.DIAGNOSIS:
         return f"The agent loop never ran: the query was routed to {run.intent.value}."
     if routing is not None and routing.error:
-        return f"The agent loop never ran: routing failed ({routing.error})."
+        return f"The agent loop never ran: routing failed ({shown_reason(routing.error)})."
     if run.termination is not None:
         return f"The agent loop never ran: the run {_ended(run)} before it began."
     return "The agent loop has not started yet: the run is still RUNNING."
@@ -193,7 +197,7 @@ def _guard_fields(log: _Log) -> dict[str, FieldValue]:
         "invalid_references": list(initial.invalid_references) if initial else [],
         "recheck_invalid_references": list(recheck.invalid_references) if recheck else [],
         "semantic_verdict": _v(decision.verdict) if decision else None,
-        "semantic_unavailable": (decision.unavailable or None) if decision else None,
+        "semantic_unavailable": _shown(decision.unavailable) if decision else None,
         "missing_info": _missing_info(log.run),
         "stop_reason": _v(log.stop_reason),
         **_draft_fields(log),
@@ -203,3 +207,18 @@ def _guard_fields(log: _Log) -> dict[str, FieldValue]:
 def _last_agent_step(log: _Log) -> Run.AgentModelStep | None:
     steps = [s for s in log.of(Run.AgentModelStep) if s.purpose is ModelStepPurpose.AGENT]
     return steps[-1] if steps else None
+
+
+def _judge_failure(log: _Log) -> str:
+    """How the judge's model call failed, as its step records it ('' when an answer came).
+
+    The call's error, not an answer: the model's words are never in it.
+    """
+    steps = [s for s in log.of(Run.AgentModelStep) if s.purpose is ModelStepPurpose.JUDGE]
+    failed = steps and steps[-1].outcome is ModelStepOutcome.FAILED
+    return f": {steps[-1].detail}" if failed else ""
+
+
+def _shown(reason: str) -> str | None:
+    """A recorded reason as a page may show it (a code, never the model's words); None: none."""
+    return shown_reason(reason) if reason else None

@@ -20,6 +20,7 @@ _FAILED = {
     DraftOutcome.EMPTY_DRAFT: "empty",
     DraftOutcome.INVALID_JSON: "not valid JSON",
     DraftOutcome.SCHEMA_INVALID: "invalid against the draft schema",
+    DraftOutcome.TOO_LARGE: "refused whole for its size, unread",
 }
 """A failed draft's outcome in words."""
 
@@ -43,7 +44,12 @@ def _proposed(draft: Run.DraftProposed) -> str:
     match draft.outcome:
         case DraftOutcome.VALID:
             return f"{said} {_contents(draft)}"
-        case DraftOutcome.EMPTY_DRAFT | DraftOutcome.INVALID_JSON | DraftOutcome.SCHEMA_INVALID:
+        case (
+            DraftOutcome.EMPTY_DRAFT
+            | DraftOutcome.INVALID_JSON
+            | DraftOutcome.SCHEMA_INVALID
+            | DraftOutcome.TOO_LARGE
+        ):
             why = _FAILED[draft.outcome]
             return f"{said} that was {why} ({draft.detail}), so nothing from it was published"
         case _:

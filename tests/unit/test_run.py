@@ -6,6 +6,7 @@ new events (class and payload), or a typed DomainError naming the run with nothi
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -445,6 +446,9 @@ def test_a_model_step_charges_one_model_call_and_its_tokens() -> None:
                 "provider": "openai-compatible",
                 "model": "gpt-4o-mini",
                 "finish_reason": "tool_calls",
+                "text": "",
+                "length": 0,
+                "sha256": hashlib.sha256(b"").hexdigest(),
             },
         )
     ]
@@ -456,8 +460,9 @@ def test_a_model_step_charges_one_model_call_and_its_tokens() -> None:
 @pytest.mark.parametrize("outcome", list(ModelStepOutcome), ids=lambda o: o.value)
 def test_every_model_step_outcome_is_charged(outcome: ModelStepOutcome) -> None:
     run = given(ROUTE_DIAGNOSIS)
+    too_large = "x" * 32_001 if outcome is ModelStepOutcome.TOO_LARGE else ""
 
-    run.record_model_step(ModelStepPurpose.ANSWER, 1, 2, 3, outcome)
+    run.record_model_step(ModelStepPurpose.ANSWER, 1, 2, 3, outcome, answer=too_large)
 
     assert [type(e) for e in run.collect_events()] == [Run.AgentModelStep]
     assert run.usage == Budget(model_calls=1, tokens=3)

@@ -1,4 +1,4 @@
-"""Given/when/then: a draft the model proposed is recorded, bounded, with how it parsed."""
+"""Given/when/then: a proposed draft is recorded whole or refused whole, with how it parsed."""
 
 from __future__ import annotations
 
@@ -9,7 +9,12 @@ import pytest
 from domain.errors import IllegalTransitionError, InvalidCommandError, RunNotActiveError
 from domain.release_states import FallbackType, ReleaseOutcome
 from domain.run import Run
-from domain.states import CancellationReason, DraftOutcome, ModelStepPurpose
+from domain.states import (
+    MAX_MODEL_OUTPUT_CHARS,
+    CancellationReason,
+    DraftOutcome,
+    ModelStepPurpose,
+)
 from tests.unit.gwt import then_events, then_refused
 from tests.unit.test_run import PROGRESS_ONLY, ROUTE_DIAGNOSIS, Step, exhaust, given, released
 
@@ -59,17 +64,69 @@ def test_a_failed_draft_is_recorded_with_its_failure(outcome: DraftOutcome) -> N
     assert (payload["outcome"], payload["detail"]) == (outcome, "Expecting value at column 2")
 
 
-def test_a_long_draft_and_detail_are_kept_bounded_with_the_full_length_and_hash() -> None:
+def test_a_long_draft_is_kept_whole_with_its_length_and_hash_and_its_detail_bounded() -> None:
     run = given(ROUTE_DIAGNOSIS)
     text = "é" * 20_000  # two UTF-8 bytes each: the length counts characters
 
     run.propose_draft(ModelStepPurpose.AGENT, text, DraftOutcome.SCHEMA_INVALID, "x" * 1_000)
 
     ((_, payload),) = then_events(run)
-    assert payload["text"] == "é" * Run.MAX_DRAFT_CHARS == text[:8000]
+    assert payload["text"] == text
     assert payload["length"] == 20_000
     assert payload["sha256"] == sha256(text)
     assert payload["detail"] == "x" * Run.MAX_DRAFT_DETAIL == "x" * 300
+
+
+def test_a_draft_at_the_limit_is_kept_whole() -> None:
+    run = given(ROUTE_DIAGNOSIS)
+    text = "x" * MAX_MODEL_OUTPUT_CHARS
+
+    run.propose_draft(ModelStepPurpose.AGENT, text, DraftOutcome.INVALID_JSON, "not JSON")
+
+    ((_, payload),) = then_events(run)
+    assert payload["text"] == text and payload["length"] == MAX_MODEL_OUTPUT_CHARS == 32_000
+
+
+@pytest.mark.parametrize("outcome", list(DraftOutcome), ids=lambda o: o.value)
+def test_a_draft_over_the_limit_is_never_recorded_as_text(outcome: DraftOutcome) -> None:
+    run = given(ROUTE_DIAGNOSIS)
+    text = "x" * (MAX_MODEL_OUTPUT_CHARS + 1)
+    detail = "" if outcome is DraftOutcome.VALID else "why"
+
+    then_refused(
+        run,
+        InvalidCommandError,
+        lambda r: r.propose_draft(ModelStepPurpose.AGENT, text, outcome, detail),
+    )
+
+
+def test_a_draft_refused_too_large_records_its_length_and_hash_but_no_text() -> None:
+    run = given(ROUTE_DIAGNOSIS)
+    text = "y" * 40_000
+
+    run.refuse_draft(ModelStepPurpose.REPAIR, len(text), sha256(text))
+
+    ((event, payload),) = then_events(run)
+    assert event is Run.DraftProposed
+    assert (payload["outcome"], payload["text"]) == (DraftOutcome.TOO_LARGE, "")
+    assert (payload["length"], payload["sha256"]) == (40_000, sha256(text))
+    assert payload["detail"] == "40000 characters, over the 32000 a model answer may have"
+
+
+@pytest.mark.parametrize(
+    ("purpose", "length", "digest"),
+    [
+        (ModelStepPurpose.AGENT, MAX_MODEL_OUTPUT_CHARS, "a" * 64),  # not over the limit
+        (ModelStepPurpose.AGENT, 40_000, "not a hash"),
+        (ModelStepPurpose.JUDGE, 40_000, "a" * 64),  # the judge proposes no draft
+    ],
+)
+def test_a_refusal_too_large_is_refused_unless_over_the_limit_with_a_hash(
+    purpose: ModelStepPurpose, length: int, digest: str
+) -> None:
+    run = given(ROUTE_DIAGNOSIS)
+
+    then_refused(run, InvalidCommandError, lambda r: r.refuse_draft(purpose, length, digest))
 
 
 def test_an_empty_draft_is_recorded_as_proposed() -> None:
