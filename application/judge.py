@@ -116,3 +116,28 @@ def _payload(statements: list[Fact], guard: EvidenceGuard) -> str:
             "evidence": {reference: guard.content(reference) or "" for reference in cited},
         }
     )
+
+
+def ask_for_verdicts(
+    ctx: RunContext, system: str, payload: str, count: int
+) -> tuple[list[SemanticVerdict] | None, str]:
+    """One JUDGE call: a verdict for each of ``count`` statements, or None and why not.
+
+    The reason names what went wrong and the answer's length, never the answer's words
+    (diagnostics lines show it); the model step records the call.
+    """
+    request = ModelRequest(
+        ModelStepPurpose.JUDGE,
+        (Message("system", system), Message("user", payload)),
+        json_schema=JUDGE_SCHEMA,
+    )
+    try:
+        text = ctx.call_model(request).text
+    except ModelError as error:
+        return None, f"judge failed: {type(error).__name__}"
+    try:
+        return parse_verdicts(text, count), ""
+    except ValueError:
+        return None, (
+            f"judge answered without a verdict for every statement ({len(text)} characters)"
+        )
