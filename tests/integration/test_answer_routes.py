@@ -20,7 +20,7 @@ from domain.grounding import occurs
 from domain.release_states import ReleaseOutcome
 from domain.states import Intent, RunState
 from infrastructure.composition import Services
-from tests.helpers import scripted
+from tests.helpers import FixedPassages, scripted
 
 MISROUTED = "Why was checkout slow on 2026-11-29?"
 CLAIM = "checkout was slow because deploy v2.14.0 broke pricing"
@@ -44,16 +44,6 @@ VALID_EXCERPT = (
     "Run `kubectl rollout restart deployment/checkout` and wait until every pod is ready."
 )
 MODEL_TEXT = "Restart it with kubectl rollout restart, then watch the pods."
-
-
-class FixedPassages:
-    """A knowledge retriever that finds the given passages for any question (a port fake)."""
-
-    def __init__(self, passages: Sequence[Passage]) -> None:
-        self.passages = list(passages)
-
-    def search(self, query: str, limit: int = 5) -> Sequence[Passage]:
-        return self.passages[:limit]
 
 
 @pytest.fixture

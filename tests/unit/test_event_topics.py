@@ -26,12 +26,12 @@ from eventsourcing.persistence import (
 from eventsourcing.utils import get_topic, resolve_topic
 
 from application.transcodings import register_all
+from domain.answers import RetrievedPassage
 from domain.catalogue import ALL_ENUMS
 from domain.checkpoint import AuditCheckpoint
 from domain.collection import Collection
 from domain.grounding import Citation, JudgedStatement, RejectedCitation
 from domain.release_states import CitationProblem, ReleaseOutcome, SemanticVerdict
-from domain.answers import RetrievedPassage
 from domain.run import Run
 from domain.session import Session
 from domain.states import BudgetKind, ChatApplicationStatus, DraftOutcome, Intent, ModelStepPurpose
