@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -78,6 +80,7 @@ def test_a_knowledge_answer_is_statements_each_with_citations_only() -> None:
     )
     no_citation = {"statements": [one, {"statement": "u", "citations": []}]}
     assert knowledge_answer(no_citation) is AnswerRefusal.NO_CITATION
+    bad: Any
     for bad in (
         {"statements": []},
         {"statements": [one], "extra": 1},
