@@ -20,6 +20,8 @@ from domain.release_states import SemanticVerdict
 from domain.states import ModelStepPurpose
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from application.evidence import EvidenceGuard
     from application.harness import RunContext
     from domain.values import Fact
@@ -103,19 +105,22 @@ def _payload(statements: list[Fact], guard: EvidenceGuard) -> str:
     cited = dict.fromkeys(c.reference for fact in statements for c in fact.citations)
     return json.dumps(
         {
-            "statements": [
-                {
-                    "statement": index,
-                    "text": fact.statement,
-                    "citations": [
-                        {"reference": c.reference, "excerpt": c.excerpt} for c in fact.citations
-                    ],
-                }
-                for index, fact in enumerate(statements)
-            ],
+            "statements": numbered(statements),
             "evidence": {reference: guard.content(reference) or "" for reference in cited},
         }
     )
+
+
+def numbered(statements: Sequence[Fact]) -> list[dict[str, Any]]:
+    """The statements as the judge reads them: numbered from 0, each with its citations."""
+    return [
+        {
+            "statement": index,
+            "text": fact.statement,
+            "citations": [{"reference": c.reference, "excerpt": c.excerpt} for c in fact.citations],
+        }
+        for index, fact in enumerate(statements)
+    ]
 
 
 def ask_for_verdicts(

@@ -11,7 +11,7 @@ import json
 from typing import TYPE_CHECKING, assert_never
 
 from application.drafts import loads_json
-from application.judge import ask_for_verdicts
+from application.judge import ask_for_verdicts, numbered
 from application.prompts import KNOWLEDGE_JUDGE_PROMPT
 from application.replies import grounded_content, ungrounded_content
 from domain.answers import (
@@ -94,16 +94,7 @@ def judge_payload(statements: Sequence[Fact], passages: Sequence[RetrievedPassag
     cited = {c.reference for s in statements for c in s.citations}
     return json.dumps(
         {
-            "statements": [
-                {
-                    "statement": index,
-                    "text": s.statement,
-                    "citations": [
-                        {"reference": c.reference, "excerpt": c.excerpt} for c in s.citations
-                    ],
-                }
-                for index, s in enumerate(statements)
-            ],
+            "statements": numbered(statements),
             "passages": {
                 p.id: {"title": p.title, "text": p.text} for p in passages if p.id in cited
             },
