@@ -1,10 +1,13 @@
 """The SYSTEM_CHAT and KNOWLEDGE_QUERY routes: one model answer each, checked before publishing.
 
 System chat: the model picks one :class:`ChatReply` and the harness publishes that reply's fixed
-text; any other answer is refused and publishes how to ask. Knowledge: the model answers with
-citations of the retrieved passages; the answer is published only when every citation proves
-(design §10.1), otherwise the harness lists the passages. Both are released SUCCESS: a refused
-answer is a safe answer, and the refusal is recorded in the published content.
+text; any other answer is refused and publishes how to ask. Knowledge: the passages retrieved are
+recorded (``PASSAGES_RETRIEVED``), the model answers with statements citing them, and its answer
+is recorded as proposed (``ANSWER_PROPOSED``); it is published only when every citation proves,
+no statement names a moment of the live systems, and the judge supports every statement against
+the passages it cites (design §10.1); otherwise the harness lists the passages. Both are
+released SUCCESS: a refused answer is a safe answer, and the refusal is recorded in the
+published content.
 """
 
 from __future__ import annotations
@@ -14,15 +17,16 @@ from typing import TYPE_CHECKING, Any
 
 from application.drafts import loads_json
 from application.guards import Publication, publish
+from application.knowledge_answers import (
+    judge_answer,
+    judged_content,
+    parse_answer,
+    refused_before_judging,
+)
 from application.ports import Message, ModelOutputTooLarge, ModelRequest
 from application.prompts import CHAT_PROMPT, CHAT_SCHEMA, KNOWLEDGE_PROMPT, KNOWLEDGE_SCHEMA
-from application.replies import grounded_content, reply_content, ungrounded_content
-from domain.answers import (
-    AnswerRefusal,
-    knowledge_answer,
-    pick_reply,
-    rejected_citations,
-)
+from application.replies import reply_content, ungrounded_content
+from domain.answers import AnswerRefusal, RetrievedPassage, pick_reply
 from domain.release_states import ReleaseOutcome
 from domain.states import ChatApplicationStatus, ModelStepPurpose
 
@@ -30,7 +34,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from application.harness import RunContext
-    from application.ports import KnowledgeRetriever, Passage
+    from application.ports import KnowledgeRetriever
     from domain.grounding import GroundingRules
     from domain.published import GroundedAnswer, Published, UngroundedAnswer
 
@@ -53,9 +57,12 @@ def answer_knowledge(
     retriever: KnowledgeRetriever | None,
     rules: GroundingRules,
 ) -> Publication:
-    """KNOWLEDGE_QUERY: one retrieval, one answer, published only when its citations prove."""
+    """KNOWLEDGE_QUERY: one retrieval, one answer, published only when proven and judged."""
     _enter(ctx, ChatApplicationStatus.KNOWLEDGE_SEARCHING)
-    passages = list(retriever.search(ctx.run.query)) if retriever else []
+    found = retriever.search(ctx.run.query) if retriever else ()
+    passages = tuple(RetrievedPassage(p.id, p.title, p.text) for p in found)
+    ctx.run.retrieve_passages(passages)
+    ctx.save()
     if not passages:  # nothing to ground an answer in: no model call
         return _publish(ctx, ungrounded_content([], AnswerRefusal.NOTHING_RETRIEVED))
     _enter(ctx, ChatApplicationStatus.KNOWLEDGE_ANSWERING)
@@ -69,25 +76,23 @@ def answer_knowledge(
     text = _ask(ctx, KNOWLEDGE_PROMPT, prompt, KNOWLEDGE_SCHEMA)
     if text is None:
         return _publish(ctx, ungrounded_content(passages, AnswerRefusal.TOO_LARGE))
-    return _publish(ctx, _checked(text, passages, rules))
+    return _publish(ctx, _checked(ctx, text, passages, rules))
 
 
 def _checked(
-    text: str, passages: Sequence[Passage], rules: GroundingRules
+    ctx: RunContext, text: str, passages: Sequence[RetrievedPassage], rules: GroundingRules
 ) -> GroundedAnswer | UngroundedAnswer:
-    """The grounded answer's content, or the harness's passages with why it was refused."""
-    try:
-        parsed = knowledge_answer(loads_json(text))
-    except ValueError:
-        parsed = AnswerRefusal.NOT_JSON
+    """The judged answer's content, or the harness's passages with why it was refused."""
+    parsed = parse_answer(text)
+    refusal = parsed if isinstance(parsed, AnswerRefusal) else None
+    ctx.run.propose_answer(text, refusal)
+    ctx.save()
     if isinstance(parsed, AnswerRefusal):
         return ungrounded_content(passages, parsed)
-    answer, citations = parsed
-    rejected = rejected_citations(citations, {p.id: p.text for p in passages}, rules)
-    if rejected:
-        return ungrounded_content(passages, AnswerRefusal.CITATION_REJECTED, rejected)
-    cited = [p for p in passages if any(c.reference == p.id for c in citations)]
-    return grounded_content(answer, citations, cited)
+    refused = refused_before_judging(parsed, passages, rules)
+    if refused is not None:
+        return refused
+    return judged_content(parsed, judge_answer(ctx, parsed, passages), passages)
 
 
 def _enter(ctx: RunContext, status: ChatApplicationStatus) -> None:

@@ -18,26 +18,21 @@ from typing import TYPE_CHECKING, Any
 from application.answers import answer_chat, answer_knowledge
 from application.conflicts import MAX_CONFLICT_RETRIES, retry_on_conflict
 from application.diagnosis import AgentFailure, AgentFault, run_agent
-from application.drafts import loads_json
 from application.guards import NoSafeContent, Publication, release
 from application.harness import RunAborted, RunContext
 from application.outage import end_after_outage, resync
 from application.ports import (
-    Message,
     ModelError,
-    ModelOutputTooLarge,
-    ModelRequest,
     StoreClosedError,
     StoreUnavailableError,
 )
-from application.prompts import ROUTE_SCHEMA, ROUTER_PROMPT
+from application.routing import RoutingFailed, route
 from application.run_writes import DEFAULT_COMMIT_INTERVAL_S
 from application.tool_boundary import ToolBoundary
 from domain.grounding import DEFAULT_RULES, GroundingRules
-from domain.reasons import UnusableAnswer, answer_reason, failed_reason
 from domain.redaction import describe_error
 from domain.release import PUBLISHED
-from domain.states import ChatApplicationStatus, FailureCode, Intent, ModelStepPurpose
+from domain.states import ChatApplicationStatus, FailureCode, Intent
 from domain.values import DEFAULT_DEADLINE_S, DEFAULT_LIMITS, DEFAULT_MODEL_TIMEOUT_S, Budget
 
 if TYPE_CHECKING:
@@ -52,10 +47,6 @@ if TYPE_CHECKING:
     from domain.values import Termination
 
 log = logging.getLogger(__name__)
-
-
-class RoutingFailed(Exception):
-    """The router gave no usable intent."""
 
 
 @dataclass(frozen=True)
@@ -155,7 +146,7 @@ class ChatService:
         failure: FailureCode | None = None  # None: the release decided, complete the run
         unexpected: Exception | None = None
         try:
-            publication = self._by_intent(ctx, self._route(ctx), context)
+            publication = self._by_intent(ctx, route(ctx), context)
             content = publication.content
         except RunAborted:
             failure = FailureCode.INTERNAL_ERROR  # a no-op: the run has already ended
@@ -192,30 +183,6 @@ class ChatService:
         return self.execute(self.begin(session_id, query, owner=owner)[0], context or "")
 
     # -- phases ------------------------------------------------------------------------------------
-
-    def _route(self, ctx: RunContext) -> Intent:
-        ctx.check_active()
-        ctx.run.change_status(ChatApplicationStatus.ROUTING)
-        ctx.run.attempt_routing()
-        ctx.save()
-        request = ModelRequest(
-            ModelStepPurpose.ROUTE,
-            (Message("system", ROUTER_PROMPT), Message("user", ctx.run.query)),
-            json_schema=ROUTE_SCHEMA,
-        )
-        try:
-            intent = _intent_of(ctx.call_model(request).text)
-        except ModelOutputTooLarge as error:
-            intent = answer_reason(UnusableAnswer.TOO_LARGE, error.length)
-        except ModelError as error:
-            intent = failed_reason(error)
-        if isinstance(intent, str):  # a code and a length, never the router's words
-            ctx.run.decide_routing(None, intent)
-            ctx.save()
-            raise RoutingFailed(intent)
-        ctx.run.decide_routing(intent)
-        ctx.save()
-        return intent
 
     def _by_intent(self, ctx: RunContext, intent: Intent, context: str) -> Publication:
         match intent:
@@ -284,19 +251,6 @@ class ChatService:
         )
         # e.g. a cancel landed first: decide again on the latest run (commit_end reread it)
         return retry_on_conflict(attempt, giving_up=giving_up)
-
-
-def _intent_of(text: str) -> Intent | str:
-    """The intent the router's answer names, or why there is none (a code and a length)."""
-    try:
-        data = loads_json(text)
-    except ValueError:
-        return answer_reason(UnusableAnswer.NOT_JSON, len(text))
-    if not isinstance(data, dict) or not isinstance(data.get("intent"), str):
-        return answer_reason(UnusableAnswer.NO_INTENT, len(text))
-    if data["intent"] not in {intent.value for intent in Intent}:
-        return answer_reason(UnusableAnswer.UNKNOWN_INTENT, len(text))
-    return Intent(data["intent"])
 
 
 def _failure_code(cause: BaseException | None) -> FailureCode:

@@ -21,6 +21,8 @@ from domain.release_states import SemanticVerdict
 from domain.states import ModelStepPurpose
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from application.evidence import EvidenceGuard
     from application.harness import RunContext
     from domain.values import Fact
@@ -116,16 +118,44 @@ def _payload(statements: list[Fact], guard: EvidenceGuard) -> str:
     cited = dict.fromkeys(c.reference for fact in statements for c in fact.citations)
     return json.dumps(
         {
-            "statements": [
-                {
-                    "statement": index,
-                    "text": fact.statement,
-                    "citations": [
-                        {"reference": c.reference, "excerpt": c.excerpt} for c in fact.citations
-                    ],
-                }
-                for index, fact in enumerate(statements)
-            ],
+            "statements": numbered(statements),
             "evidence": {reference: guard.content(reference) or "" for reference in cited},
         }
     )
+
+
+def numbered(statements: Sequence[Fact]) -> list[dict[str, Any]]:
+    """The statements as the judge reads them: numbered from 0, each with its citations."""
+    return [
+        {
+            "statement": index,
+            "text": fact.statement,
+            "citations": [{"reference": c.reference, "excerpt": c.excerpt} for c in fact.citations],
+        }
+        for index, fact in enumerate(statements)
+    ]
+
+
+def ask_for_verdicts(
+    ctx: RunContext, system: str, payload: str, count: int
+) -> tuple[list[SemanticVerdict] | None, str]:
+    """One JUDGE call: a verdict for each of ``count`` statements, or None and why not.
+
+    The reason names what went wrong and the answer's length, never the answer's words
+    (diagnostics lines show it); the model step records the call.
+    """
+    request = ModelRequest(
+        ModelStepPurpose.JUDGE,
+        (Message("system", system), Message("user", payload)),
+        json_schema=JUDGE_SCHEMA,
+    )
+    try:
+        text = ctx.call_model(request).text
+    except ModelError as error:
+        return None, f"judge failed: {type(error).__name__}"
+    try:
+        return parse_verdicts(text, count), ""
+    except ValueError:
+        return None, (
+            f"judge answered without a verdict for every statement ({len(text)} characters)"
+        )

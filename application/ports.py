@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from domain.redaction import redact
-from domain.run_steps import too_large_detail
+from domain.run_drafts import too_large_detail
 
 if TYPE_CHECKING:
     from datetime import datetime

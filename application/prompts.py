@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from application.drafts import DiagnosisDraft
-from domain.answers import MAX_CITATIONS, ChatReply
+from domain.answers import MAX_CITATIONS, MAX_STATEMENTS, ChatReply
 from domain.states import Intent
 
 
@@ -99,6 +99,17 @@ JUDGE_PROMPT = (
     'Answer JSON {"verdicts": [{"statement": N, "verdict": "SUPPORTED" | "UNSUPPORTED"}]} with '
     "exactly one verdict for every statement."
 )
+KNOWLEDGE_JUDGE_PROMPT = (
+    "Each numbered statement answers an operator's question from runbook passages. For each,"
+    " answer whether the cited passages support it as stated: a statement that says more than"
+    " they do, or the opposite of what they say, is UNSUPPORTED. A runbook describes procedures"
+    " and policies, never what is happening: a statement about the present or past state of a"
+    " system (that a service is down, slow or broken now, that a deploy was bad or caused an"
+    " incident, what happened at some time) or an action prescribed because of such a state"
+    " ('the deploy was bad; roll it back') is UNSUPPORTED, whatever the passages say."
+    ' Answer JSON {"verdicts": [{"statement": N, "verdict": "SUPPORTED" | "UNSUPPORTED"}]} with'
+    " exactly one verdict for every statement."
+)
 
 # -- the answer routes -------------------------------------------------------------------------
 
@@ -112,26 +123,39 @@ CHAT_PROMPT = (
 )
 CHAT_SCHEMA = choice_schema("reply", [r.value for r in ChatReply])
 KNOWLEDGE_PROMPT = (
-    "Answer the operator's question from the given runbook passages only. Answer JSON"
-    ' {"text": your answer, "citations": [{"reference": a passage id, "excerpt": a sentence'
-    " copied verbatim from that passage}]}. Cite every passage you use; an answer whose"
-    " citations are missing, not verbatim or of a passage not given is not published."
+    "Answer the operator's question from the given runbook passages only, as a list of"
+    ' statements. Answer JSON {"statements": [{"statement": one statement, "citations":'
+    ' [{"reference": a passage id, "excerpt": a sentence copied verbatim from that passage}]}]}.'
+    " Every statement cites the passages it rests on; an answer whose citations are missing, not"
+    " verbatim or of a passage not given is not published, nor one the judge finds unsupported."
+    " The passages say how to do things, not what is happening: never state that a system is"
+    " broken, slow or healthy, what happened or what caused it; a question about that is a"
+    " diagnosis, which another route investigates with tools."
 )
+_CITATION: dict[str, Any] = {
+    "type": "object",
+    "properties": {"reference": {"type": "string"}, "excerpt": {"type": "string"}},
+    "required": ["reference", "excerpt"],
+    "additionalProperties": False,
+}
 KNOWLEDGE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "text": {"type": "string"},
-        "citations": {
+        "statements": {
             "type": "array",
-            "maxItems": MAX_CITATIONS,
+            "maxItems": MAX_STATEMENTS,
             "items": {
                 "type": "object",
-                "properties": {"reference": {"type": "string"}, "excerpt": {"type": "string"}},
-                "required": ["reference", "excerpt"],
+                "properties": {
+                    "statement": {"type": "string"},
+                    "citations": {"type": "array", "maxItems": MAX_CITATIONS, "items": _CITATION},
+                },
+                "required": ["statement", "citations"],
                 "additionalProperties": False,
             },
         },
     },
-    "required": ["text", "citations"],
+    "required": ["statements"],
     "additionalProperties": False,
 }
+"""A knowledge answer: its statements, each with its citations (strict: all keys required)."""

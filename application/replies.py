@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, assert_never
 
-from domain.answers import AnswerRefusal, ChatReply, first_sentence
+from domain.answers import (
+    AnswerRefusal,
+    ChatReply,
+    answer_citations,
+    answer_text,
+    first_sentence,
+)
 from domain.grounding import SHOWN_EXCERPT
 from domain.published import (
     ChatAnswer,
@@ -25,9 +31,10 @@ from domain.published import (
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from application.ports import Passage
+    from domain.answers import RetrievedPassage
     from domain.grounding import Citation
     from domain.release_states import CitationProblem
+    from domain.values import Fact
 
 EXAMPLE_DIAGNOSIS = "Why was checkout slow on 2026-11-29?"
 EXAMPLE_HOW_TO = "How do I restart the checkout service?"
@@ -64,40 +71,65 @@ def reply_content(reply: ChatReply, refusal: AnswerRefusal | None) -> ChatAnswer
 
 
 def grounded_content(
-    text: str, citations: Sequence[Citation], passages: Sequence[Passage]
+    statements: Sequence[Fact], passages: Sequence[RetrievedPassage]
 ) -> GroundedAnswer:
-    """A knowledge answer every citation of which proved: the model's text and its citations.
+    """A knowledge answer the judge supported: its statements' text and citations.
 
     The cited passages are recorded as retrieved, so an auditor can prove every excerpt from
     the log alone.
     """
     cited = tuple(CitedPassage(p.id, p.title, p.text) for p in passages)
-    return GroundedAnswer(text, tuple(citations), cited)
+    return GroundedAnswer(answer_text(statements), answer_citations(statements), cited)
+
+
+def listed_passages(passages: Sequence[RetrievedPassage]) -> tuple[ListedPassage, ...]:
+    """The retrieved passages as the harness lists them: id, title, first sentence."""
+    return tuple(ListedPassage(p.id, p.title, first_sentence(p.text)) for p in passages)
 
 
 def ungrounded_content(
-    passages: Sequence[Passage],
+    passages: Sequence[RetrievedPassage],
     refusal: AnswerRefusal,
     rejected: Sequence[tuple[Citation, CitationProblem]] = (),
 ) -> UngroundedAnswer:
     """The harness's answer instead of an ungrounded one: the retrieved passages, as stored."""
-    listed = tuple(ListedPassage(p.id, p.title, first_sentence(p.text)) for p in passages)
-    shown = tuple(
-        RefusedCitation(c.reference[:SHOWN_EXCERPT], c.excerpt[:SHOWN_EXCERPT], problem)
-        for c, problem in rejected
+    listed = listed_passages(passages)
+    shown = tuple(shown_citation(c, problem) for c, problem in rejected)
+    return UngroundedAnswer(ungrounded_text(listed, refusal), listed, refusal, shown)
+
+
+def shown_citation(citation: Citation, problem: CitationProblem) -> RefusedCitation:
+    """A rejected citation as the harness shows it: cut, with its problem."""
+    return RefusedCitation(
+        citation.reference[:SHOWN_EXCERPT], citation.excerpt[:SHOWN_EXCERPT], problem
     )
-    return UngroundedAnswer(ungrounded_text(listed), listed, refusal, shown)
 
 
-def ungrounded_text(passages: Sequence[ListedPassage]) -> str:
+_WHY: dict[AnswerRefusal, str] = {
+    AnswerRefusal.LIVE_STATE: (
+        " It spoke of the systems as they are or were, which a runbook cannot tell; ask that as"
+        f" a diagnostic question, e.g. '{EXAMPLE_DIAGNOSIS}'."
+    ),
+    AnswerRefusal.JUDGE_UNSUPPORTED: (
+        " The judge did not find every statement supported by the passages it cites."
+    ),
+    AnswerRefusal.JUDGE_UNAVAILABLE: " No judge could check its statements against the passages.",
+    AnswerRefusal.TOO_LARGE: " It was longer than an answer may be.",
+}
+"""What the harness adds for the refusals that came after the first ones (older logs hold the
+first sentence alone for the others)."""
+
+
+def ungrounded_text(passages: Sequence[ListedPassage], refusal: AnswerRefusal | None = None) -> str:
     """The passages' ids, titles and first sentences, under a line saying what happened."""
     if not passages:
         return (
             "No runbook passage matched the question, so there is nothing to answer it from."
             f" Try other words, e.g. '{EXAMPLE_HOW_TO}'."
         )
+    why = _WHY.get(refusal, "") if refusal else ""
     lines = [
-        "The answer could not be grounded in the runbooks, so it is not shown."
+        f"The answer could not be grounded in the runbooks, so it is not shown.{why}"
         " These runbook passages matched the question:"
     ]
     lines += [f"- [{p.id}] {p.title}: {p.sentence}" for p in passages]

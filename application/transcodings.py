@@ -9,6 +9,7 @@ from uuid import UUID
 
 from eventsourcing.persistence import JSONTranscoder, Mapper, Transcoding
 
+from domain.answers import RetrievedPassage
 from domain.catalogue import ALL_ENUMS
 from domain.grounding import Citation, JudgedStatement, RejectedCitation
 from domain.values import Budget, Fact, Termination
@@ -22,6 +23,7 @@ VALUE_OBJECTS: tuple[type[Any], ...] = (
     Citation,
     RejectedCitation,
     JudgedStatement,
+    RetrievedPassage,
 )
 
 

@@ -1,15 +1,18 @@
 """The answer routes' rules (design §10.1): a system-chat reply and a grounded knowledge answer.
 
 A system-chat answer makes no claim about the operated systems: the model only picks one reply
-of a fixed set, and the harness publishes its own text for it. A knowledge answer is published
-only when every passage it cites was retrieved for the run and every excerpt is informative and
-occurs verbatim in its passage (:mod:`domain.grounding`); otherwise the harness publishes the
-retrieved passages' titles and first sentences instead of the model's text.
+of a fixed set, and the harness publishes its own text for it. A knowledge answer is a list of
+statements, each with its citations. It is published only when every passage it cites was
+retrieved for the run, every excerpt is informative and occurs verbatim in its passage
+(:mod:`domain.grounding`), no statement names a moment of the live systems its excerpts do not
+(:func:`live_reference`) and the judge supported every statement; otherwise the harness
+publishes the retrieved passages' titles and first sentences instead of the model's text.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -17,11 +20,13 @@ from domain.grounding import (
     DEFAULT_RULES,
     Citation,
     GroundingRules,
+    JudgedStatement,
     citation_problem,
     normalise,
     same_citation,
 )
-from domain.release_states import CitationProblem
+from domain.release_states import CitationProblem, SemanticVerdict
+from domain.values import Fact
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -55,13 +60,40 @@ class AnswerRefusal(Enum):
     """Knowledge: no passage matched the question, so no answer could be grounded (no call)."""
     TOO_LARGE = "TOO_LARGE"
     """The answer was over the size limit: refused whole, unread."""
+    LIVE_STATE = "LIVE_STATE"
+    """Knowledge: a statement names a date, a time or "now" that its excerpts do not."""
+    JUDGE_UNSUPPORTED = "JUDGE_UNSUPPORTED"
+    """Knowledge: the judge did not find every statement supported by the passages it cites."""
+    JUDGE_UNAVAILABLE = "JUDGE_UNAVAILABLE"
+    """Knowledge: the judge gave no verdict for every statement, so none was checked."""
+
+
+PARSE_REFUSALS = frozenset(
+    {
+        AnswerRefusal.NOT_JSON,
+        AnswerRefusal.NOT_AN_ANSWER,
+        AnswerRefusal.NO_CITATION,
+    }
+)
+"""The refusals a knowledge answer's text earns by itself, as its proposal records them."""
+
+
+@dataclass(frozen=True)
+class RetrievedPassage:
+    """A runbook passage retrieved for a knowledge question, as the knowledge base stores it."""
+
+    id: str
+    title: str
+    text: str
 
 
 REFUSED_REPLY = ChatReply.HOW_TO_ASK
 """What a refused system-chat answer publishes: how to ask, never the model's words."""
 MAX_ANSWER_CHARS = 4000
-"""The longest knowledge answer text published."""
+"""The longest knowledge answer text published (its statements together)."""
+MAX_STATEMENTS = 10
 MAX_CITATIONS = 10
+"""The most citations of one statement."""
 FIRST_SENTENCE_CHARS = 300
 """A passage's first sentence is cut to this many characters (at a word, still verbatim)."""
 
@@ -80,25 +112,90 @@ def pick_reply(answer: Any) -> tuple[ChatReply, AnswerRefusal | None]:
     return REFUSED_REPLY, AnswerRefusal.NOT_A_REPLY
 
 
-def knowledge_answer(answer: Any) -> tuple[str, tuple[Citation, ...]] | AnswerRefusal:
-    """A parsed knowledge answer's text and citations, or why it is no answer at all."""
-    if not isinstance(answer, dict) or set(answer) != {"text", "citations"}:
+def knowledge_answer(answer: Any) -> tuple[Fact, ...] | AnswerRefusal:
+    """A parsed knowledge answer's statements with their citations, or why it is no answer.
+
+    The answer is ``{"statements": [{"statement": …, "citations": [{"reference", "excerpt"}]}]}``
+    and nothing else; every statement cites something.
+    """
+    if not isinstance(answer, dict) or set(answer) != {"statements"}:
         return AnswerRefusal.NOT_AN_ANSWER
-    text, items = answer["text"], answer["citations"]
-    if not isinstance(text, str) or not text.strip() or len(text) > MAX_ANSWER_CHARS:
+    items = answer["statements"]
+    if not isinstance(items, list) or not items or len(items) > MAX_STATEMENTS:
         return AnswerRefusal.NOT_AN_ANSWER
-    if not isinstance(items, list) or len(items) > MAX_CITATIONS:
+    statements = [_statement(item) for item in items]
+    if any(s is None for s in statements):
         return AnswerRefusal.NOT_AN_ANSWER
-    citations = []
-    for item in items:
-        if not isinstance(item, dict) or set(item) != {"reference", "excerpt"}:
-            return AnswerRefusal.NOT_AN_ANSWER
-        if not isinstance(item["reference"], str) or not isinstance(item["excerpt"], str):
-            return AnswerRefusal.NOT_AN_ANSWER
-        citations.append(Citation(item["reference"], item["excerpt"]))
-    if not citations:
+    found = tuple(s for s in statements if s is not None)
+    if len(answer_text(found)) > MAX_ANSWER_CHARS:
+        return AnswerRefusal.NOT_AN_ANSWER
+    if any(not s.citations for s in found):
         return AnswerRefusal.NO_CITATION
-    return text, tuple(citations)
+    return found
+
+
+def _statement(item: Any) -> Fact | None:
+    """One statement of a knowledge answer, or None when it is not a statement and citations."""
+    if not isinstance(item, dict) or set(item) != {"statement", "citations"}:
+        return None
+    text, cited = item["statement"], item["citations"]
+    if not isinstance(text, str) or not text.strip():
+        return None
+    if not isinstance(cited, list) or len(cited) > MAX_CITATIONS:
+        return None
+    citations = []
+    for one in cited:
+        if not isinstance(one, dict) or set(one) != {"reference", "excerpt"}:
+            return None
+        if not isinstance(one["reference"], str) or not isinstance(one["excerpt"], str):
+            return None
+        citations.append(Citation(one["reference"], one["excerpt"]))
+    return Fact(text, tuple(citations))
+
+
+def answer_text(statements: Sequence[Fact]) -> str:
+    """A knowledge answer's published text: its statements in order, one after another."""
+    return " ".join(normalise(s.statement) for s in statements)
+
+
+def answer_citations(statements: Sequence[Fact]) -> tuple[Citation, ...]:
+    """A knowledge answer's published citations: its statements', each once, in order."""
+    return tuple(dict.fromkeys(c for s in statements for c in s.citations))
+
+
+def answer_verdict(judged: Sequence[JudgedStatement]) -> SemanticVerdict | None:
+    """The judge's verdict on a knowledge answer: SUPPORTED only when it supported every statement.
+
+    None when a statement has no verdict (the judge was unavailable) or none was judged.
+    """
+    verdicts = [j.verdict for j in judged]
+    if not verdicts or None in verdicts:
+        return None
+    if all(v is SemanticVerdict.SUPPORTED for v in verdicts):
+        return SemanticVerdict.SUPPORTED
+    return SemanticVerdict.UNSUPPORTED
+
+
+_LIVE_MOMENT = re.compile(
+    r"\b(?:\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}(?::\d{2})?|right now|currently|at the moment"
+    r"|at present|today|yesterday|tonight|this (?:morning|afternoon|evening|week)"
+    r"|last (?:night|week|hour))\b",
+    re.IGNORECASE,
+)
+
+
+def live_reference(statement: Fact) -> str | None:
+    """The moment of the live systems a knowledge statement names, or None (design §10.1).
+
+    A runbook holds procedures, not what is happening: a date, a clock time or a word for the
+    present ("currently", "right now", "today", …) in a statement, where none of its excerpts
+    says it, speaks of the live systems. The words found are returned.
+    """
+    quoted = " ".join(normalise(c.excerpt) for c in statement.citations).casefold()
+    for found in _LIVE_MOMENT.finditer(normalise(statement.statement)):
+        if found.group(0).casefold() not in quoted:
+            return found.group(0)
+    return None
 
 
 def rejected_citations(
@@ -123,6 +220,15 @@ def rejected_citations(
         if problem is not None:
             rejected.append((citation, problem))
     return rejected
+
+
+def rejected_statement_citations(
+    statements: Sequence[Fact],
+    passages: Mapping[str, str],
+    rules: GroundingRules = DEFAULT_RULES,
+) -> list[tuple[Citation, CitationProblem]]:
+    """Each citation of each statement that does not prove (a duplicate within its statement)."""
+    return [found for s in statements for found in rejected_citations(s.citations, passages, rules)]
 
 
 def sentences(text: str) -> list[str]:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from eventsourcing.domain import CanMutateAggregate
 
+from domain.answers import AnswerRefusal
 from domain.collection import Collection
 from domain.release_states import (
     CitationProblem,
@@ -98,6 +99,7 @@ ALL_ENUMS: tuple[type[Enum], ...] = (
     GuardStage,
     CitationProblem,
     MissingKind,
+    AnswerRefusal,
 )
 """Every enum that may appear in an event; the store registers a transcoding for each."""
 

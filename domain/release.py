@@ -52,9 +52,13 @@ def release_refusal(
     if guards.stage is GuardStage.DECIDED:
         return "the release was already decided"
     if intent is not Intent.DIAGNOSIS:
-        if outcome is ReleaseOutcome.SUCCESS and intent is not None:
-            return _BUDGET_ONLY if budget_exhausted else None
-        return "only a routed SYSTEM_CHAT or KNOWLEDGE_QUERY answer is released without guards"
+        if outcome is not ReleaseOutcome.SUCCESS or intent is None:
+            return "only a routed SYSTEM_CHAT or KNOWLEDGE_QUERY answer is released without guards"
+        if budget_exhausted:
+            return _BUDGET_ONLY
+        if guard_step_refusal(guards.stage, GuardStage.DECIDED, intent) is not None:
+            return "a knowledge answer the judge was asked about is released after its decision"
+        return None
     if guard_step_refusal(guards.stage, GuardStage.DECIDED) is not None:
         return "a diagnosis is released only after the evidence guard has run"
     if budget_exhausted and fallback_type is not FallbackType.INSUFFICIENT_EVIDENCE:

@@ -1,8 +1,8 @@
 """The core of the Run aggregate: its start, its state, the queries on it and the shared checks.
 
 :class:`domain.run.Run` is this core plus one layer per phase (:mod:`domain.run_steps`,
-:mod:`domain.run_guards`, :mod:`domain.run_termination`); every layer's events assign this
-state, and every layer's commands refuse through the same checks.
+:mod:`domain.run_answers`, :mod:`domain.run_guards`, :mod:`domain.run_termination`); every
+layer's events assign this state, and every layer's commands refuse through the same checks.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from domain.values import DEFAULT_LIMITS, Budget, Termination
 
 if TYPE_CHECKING:
     from datetime import datetime
+
+    from domain.answers import RetrievedPassage
 
 
 class RunCore(Aggregate):
@@ -72,6 +74,10 @@ class RunCore(Aggregate):
         self.intent: Intent | None = None
         self.status: ChatApplicationStatus | None = None
         self.guards = GuardProgress()
+        self.passages: tuple[RetrievedPassage, ...] | None = None
+        """The passages a knowledge question retrieved (None: none were looked for)."""
+        self.answer_parsed: bool | None = None
+        """Whether the knowledge answer proposed parsed into statements (None: none proposed)."""
         self.release: tuple[ReleaseOutcome, FallbackType | None] | None = None
         self.published: dict[str, Any] | None = None
         self.cancellation: CancellationReason | None = None

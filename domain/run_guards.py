@@ -12,6 +12,7 @@ from typing import Any
 
 from eventsourcing.domain import Aggregate
 
+from domain.answers import answer_verdict
 from domain.grounding import DEFAULT_RULES, GroundingRules, JudgedStatement, RejectedCitation
 from domain.guard_stages import guard_step_refusal
 from domain.release import release_refusal
@@ -79,7 +80,7 @@ class RunGuards(RunCore):
             aggregate._advance_guards(stage=GuardStage.RECHECKED, evidence_valid=self.valid)
 
     class SemanticGuardAttempt(Aggregate.Event):
-        """The semantic judge was asked whether the evidence supports the conclusion."""
+        """The judge was asked whether the evidence (or the cited passages) supports each claim."""
 
         class_version = 1
 
@@ -88,7 +89,7 @@ class RunGuards(RunCore):
             aggregate._advance_guards(stage=GuardStage.SEMANTIC_ATTEMPTED)
 
     class SemanticGuardDecision(Aggregate.Event):
-        """The judge's verdict on the conclusion, on each statement it saw, or why none."""
+        """The judge's verdict on the conclusion (or answer), on each statement, or why none."""
 
         class_version = 2
         verdict: SemanticVerdict | None
@@ -176,13 +177,23 @@ class RunGuards(RunCore):
         )
 
     def attempt_semantic_guard(self) -> None:
-        """Record the start of the semantic check (``SEMANTIC_GUARD_ATTEMPT``)."""
+        """Record the start of the semantic check (``SEMANTIC_GUARD_ATTEMPT``).
+
+        A diagnosis's judge rules on a conclusion whose evidence is valid; a knowledge
+        answer's on the statements of an answer that parsed.
+        """
         self.check_active()
         self._check_guard_step(GuardStage.SEMANTIC_ATTEMPTED)
-        self._refuse_if(
-            not (self.guards.has_conclusion and self.guards.evidence_valid),
-            "the semantic guard runs only on a conclusion whose evidence is valid",
-        )
+        if self.intent is Intent.KNOWLEDGE_QUERY:
+            self._refuse_if(
+                self.answer_parsed is not True,
+                "the semantic guard runs only on a knowledge answer that parsed",
+            )
+        else:
+            self._refuse_if(
+                not (self.guards.has_conclusion and self.guards.evidence_valid),
+                "the semantic guard runs only on a conclusion whose evidence is valid",
+            )
         self.trigger_event(self.SemanticGuardAttempt)
 
     def decide_semantic_guard(
@@ -193,14 +204,23 @@ class RunGuards(RunCore):
     ) -> None:
         """Record the judge's verdicts, or why it was unavailable (``SEMANTIC_GUARD_DECISION``).
 
-        ``verdict`` is the conclusion's: the first of ``judged`` when statements were judged.
+        ``verdict`` is the conclusion's: the first of ``judged`` when statements were judged. A
+        knowledge answer's is SUPPORTED only when every statement of ``judged`` is
+        (:func:`domain.answers.answer_verdict`).
         """
         self._check_guard_step(GuardStage.SEMANTIC_DECIDED)
         self._invalid_if((verdict is None) == (not unavailable), "give a verdict or a reason")
-        self._invalid_if(
-            bool(judged) and judged[0].verdict is not verdict,
-            "the verdict is the conclusion's, the first statement judged",
-        )
+        if self.intent is Intent.KNOWLEDGE_QUERY:
+            self._invalid_if(not judged, "a knowledge answer's statements are recorded as judged")
+            self._invalid_if(
+                verdict is not None and answer_verdict(judged) is not verdict,
+                "the verdict is the answer's: SUPPORTED only when every statement is",
+            )
+        else:
+            self._invalid_if(
+                bool(judged) and judged[0].verdict is not verdict,
+                "the verdict is the conclusion's, the first statement judged",
+            )
         self.trigger_event(
             self.SemanticGuardDecision, verdict=verdict, unavailable=unavailable, judged=judged
         )
@@ -235,8 +255,12 @@ class RunGuards(RunCore):
     def _check_guard_step(self, step: GuardStage) -> None:
         """Refuse the guard event that records ``step`` unless the guard table allows it now."""
         self._check_release_window()
-        self._refuse_if(self.intent is not Intent.DIAGNOSIS, "guards run only for a DIAGNOSIS")
-        refusal = guard_step_refusal(self.guards.stage, step)
+        self._refuse_if(
+            self.intent not in (Intent.DIAGNOSIS, Intent.KNOWLEDGE_QUERY),
+            "guards run only for a DIAGNOSIS or a KNOWLEDGE_QUERY answer",
+        )
+        assert self.intent is not None  # for the type checker: refused above
+        refusal = guard_step_refusal(self.guards.stage, step, self.intent)
         self._refuse_if(refusal is not None, refusal or "")
 
     def _advance_guards(self, **changes: Any) -> None:

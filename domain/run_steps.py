@@ -1,4 +1,4 @@
-"""What a run records while it works: routing, status, model steps, drafts, charges, rejections.
+"""What a run records while it works: routing, status, model steps, charges, rejections.
 
 Model steps and tool charges count against the run's budget: the one that takes it over a limit
 ends the run BUDGET_EXHAUSTED (:meth:`domain.run_termination.RunTermination.exhaust_budget`).
@@ -16,7 +16,6 @@ from domain.states import (
     MAX_MODEL_OUTPUT_CHARS,
     BudgetKind,
     ChatApplicationStatus,
-    DraftOutcome,
     Intent,
     ModelStepOutcome,
     ModelStepPurpose,
@@ -27,7 +26,7 @@ if TYPE_CHECKING:
 
 
 class RunSteps(RunTermination):
-    """The routing, status, model-step, draft and budget commands of a run, and their events."""
+    """The routing, status, model-step and budget commands of a run, and their events."""
 
     class RoutingAttempt(Aggregate.Event):
         """The router was asked to classify the query."""
@@ -178,16 +177,7 @@ class RunSteps(RunTermination):
         whole, for the purposes in :data:`KEPT_ANSWERS`; an answer over
         :data:`MAX_MODEL_OUTPUT_CHARS` is recorded only as TOO_LARGE, never read nor cut.
         """
-        self.check_active()
-        self._refuse_if(self.release is not None, "the release was already decided")
-        self._invalid_if(min(tokens_in, tokens_out, latency_ms, bound_ms) < 0, "must be >= 0")
-        too_large = len(answer) > MAX_MODEL_OUTPUT_CHARS
-        self._invalid_if(
-            too_large != (outcome is ModelStepOutcome.TOO_LARGE),
-            f"an answer over {MAX_MODEL_OUTPUT_CHARS} characters is TOO_LARGE, and only such",
-        )
-        kept = outcome is ModelStepOutcome.OK and purpose in self.KEPT_ANSWERS
-        came = outcome in (ModelStepOutcome.OK, ModelStepOutcome.TOO_LARGE)
+        self._check_model_step(outcome, answer, min(tokens_in, tokens_out, latency_ms, bound_ms))
         self.trigger_event(
             self.AgentModelStep,
             purpose=purpose,
@@ -200,11 +190,31 @@ class RunSteps(RunTermination):
             provider=provider,
             model=model,
             finish_reason=finish_reason,
-            text=answer if kept else "",
-            length=len(answer),
-            sha256=text_sha256(answer) if came else "",
+            **self._answer_fields(purpose, outcome, answer),
         )
         self._exhaust_if_over()
+
+    def _answer_fields(
+        self, purpose: ModelStepPurpose, outcome: ModelStepOutcome, answer: str
+    ) -> dict[str, Any]:
+        """The answer as a model step records it: its text if kept, its length, its hash."""
+        kept = outcome is ModelStepOutcome.OK and purpose in self.KEPT_ANSWERS
+        came = outcome in (ModelStepOutcome.OK, ModelStepOutcome.TOO_LARGE)
+        return {
+            "text": answer if kept else "",
+            "length": len(answer),
+            "sha256": text_sha256(answer) if came else "",
+        }
+
+    def _check_model_step(self, outcome: ModelStepOutcome, answer: str, least: int) -> None:
+        self.check_active()
+        self._refuse_if(self.release is not None, "the release was already decided")
+        self._invalid_if(least < 0, "must be >= 0")
+        too_large = len(answer) > MAX_MODEL_OUTPUT_CHARS
+        self._invalid_if(
+            too_large != (outcome is ModelStepOutcome.TOO_LARGE),
+            f"an answer over {MAX_MODEL_OUTPUT_CHARS} characters is TOO_LARGE, and only such",
+        )
 
     def charge(self, kind: BudgetKind, amount: int, ref: str = "") -> None:
         """Charge a tool call or tool-output bytes (``BUDGET_CHARGED``); exhaust if over budget."""
@@ -219,91 +229,8 @@ class RunSteps(RunTermination):
         self._refuse_if(self.is_finished, "the run is finished")
         self.trigger_event(self.ToolRequestRejected, tool=tool, code=code, detail=detail)
 
-    # -- drafts the model proposed -------------------------------------------------------------
-
     KEPT_ANSWERS = (ModelStepPurpose.ROUTE, ModelStepPurpose.ANSWER, ModelStepPurpose.JUDGE)
     """The model steps whose answer text ``AGENT_MODEL_STEP`` keeps whole (drafts: their own)."""
-
-    LEGACY_DRAFT_CHARS = 8000
-    """How much of a draft's text its event kept before the size limit (older logs hold cuts)."""
-
-    MAX_DRAFT_DETAIL = 300
-    """How much of a failed draft's parse failure its event keeps."""
-
-    DRAFT_PURPOSES = (ModelStepPurpose.AGENT, ModelStepPurpose.REPAIR)
-    """The model steps that propose a draft: the agent's final answer and the repair."""
-
-    class DraftProposed(Aggregate.Event):
-        """The model proposed a draft: its text (whole), length, hash and how it parsed."""
-
-        class_version = 1
-        purpose: ModelStepPurpose
-        text: str
-        """The draft's text, whole; '' when refused TOO_LARGE (older logs: the first
-        :data:`LEGACY_DRAFT_CHARS` characters)."""
-        length: int
-        """The full text's length in characters."""
-        sha256: str
-        """The hex SHA-256 of the full text, UTF-8 encoded."""
-        outcome: DraftOutcome
-        detail: str
-        """Why it failed to parse, bounded ('' when VALID)."""
-
-    def propose_draft(
-        self, purpose: ModelStepPurpose, text: str, outcome: DraftOutcome, detail: str = ""
-    ) -> None:
-        """Record a draft the model proposed and how it parsed (``DRAFT_PROPOSED``).
-
-        The text is kept whole, with its length and SHA-256, so an auditor sees what was
-        proposed and re-derives every guard decision from it. A text over
-        :data:`MAX_MODEL_OUTPUT_CHARS` is never cut here: it is refused (:meth:`refuse_draft`).
-        """
-        self.check_active()
-        self._refuse_if(self.release is not None, "the release was already decided")
-        self._invalid_if(
-            purpose not in self.DRAFT_PURPOSES,
-            f"only {' or '.join(p.value for p in self.DRAFT_PURPOSES)} propose a draft, "
-            f"not {purpose.value}",
-        )
-        self._invalid_if(
-            len(text) > MAX_MODEL_OUTPUT_CHARS or outcome is DraftOutcome.TOO_LARGE,
-            f"a draft over {MAX_MODEL_OUTPUT_CHARS} characters is refused whole (refuse_draft)",
-        )
-        failed = outcome is not DraftOutcome.VALID
-        self._invalid_if(failed != bool(detail), "a failed draft says why, a valid one nothing")
-        self.trigger_event(
-            self.DraftProposed,
-            purpose=purpose,
-            text=text,
-            length=len(text),
-            sha256=text_sha256(text),
-            outcome=outcome,
-            detail=detail[: self.MAX_DRAFT_DETAIL],
-        )
-
-    def refuse_draft(self, purpose: ModelStepPurpose, length: int, sha256: str) -> None:
-        """Record a draft refused whole as TOO_LARGE (``DRAFT_PROPOSED``): no text, no prefix.
-
-        ``length`` and ``sha256`` are the refused text's (an auditor can match it against the
-        model's answer kept elsewhere); the text itself is never recorded, cut or whole.
-        """
-        self.check_active()
-        self._refuse_if(self.release is not None, "the release was already decided")
-        self._invalid_if(purpose not in self.DRAFT_PURPOSES, f"{purpose.value} proposes no draft")
-        self._invalid_if(
-            length <= MAX_MODEL_OUTPUT_CHARS,
-            f"only a draft over {MAX_MODEL_OUTPUT_CHARS} characters is refused as TOO_LARGE",
-        )
-        self._invalid_if(not _is_sha256(sha256), "give the refused text's hex SHA-256")
-        self.trigger_event(
-            self.DraftProposed,
-            purpose=purpose,
-            text="",
-            length=length,
-            sha256=sha256,
-            outcome=DraftOutcome.TOO_LARGE,
-            detail=too_large_detail(length),
-        )
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -316,12 +243,3 @@ class RunSteps(RunTermination):
 def text_sha256(text: str) -> str:
     """The hex SHA-256 of ``text`` encoded UTF-8 (a lone surrogate too), as the events record."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def too_large_detail(length: int) -> str:
-    """Why a model answer of ``length`` characters was refused, in the harness's words."""
-    return f"{length} characters, over the {MAX_MODEL_OUTPUT_CHARS} a model answer may have"
-
-
-def _is_sha256(value: str) -> bool:
-    return len(value) == 64 and all(c in "0123456789abcdef" for c in value)

@@ -3,18 +3,20 @@
 It routes, plans tool calls over the sample operations data from the query (the agent of
 :mod:`infrastructure.offline_agent`), reports progress by the protocol, drafts conclusions that
 quote and cite evidence, repairs references, and judges whether quoted evidence occurs in the
-cited results. It knows nothing the tools did not return.
+cited results; it answers and judges knowledge questions as
+:mod:`infrastructure.offline_knowledge` does. It knows nothing the tools did not return.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from domain.answers import ChatReply, quotable_sentences
+from domain.answers import ChatReply
 from domain.grounding import occurs
 from domain.states import ModelStepPurpose
+from infrastructure import offline_knowledge
 from infrastructure.model_reply import reply
 from infrastructure.offline_agent import SERVICES, Agent
 
@@ -88,26 +90,18 @@ def route(query: str) -> str:
 def answer(prompt: str) -> str:
     """Answer from the passages quoting one verbatim, or pick a system-chat reply.
 
-    A knowledge question comes as JSON ``{"question", "passages"}``: the answer cites the first
-    passage with an informative sentence, quoting that sentence. Anything else is a chat
-    message: the answer is the one reply that fits it (the harness writes the words).
+    A knowledge question comes as JSON ``{"question", "passages"}``: the answer states the first
+    informative sentence of a passage, citing it (:mod:`infrastructure.offline_knowledge`).
+    Anything else is a chat message: the answer is the one reply that fits it (the harness
+    writes the words).
     """
     try:
         asked = json.loads(prompt)
     except ValueError:
         asked = None
     if isinstance(asked, dict) and isinstance(asked.get("passages"), list):
-        return json.dumps(_from_passages(asked["passages"]))
+        return json.dumps(offline_knowledge.answer(asked["passages"]))
     return json.dumps({"reply": _reply(prompt).value})
-
-
-def _from_passages(passages: list[dict[str, Any]]) -> dict[str, Any]:
-    for passage in passages:
-        quotes = quotable_sentences(str(passage.get("text", "")))
-        if quotes:
-            text = f"From the runbook section [{passage['id']}] ({passage['title']}): {quotes[0]}"
-            return {"text": text, "citations": [{"reference": passage["id"], "excerpt": quotes[0]}]}
-    return {"text": "No passage answers that.", "citations": []}
 
 
 def _reply(message: str) -> ChatReply:
@@ -125,8 +119,14 @@ def _reply(message: str) -> ChatReply:
 
 
 def judge(payload: str) -> str:
-    """SUPPORTED for a statement when every excerpt it cites occurs in the result it cites."""
+    """SUPPORTED for a statement when every excerpt it cites occurs in the result it cites.
+
+    A knowledge answer's statements (a payload of ``passages``, not ``evidence``) are judged
+    as :func:`infrastructure.offline_knowledge.verdicts` says: never a live claim.
+    """
     data = json.loads(payload)
+    if "passages" in data:
+        return json.dumps({"verdicts": offline_knowledge.verdicts(data)})
     evidence = data.get("evidence", {})
     verdicts = [
         {

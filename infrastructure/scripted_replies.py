@@ -4,7 +4,8 @@ A spec (a step of ``steps``, or what ``route``, ``answer``, ``repair`` or ``judg
 gives ``text`` or ``json``, a step's ``progress``/``draft`` and tool calls, a ``verdicts`` list,
 an ``error`` to raise and a ``usage``; ``$N`` in it stands for the id of the N-th tool result.
 ``pad: N`` appends N spaces to the answer (JSON stays valid): an answer of any size, say over
-the size limit, without a scenario file that size.
+the size limit, without a scenario file that size. ``judge: offline`` lets the offline model's
+judge rule on the scripted answers.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from application.ports import (
 )
 from domain.answers import ChatReply
 from domain.states import ModelStepPurpose
+from infrastructure import model_offline
 from infrastructure.model_reply import estimated_usage, invocation_of, reply
 
 if TYPE_CHECKING:
@@ -36,12 +38,18 @@ _ERRORS = {
 }
 
 
+OFFLINE_JUDGE = "offline"
+"""A scenario's ``judge`` that asks the offline model's judge (deterministic, no network)."""
+
+
 def spec_of(key: str, value: Any) -> dict[str, Any]:
     """The spec a scenario's ``route``, ``answer``, ``repair`` or ``judge`` value stands for."""
     if key == "answer":
         return _answer_spec(value)
     if isinstance(value, dict):
         return value
+    if key == "judge" and value == OFFLINE_JUDGE:
+        return {OFFLINE_JUDGE: True}
     if key == "judge":  # a verdict for every statement, or one per statement in order
         return {"verdicts": value}
     return {"json": {"intent": value}} if key == "route" else {"text": str(value)}
@@ -55,6 +63,8 @@ def scripted_reply(spec: dict[str, Any], request: ModelRequest) -> ModelResponse
     ids = _invocation_ids(request.messages)
     if request.purpose is ModelStepPurpose.JUDGE and "verdicts" in spec:
         spec = {**spec, "json": _verdicts(spec["verdicts"], request.messages[-1].content)}
+    if request.purpose is ModelStepPurpose.JUDGE and spec.get(OFFLINE_JUDGE):
+        spec = {"text": model_offline.judge(request.messages[-1].content)}
     if request.purpose is ModelStepPurpose.REPAIR and "draft" in spec:
         spec = {**spec, "json": spec["draft"]}  # a repair answers with the draft itself
     text = _text(spec, ids) + " " * int(spec.get("pad", 0))
@@ -76,14 +86,15 @@ def _verdicts(verdicts: Any, payload: str) -> dict[str, Any]:
 
 
 def _answer_spec(value: Any) -> dict[str, Any]:
-    """A SYSTEM_CHAT reply name, a KNOWLEDGE_QUERY ``{text, citations}``, a spec or raw text.
+    """A SYSTEM_CHAT reply name, a KNOWLEDGE_QUERY ``{statements}``, a spec or raw text.
 
     A string naming a :class:`ChatReply` answers ``{"reply": name}``; a mapping with
-    ``citations`` (or ``reply``) is answered as JSON; any other mapping is a spec like a step's
-    (``text``, ``json``, ``error``, ``delay``, ``hang``); any other string is the raw answer.
+    ``statements`` (or ``reply``) is answered as JSON; any other mapping is a spec like a
+    step's (``text``, ``json``, ``error``, ``delay``, ``hang``); any other string is the raw
+    answer.
     """
     if isinstance(value, dict):
-        return {"json": value} if "citations" in value or "reply" in value else value
+        return {"json": value} if "statements" in value or "reply" in value else value
     if isinstance(value, str) and value in _REPLIES:
         return {"json": {"reply": value}}
     return {"text": str(value)}

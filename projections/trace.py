@@ -166,6 +166,8 @@ RULES: dict[type, Rule] = {
         TracePhase.AGENT,
         OK if e.outcome is DraftOutcome.VALID else ERROR,
     ),
+    Run.PassagesRetrieved: lambda e: (TracePhase.AGENT, OK if e.passages else INFO),
+    Run.AnswerProposed: lambda e: (TracePhase.AGENT, OK if e.refusal is None else ERROR),
     Run.BudgetExhausted: _Fixed(TracePhase.RUN, ERROR),
     Run.ToolRequestRejected: _Fixed(TracePhase.TOOL, REJECTED),
     Run.EvidenceGuardInitial: _guard_validity,

@@ -8,6 +8,9 @@ knowledge answer cites only passages it records, each excerpt occurring in that 
 recorded text; an ungrounded one publishes exactly the harness's list of the passages it
 records, and no citation. An answer recorded before these rules (``LegacyAnswer``) is not held
 to them; content of another route, or of no shape the release writes, is a finding.
+
+A knowledge run that records its passages (``PASSAGES_RETRIEVED``) is held to more: what it
+published is derived again from the log (:mod:`application.audit.knowledge`).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, assert_never
 
 from application.audit.integrity import Violation
+from application.audit.knowledge import rederived_answer
 from application.replies import reply_text, ungrounded_text
 from domain.grounding import occurs
 from domain.published import (
@@ -49,7 +53,10 @@ def check_answers(log: RunLog) -> list[Violation]:
         return []
     found: list[Violation] = []
     for entry in log.of(Run.ReleaseDecision):
-        why = _problem(intent, parse_published(entry.event.content))
+        content = parse_published(entry.event.content)
+        why = _problem(intent, content)
+        if why is None and intent is Intent.KNOWLEDGE_QUERY:
+            why = rederived_answer(log, entry, content)
         if why:
             found.append(Violation(RULE, why, entry.record))
     return found
@@ -93,7 +100,7 @@ def _chat_problem(content: ChatAnswer) -> str | None:
 
 
 def _ungrounded_problem(content: UngroundedAnswer) -> str | None:
-    if content.text != ungrounded_text(content.passages):
+    if content.text != ungrounded_text(content.passages, content.refusal):
         return "publishes an ungrounded knowledge answer that is not the harness's list"
     return None
 

@@ -125,8 +125,14 @@ def check_release_path(log: RunLog) -> list[Violation]:
 
 
 def check_guard_chain(log: RunLog) -> list[Violation]:
-    """§16.8: repair, recheck and the semantic guard run only on a conclusion."""
+    """§16.8: repair, recheck and the semantic guard run only on a conclusion.
+
+    In a knowledge answer the semantic guard runs on the answer's statements instead: after an
+    ``ANSWER_PROPOSED`` that parsed.
+    """
     entries = _run(log)
+    if getattr(log.run and log.run.aggregate, "intent", None) is Intent.KNOWLEDGE_QUERY:
+        return _knowledge_guard_chain(entries)
     initial = _first(entries, Run.EvidenceGuardInitial)
     found: list[Violation] = []
     for entry in _all(entries, GUARD_CHAIN):
@@ -134,6 +140,21 @@ def check_guard_chain(log: RunLog) -> list[Violation]:
             found.append(Violation("SPEC §16.8", "runs before the evidence guard", entry.record))
         elif not initial.event.has_conclusion:
             why = f"runs without a conclusion (EVIDENCE_GUARD_INITIAL at {initial.record.position})"
+            found.append(Violation("SPEC §16.8", why, entry.record))
+    return found
+
+
+def _knowledge_guard_chain(entries: list[Entry]) -> list[Violation]:
+    proposed = _first(entries, Run.AnswerProposed)
+    found: list[Violation] = []
+    for entry in _all(entries, GUARD_CHAIN):
+        if proposed is None or proposed.record.position > entry.record.position:
+            why = "runs before the knowledge answer it judges was proposed"
+            found.append(Violation("SPEC §16.8", why, entry.record))
+        elif proposed.event.refusal is not None or isinstance(
+            entry.event, (Run.EvidenceRepair, Run.EvidenceGuardRecheck)
+        ):
+            why = f"runs on no parsed answer (ANSWER_PROPOSED at {proposed.record.position})"
             found.append(Violation("SPEC §16.8", why, entry.record))
     return found
 

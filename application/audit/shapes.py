@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any, ClassVar, Union, get_args, get_origin, get_type_hints
 from uuid import UUID
 
+import domain.answers
 import domain.grounding
 import domain.release_states
 import domain.states
@@ -26,6 +27,8 @@ _NAMES: dict[str, Any] = {
     **vars(domain.release_states),
     **vars(domain.values),
     **vars(domain.grounding),
+    "RetrievedPassage": domain.answers.RetrievedPassage,
+    "AnswerRefusal": domain.answers.AnswerRefusal,
     "datetime": datetime,
     "UUID": UUID,
     "Any": Any,

@@ -1,8 +1,10 @@
 """Adversarial models: every scenario file here states an attack and the outcome it must get.
 
 Each scenario is played on an SQLite file and on PostgreSQL by the scripted provider, as a
-hostile or confused model would answer. Besides its own expectations (release outcome, the
-citation problems the EvidenceGuard names, text that must or must not be published), every run
+hostile or confused model would answer. A scenario may ask its own ``question`` and give the
+runbook ``passages`` a knowledge answer is retrieved from. Besides its own expectations
+(release outcome, the citation problems the EvidenceGuard names, text that must or must not be
+published), every run
 must keep the invariants of the log (design §16) and the grounding rules (design §10.1): each
 published statement is proven by citations in the log and, after a conclusion, was judged.
 """
@@ -17,11 +19,12 @@ import pytest
 
 from application.audit.records import store_records
 from application.audit.verify import verify_records
+from application.ports import Passage
 from domain.run import Run
 from infrastructure.composition import Services
 from infrastructure.model_scripted import load_scenario
 from projections.sse_feed import run_feed
-from tests.helpers import ask_scripted
+from tests.helpers import FixedPassages, ask_scripted
 from tests.integration._invariants import check_run, read_events
 
 HERE = Path(__file__).parent
@@ -42,7 +45,10 @@ def test_the_attack_is_contained(path: Path, services: Services) -> None:
     store = services.store
     scenario = load_scenario(path)
     expect: dict[str, Any] = scenario.pop("expect")
-    result = ask_scripted(services, scenario, "adversary", QUESTION)
+    question = str(scenario.pop("question", QUESTION))
+    passages = [Passage(p["id"], p["title"], p["text"], 1.0) for p in scenario.pop("passages", [])]
+    knowledge = FixedPassages(passages) if passages else None
+    result = ask_scripted(services, scenario, "adversary", question, knowledge=knowledge)
     events = read_events(store)
     check_run(result, events)
     report = verify_records(store_records(store), None, run_feed)  # the offline verifier agrees

@@ -42,11 +42,14 @@ ANSWERS: list[tuple[dict[str, Any], str]] = [
         {
             "route": "KNOWLEDGE_QUERY",
             "answer": {
-                "text": f"Renew it early: {TLS_SENTENCE}",
-                "citations": [
-                    {"reference": "tls-certificate-expiry#overview", "excerpt": TLS_SENTENCE}
-                ],
+                "statements": [
+                    {
+                        "statement": f"The runbook says: {TLS_SENTENCE}",
+                        "citations": [{"reference": TLS_PASSAGE, "excerpt": TLS_SENTENCE}],
+                    }
+                ]
             },
+            "judge": "offline",
         },
         TLS_QUESTION,
     ),
@@ -54,8 +57,12 @@ ANSWERS: list[tuple[dict[str, Any], str]] = [
         {
             "route": "KNOWLEDGE_QUERY",
             "answer": {
-                "text": "Restart everything.",
-                "citations": [{"reference": TLS_PASSAGE, "excerpt": "the"}],
+                "statements": [
+                    {
+                        "statement": "Restart everything.",
+                        "citations": [{"reference": TLS_PASSAGE, "excerpt": "the"}],
+                    }
+                ]
             },
         },
         TLS_QUESTION,

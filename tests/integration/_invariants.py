@@ -321,8 +321,13 @@ def check_stop_goes_through_release(log: Log, intent: Intent | None) -> None:
 
 
 def check_chain_needs_conclusion(log: Log) -> None:
-    """8: repair, recheck and the semantic guard only after an initial check with a conclusion."""
+    """8: repair, recheck and the semantic guard only after an initial check with a conclusion.
+
+    A knowledge answer has no evidence check: its judge runs after an answer that parsed.
+    """
     initial = [(i, e.has_conclusion) for i, e in log.where(Run.EvidenceGuardInitial)]
+    initial += [(i, e.refusal is None) for i, e in log.where(Run.AnswerProposed)]
+    assert not (log.where(Run.EvidenceGuardInitial) and log.where(Run.AnswerProposed))
     chain = (
         Run.EvidenceRepair,
         Run.EvidenceGuardRecheck,

@@ -20,7 +20,7 @@ from domain.grounding import occurs
 from domain.release_states import ReleaseOutcome
 from domain.states import Intent, RunState
 from infrastructure.composition import Services
-from tests.helpers import scripted
+from tests.helpers import FixedPassages, scripted
 
 MISROUTED = "Why was checkout slow on 2026-11-29?"
 CLAIM = "checkout was slow because deploy v2.14.0 broke pricing"
@@ -44,16 +44,6 @@ VALID_EXCERPT = (
     "Run `kubectl rollout restart deployment/checkout` and wait until every pod is ready."
 )
 MODEL_TEXT = "Restart it with kubectl rollout restart, then watch the pods."
-
-
-class FixedPassages:
-    """A knowledge retriever that finds the given passages for any question (a port fake)."""
-
-    def __init__(self, passages: Sequence[Passage]) -> None:
-        self.passages = list(passages)
-
-    def search(self, query: str, limit: int = 5) -> Sequence[Passage]:
-        return self.passages[:limit]
 
 
 @pytest.fixture
@@ -134,7 +124,8 @@ def test_a_picked_reply_publishes_the_harness_text(
 
 
 def _knowledge(reference: str, excerpt: str) -> dict[str, Any]:
-    return {"text": MODEL_TEXT, "citations": [{"reference": reference, "excerpt": excerpt}]}
+    cited = [{"reference": reference, "excerpt": excerpt}]
+    return {"statements": [{"statement": MODEL_TEXT, "citations": cited}]}
 
 
 @pytest.mark.parametrize(
@@ -150,12 +141,13 @@ def _knowledge(reference: str, excerpt: str) -> dict[str, Any]:
 def test_only_a_knowledge_answer_whose_citations_prove_is_published(
     store: HarnessStore, play: Any, answer: dict[str, Any], problem: str | None
 ) -> None:
-    scenario = {"route": "KNOWLEDGE_QUERY", "answer": answer}
+    scenario = {"route": "KNOWLEDGE_QUERY", "answer": answer, "judge": "SUPPORTED"}
     content = _published(store, play(scenario, "How do I restart checkout?", PASSAGES))
 
+    [statement] = answer["statements"]
     if problem is None:
         assert content["grounded"] is True and content["text"] == MODEL_TEXT
-        assert content["citations"] == answer["citations"]
+        assert content["citations"] == statement["citations"]
         cited = PASSAGES[0]
         assert content["passages"] == [{"id": cited.id, "title": cited.title, "text": cited.text}]
         assert content["refusal"] is None and content["rejected_citations"] == []
@@ -164,7 +156,7 @@ def test_only_a_knowledge_answer_whose_citations_prove_is_published(
     assert MODEL_TEXT not in json.dumps(content)
     assert content["refusal"] == "CITATION_REJECTED" and content["citations"] == []
     [rejected] = content["rejected_citations"]
-    assert rejected == {**answer["citations"][0], "problem": problem}
+    assert rejected == {**statement["citations"][0], "problem": problem}
     _lists_the_passages(content)
 
 
@@ -172,11 +164,19 @@ def test_only_a_knowledge_answer_whose_citations_prove_is_published(
     ("answer", "refusal"),
     [
         (MODEL_TEXT, "NOT_JSON"),
-        ({"text": MODEL_TEXT, "citations": []}, "NO_CITATION"),
-        ({"json": {"text": MODEL_TEXT}}, "NOT_AN_ANSWER"),
-        ({"json": {"text": MODEL_TEXT, "citations": [VALID_EXCERPT]}}, "NOT_AN_ANSWER"),
+        ({"statements": [{"statement": MODEL_TEXT, "citations": []}]}, "NO_CITATION"),
+        ({"json": {"statements": [{"statement": MODEL_TEXT}]}}, "NOT_AN_ANSWER"),
+        (
+            {"json": {"statements": [{"statement": MODEL_TEXT, "citations": [VALID_EXCERPT]}]}},
+            "NOT_AN_ANSWER",
+        ),
+        (
+            {"json": {"text": MODEL_TEXT, "citations": [{"reference": "x", "excerpt": "y"}]}},
+            "NOT_AN_ANSWER",
+        ),
+        ({"text": "{" + " " * 33_000 + "}"}, "TOO_LARGE"),
     ],
-    ids=["prose", "no-citation", "no-citations-key", "citation-not-an-object"],
+    ids=["prose", "no-citation", "no-citations-key", "citation-not-an-object", "text", "long"],
 )
 def test_an_answer_without_proving_citations_lists_the_passages(
     store: HarnessStore, play: Any, answer: Any, refusal: str
@@ -191,7 +191,8 @@ def test_an_answer_without_proving_citations_lists_the_passages(
 
 def test_one_failing_citation_refuses_the_whole_answer(store: HarnessStore, play: Any) -> None:
     answer = _knowledge("checkout-restart#steps", VALID_EXCERPT)
-    answer["citations"].append({"reference": "checkout-restart#verify", "excerpt": "pods ready"})
+    cited = {"reference": "checkout-restart#verify", "excerpt": "pods ready"}
+    answer["statements"][0]["citations"].append(cited)
     content = _published(
         store, play({"route": "KNOWLEDGE_QUERY", "answer": answer}, "restart?", PASSAGES)
     )

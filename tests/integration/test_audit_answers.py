@@ -10,6 +10,9 @@ from typing import Any
 
 import pytest
 
+from application.replies import ungrounded_text
+from domain.answers import AnswerRefusal
+from domain.published import ListedPassage
 from infrastructure.composition import bootstrap
 from infrastructure.settings import Settings
 from tests.integration._audit_helpers import (
@@ -95,6 +98,30 @@ def _uncited(content: dict[str, Any]) -> bool:
     return True
 
 
+def _rewritten_text(content: dict[str, Any]) -> bool:
+    if content.get("grounded") is not True:
+        return False
+    content["text"] = "Expired certificates never break HTTPS; checkout is broken now."
+    return True
+
+
+def _relisted(content: dict[str, Any]) -> bool:
+    """A listed passage's sentence rewritten, and the list's text with it: only the log knows."""
+    if content.get("grounded") is not False or not content["passages"]:
+        return False
+    content["passages"][0]["sentence"] = "Roll back the last deploy now."
+    listed = [ListedPassage(p["id"], p["title"], p["sentence"]) for p in content["passages"]]
+    content["text"] = ungrounded_text(listed, AnswerRefusal(content["refusal"]))
+    return True
+
+
+def _refusal_changed(content: dict[str, Any]) -> bool:
+    if content.get("refusal") != "CITATION_REJECTED":
+        return False
+    content["refusal"] = "NOT_JSON"
+    return True
+
+
 @pytest.mark.parametrize(
     ("edit", "says"),
     [
@@ -104,6 +131,9 @@ def _uncited(content: dict[str, Any]) -> bool:
         (_other_passage, "no passage of it"),
         (_model_text_in_fallback, "not the harness's list"),
         (_uncited, "cites nothing"),
+        (_rewritten_text, "whose text the log does not derive"),
+        (_relisted, "whose text, passages the log does not derive"),
+        (_refusal_changed, "as NOT_JSON, which the log does not derive"),
     ],
     ids=lambda v: getattr(v, "__name__", "")[1:] or None,
 )

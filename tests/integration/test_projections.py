@@ -100,7 +100,7 @@ PHASE_EVENTS = {
     "RUN": "RUN_STARTED APPLICATION_STATUS_CHANGED BUDGET_CHARGED BUDGET_EXHAUSTED"
     " CANCELLATION_REQUESTED RUN_TERMINATED RUN_FINISHED",
     "ROUTING": "ROUTING_ATTEMPT ROUTING_DECISION",
-    "AGENT": "DRAFT_PROPOSED",
+    "AGENT": "DRAFT_PROPOSED PASSAGES_RETRIEVED ANSWER_PROPOSED",
     "TOOL": "TOOL_REQUEST_REJECTED TOOL_INVOCATION_STARTED TOOL_INVOCATION_READY"
     " TOOL_INVOCATION_FAILED",
     "COLLECTION": "COLLECTION_STARTED TOOL_PROGRESS PROGRESS_PROTOCOL_VIOLATION COLLECTION_STOP"
@@ -380,6 +380,10 @@ def _expected_status(row: dict[str, Any], otherwise: str) -> str:
             return "OK" if attributes["outcome"] == "SUCCESS" else "INFO"
         case "DRAFT_PROPOSED":
             return "OK" if attributes["outcome"] == "VALID" else "ERROR"
+        case "PASSAGES_RETRIEVED":
+            return "OK" if attributes["passages"] else "INFO"
+        case "ANSWER_PROPOSED":
+            return "OK" if attributes["refusal"] is None else "ERROR"
         case "RUN_TERMINATED":
             return "OK" if attributes["state"] == "SUCCESS" else "ERROR"
         case "RUN_FINISHED":

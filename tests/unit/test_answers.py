@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -9,15 +11,20 @@ from domain.answers import (
     FIRST_SENTENCE_CHARS,
     AnswerRefusal,
     ChatReply,
+    answer_citations,
+    answer_text,
+    answer_verdict,
     first_sentence,
     knowledge_answer,
+    live_reference,
     pick_reply,
     quotable_sentences,
     rejected_citations,
     sentences,
 )
-from domain.grounding import Citation, occurs
-from domain.release_states import CitationProblem
+from domain.grounding import Citation, JudgedStatement, occurs
+from domain.release_states import CitationProblem, SemanticVerdict
+from domain.values import Fact
 
 RUNBOOK = (
     "1. With cert-manager, trigger renewal with `cmctl renew <name>`; check the ACME challenge\n"
@@ -64,23 +71,66 @@ def test_only_one_named_reply_is_picked() -> None:
         assert pick_reply(answer) == refused
 
 
-def test_a_knowledge_answer_has_text_and_citations_only() -> None:
+def test_a_knowledge_answer_is_statements_each_with_citations_only() -> None:
     citation = {"reference": "a#b", "excerpt": "some quoted words"}
-    assert knowledge_answer({"text": "t", "citations": [citation]}) == (
-        "t",
-        (Citation("a#b", "some quoted words"),),
+    one = {"statement": "t", "citations": [citation]}
+    assert knowledge_answer({"statements": [one, {**one, "statement": "u"}]}) == (
+        Fact("t", (Citation("a#b", "some quoted words"),)),
+        Fact("u", (Citation("a#b", "some quoted words"),)),
     )
-    assert knowledge_answer({"text": "t", "citations": []}) is AnswerRefusal.NO_CITATION
+    no_citation = {"statements": [one, {"statement": "u", "citations": []}]}
+    assert knowledge_answer(no_citation) is AnswerRefusal.NO_CITATION
+    bad: Any
     for bad in (
-        {"text": "t"},
-        {"text": " ", "citations": [citation]},
-        {"text": "t", "citations": [citation], "extra": 1},
-        {"text": "t", "citations": [{"reference": "a#b"}]},
-        {"text": "t", "citations": [{"reference": 1, "excerpt": "x"}]},
-        {"text": "x" * 5000, "citations": [citation]},
+        {"statements": []},
+        {"statements": [one], "extra": 1},
+        {"text": "t", "citations": [citation]},  # the shape before statements
+        {"statements": [{"statement": " ", "citations": [citation]}]},
+        {"statements": [{**one, "extra": 1}]},
+        {"statements": [{"statement": "t", "citations": [{"reference": "a#b"}]}]},
+        {"statements": [{"statement": "t", "citations": [{"reference": 1, "excerpt": "x"}]}]},
+        {"statements": [{"statement": "x" * 5000, "citations": [citation]}]},
+        {"statements": [one] * 11},
+        {"statements": one},
         "t",
     ):
         assert knowledge_answer(bad) is AnswerRefusal.NOT_AN_ANSWER, bad
+
+
+def test_the_published_text_and_citations_are_the_statements_in_order() -> None:
+    a, b = Citation("a#b", "Drain the node first"), Citation("a#c", "Restart the pods")
+    said = (Fact(" Drain\nthe node. ", (a,)), Fact("Then restart.", (b, a)))
+    assert answer_text(said) == "Drain the node. Then restart."
+    assert answer_citations(said) == (a, b)
+
+
+def test_the_answer_verdict_is_supported_only_when_every_statement_is() -> None:
+    def judged(*verdicts: SemanticVerdict | None) -> list[JudgedStatement]:
+        return [JudgedStatement("s", (), v) for v in verdicts]
+
+    supported, unsupported = SemanticVerdict.SUPPORTED, SemanticVerdict.UNSUPPORTED
+    assert answer_verdict(judged(supported, supported)) is supported
+    assert answer_verdict(judged(supported, unsupported)) is unsupported
+    assert answer_verdict(judged(unsupported, None)) is None
+    assert answer_verdict(judged()) is None
+
+
+def test_a_statement_naming_a_moment_its_excerpts_do_not_speaks_of_the_live_systems() -> None:
+    quote = Citation("r#s", "Roll back the deploy when p99 latency doubles.")
+    for live, found in (
+        ("Checkout was slow on 2026-11-29: roll back the deploy.", "2026-11-29"),
+        ("Roll back the deploy; checkout is currently slow.", "currently"),
+        ("Between 10:00 and 12:00 the deploy doubled latency.", "10:00"),
+        ("Right now, roll back the deploy.", "Right now"),
+    ):
+        assert live_reference(Fact(live, (quote,))) == found, live
+    for how_to in (
+        "Roll back the deploy when p99 latency doubles.",
+        "A deploy is rolled back with the rollback command.",
+    ):
+        assert live_reference(Fact(how_to, (quote,))) is None, how_to
+    dated = Citation("r#s", "Certificates issued before 2026-01-01 use the old CA.")
+    assert live_reference(Fact("Those issued before 2026-01-01 use the old CA.", (dated,))) is None
 
 
 def test_each_failing_citation_is_named_with_its_problem() -> None:

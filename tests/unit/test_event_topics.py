@@ -26,6 +26,7 @@ from eventsourcing.persistence import (
 from eventsourcing.utils import get_topic, resolve_topic
 
 from application.transcodings import register_all
+from domain.answers import RetrievedPassage
 from domain.catalogue import ALL_ENUMS
 from domain.checkpoint import AuditCheckpoint
 from domain.collection import Collection
@@ -66,6 +67,8 @@ STORED_TOPICS = {
     "domain.run:Run.RunTerminated",
     "domain.run:Run.RunFinished",
     "domain.run:Run.DraftProposed",
+    "domain.run:Run.PassagesRetrieved",
+    "domain.run:Run.AnswerProposed",
     "domain.tool_invocation:ToolInvocation",
     "domain.tool_invocation:ToolInvocation.ToolInvocationStarted",
     "domain.tool_invocation:ToolInvocation.ToolInvocationReady",
@@ -111,6 +114,7 @@ STORED_ENUM_NAMES = {
     "GuardStage",
     "CitationProblem",
     "MissingKind",
+    "AnswerRefusal",
 }
 """The ``_type_`` a stored enum value is written under: its class name, whatever its module."""
 
@@ -159,6 +163,20 @@ def _released_diagnosis() -> Run:
     return run
 
 
+def _judged_answer() -> Run:
+    """A knowledge answer: passages retrieved, an answer proposed, judged and released."""
+    run = Run.start("s", "how?", DEADLINE, limits=LIMITS, run_id=UUID(int=3))
+    run.attempt_routing()
+    run.decide_routing(Intent.KNOWLEDGE_QUERY)
+    run.retrieve_passages((RetrievedPassage("a#b", "A", "Restart the pods one by one."),))
+    run.propose_answer('{"statements": []}', None)
+    run.attempt_semantic_guard()
+    judged = JudgedStatement("s", (Citation("a#b", "Restart the pods"),), SemanticVerdict.SUPPORTED)
+    run.decide_semantic_guard(SemanticVerdict.SUPPORTED, judged=(judged,))
+    run.decide_release(ReleaseOutcome.SUCCESS, None, {"text": "s"})
+    return run
+
+
 def _exhausted() -> Run:
     """A run whose charge takes it over its budget: exhausted, cancelled, finished."""
     run = Run.start("s", "why?", DEADLINE, limits=LIMITS, run_id=UUID(int=2))
@@ -186,7 +204,7 @@ def test_every_pinned_topic_resolves_to_the_class_its_aggregate_records() -> Non
 def test_every_run_event_is_recorded_and_read_back_under_its_pinned_topic() -> None:
     mapper = _mapper()
     recorded: set[str] = set()
-    for run in (_released_diagnosis(), _exhausted()):
+    for run in (_released_diagnosis(), _judged_answer(), _exhausted()):
         for event in run.collect_events():
             stored = mapper.to_stored_event(event)
             assert stored.topic in STORED_TOPICS

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from domain.guard_stages import GUARD_STEPS, guard_step_refusal
+from domain.guard_stages import GUARD_STEPS, KNOWLEDGE_STEPS, STEPS_OF, guard_step_refusal
 from domain.release_states import GuardStage
+from domain.states import Intent
 
 ORDER = list(GuardStage)
 """The stages in the order the chain reaches them (their declaration order)."""
@@ -54,3 +55,34 @@ def test_a_stage_no_event_records_is_always_refused() -> None:
     assert guard_step_refusal(GuardStage.NONE, GuardStage.NONE) == (
         "guard stage is NONE, expected nothing (no event records it)"
     )
+
+
+# -- the other routes' tables --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("current", list(GuardStage), ids=lambda s: s.value)
+@pytest.mark.parametrize("step", list(GuardStage), ids=lambda s: s.value)
+def test_a_knowledge_answer_is_judged_once_and_released_before_or_after_it(
+    step: GuardStage, current: GuardStage
+) -> None:
+    allowed = {
+        (GuardStage.SEMANTIC_ATTEMPTED, GuardStage.NONE),
+        (GuardStage.SEMANTIC_DECIDED, GuardStage.SEMANTIC_ATTEMPTED),
+        (GuardStage.DECIDED, GuardStage.NONE),
+        (GuardStage.DECIDED, GuardStage.SEMANTIC_DECIDED),
+    }
+    refusal = guard_step_refusal(current, step, Intent.KNOWLEDGE_QUERY)
+
+    assert (refusal is None) == ((step, current) in allowed)
+    assert set(KNOWLEDGE_STEPS) == {s for s, _ in allowed}
+
+
+@pytest.mark.parametrize("current", list(GuardStage), ids=lambda s: s.value)
+def test_a_system_chat_answer_runs_no_guard(current: GuardStage) -> None:
+    for step in GuardStage:
+        allowed = (step, current) == (GuardStage.DECIDED, GuardStage.NONE)
+        assert (guard_step_refusal(current, step, Intent.SYSTEM_CHAT) is None) == allowed
+
+
+def test_every_route_has_its_table() -> None:
+    assert set(STEPS_OF) == set(Intent)

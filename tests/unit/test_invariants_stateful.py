@@ -308,7 +308,11 @@ def check_guard_chain(run: Run, log: Sequence[Logged]) -> None:
     initial = _of(log, Run.EvidenceGuardInitial)
     chain = [(seq, e) for seq, e in log if isinstance(e, GUARD_CHAIN)]
     assert len(initial) <= 1
-    if chain:
+    proposed = _of(log, Run.AnswerProposed)  # a knowledge answer's judge: after it parsed
+    if chain and proposed:
+        assert not initial and proposed[0][1].refusal is None, "judged no parsed answer"
+        assert proposed[0][0] < chain[0][0]
+    elif chain:
         assert initial and initial[0][1].has_conclusion, "guard chain ran without a conclusion"
         assert initial[0][0] < chain[0][0]
     decisions = _of(log, Run.ReleaseDecision)

@@ -19,10 +19,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from application.drafts import SERVICE_PATTERN, MissingOut
-from application.ports import Passage
 from application.published import FALLBACK_MESSAGES, missing_item, missing_question, report
 from application.replies import grounded_content, reply_content, ungrounded_content
-from domain.answers import AnswerRefusal, ChatReply, first_sentence
+from domain.answers import (
+    AnswerRefusal,
+    ChatReply,
+    RetrievedPassage,
+    answer_citations,
+    answer_text,
+    first_sentence,
+)
 from domain.grounding import SHOWN_EXCERPT, Citation
 from domain.published import FallbackContent, Published
 from domain.published_reader import parse_published, published_conclusion
@@ -83,7 +89,7 @@ def old_reply_content(reply: ChatReply, refusal: AnswerRefusal | None, text: str
 
 
 def old_grounded_content(
-    text: str, citations: Sequence[Citation], passages: Sequence[Passage]
+    text: str, citations: Sequence[Citation], passages: Sequence[RetrievedPassage]
 ) -> dict[str, Any]:
     return {
         "kind": "answer",
@@ -97,7 +103,7 @@ def old_grounded_content(
 
 
 def old_ungrounded_content(
-    passages: Sequence[Passage],
+    passages: Sequence[RetrievedPassage],
     refusal: AnswerRefusal,
     rejected: Sequence[tuple[Citation, CitationProblem]],
     text: str,
@@ -138,7 +144,7 @@ items = st.builds(
     start=times,
     end=times,
 )
-passages = st.builds(Passage, words, words, st.text(max_size=80), st.floats(0, 1))
+passages = st.builds(RetrievedPassage, words, words, st.text(max_size=80))
 rejected = st.lists(st.tuples(citations, st.sampled_from(CitationProblem)), max_size=3)
 
 
@@ -176,8 +182,9 @@ def built(draw: st.DrawFn) -> tuple[Published, dict[str, Any]]:
             chat = reply_content(reply, refusal)
             return chat, old_reply_content(reply, refusal, chat.text)
         case "grounded":
-            text, cited, found = draw(words), draw(st.lists(citations)), draw(st.lists(passages))
-            return grounded_content(text, cited, found), old_grounded_content(text, cited, found)
+            said, found = draw(st.lists(facts, min_size=1, max_size=3)), draw(st.lists(passages))
+            text, cited = answer_text(said), answer_citations(said)
+            return grounded_content(said, found), old_grounded_content(text, cited, found)
         case _:
             found, refusal = draw(st.lists(passages)), draw(st.sampled_from(AnswerRefusal))
             failed = draw(rejected)

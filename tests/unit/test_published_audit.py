@@ -95,7 +95,8 @@ def _knowledge_problem(content: dict[str, Any]) -> str | None:
     passages = [p for p in _list(content.get("passages")) if isinstance(p, dict)]
     citations = _list(content.get("citations"))
     if content["grounded"] is not True:
-        if citations or content.get("text") != old_ungrounded_text(passages):
+        text = old_ungrounded_text(passages, content.get("refusal"))
+        if citations or content.get("text") != text:
             return "publishes an ungrounded knowledge answer that is not the harness's list"
         return None
     if not citations:
@@ -116,7 +117,18 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def old_ungrounded_text(passages: list[dict[str, str]]) -> str:
+NEW_REFUSALS = {
+    "LIVE_STATE": " It spoke of the systems as they are or were, which a runbook cannot tell;"
+    " ask that as a diagnostic question, e.g. 'Why was checkout slow on 2026-11-29?'.",
+    "JUDGE_UNSUPPORTED": " The judge did not find every statement supported by the passages it"
+    " cites.",
+    "JUDGE_UNAVAILABLE": " No judge could check its statements against the passages.",
+    "TOO_LARGE": " It was longer than an answer may be.",
+}
+"""What the list says besides for the refusals that came with the judge of knowledge answers."""
+
+
+def old_ungrounded_text(passages: list[dict[str, str]], refusal: Any = None) -> str:
     if not passages:
         return (
             "No runbook passage matched the question, so there is nothing to answer it from."
@@ -124,7 +136,7 @@ def old_ungrounded_text(passages: list[dict[str, str]]) -> str:
         )
     lines = [
         "The answer could not be grounded in the runbooks, so it is not shown."
-        " These runbook passages matched the question:"
+        f"{NEW_REFUSALS.get(refusal, '')} These runbook passages matched the question:"
     ]
     lines += [f"- [{p['id']}] {p['title']}: {p['sentence']}" for p in passages]
     return "\n".join(lines)
