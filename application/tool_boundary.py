@@ -123,8 +123,8 @@ class ToolBoundary:
         except ToolExecutionError as error:
             return self._failed(call, invocation, error.code, str(error))
         if not output.scope_description.strip():  # NO_EVIDENCE must always name its scope
-            output = ToolOutput(output.lines, f"{tool.name} with {scope}")
-        content, size = _project(output, tool.max_result_bytes)
+            output = ToolOutput(output.lines, f"{tool.name} with {scope}", output.notes)
+        content, size, output = _project(output, tool.max_result_bytes)
         self._check_still_active(invocation, output, content, size)
         if content is None:
             too_big = f"one record exceeds {size} bytes"
@@ -226,7 +226,7 @@ class ToolBoundary:
         body = content if found else f"NO_EVIDENCE: {output.scope_description}"
         return ToolResult(
             call.id,
-            f"invocation {invocation.id}{note}\n{body}",
+            f"invocation {invocation.id}{note}\n{body}{shown_notes(output.notes)}",
             invocation.id,
             evidence,
             awaits_progress=not harness_no_gain,
@@ -278,23 +278,37 @@ def _scope(tool: Tool, call: ToolCall) -> str:
 def _mark_ready(invocation: ToolInvocation, output: ToolOutput, content: str) -> EvidenceStatus:
     """READY with the projected content, or NO_EVIDENCE with the scope that held nothing."""
     if content.strip():  # blank records are no candidate content (EVIDENCE_FOUND needs some)
-        invocation.mark_ready(EvidenceStatus.EVIDENCE_FOUND, content)
+        invocation.mark_ready(EvidenceStatus.EVIDENCE_FOUND, content, output.notes)
         return EvidenceStatus.EVIDENCE_FOUND
-    invocation.mark_ready(EvidenceStatus.NO_EVIDENCE, output.scope_description)
+    invocation.mark_ready(EvidenceStatus.NO_EVIDENCE, output.scope_description, output.notes)
     return EvidenceStatus.NO_EVIDENCE
 
 
-def _project(output: ToolOutput, limit: int) -> tuple[str | None, int]:
-    """Bounded evidence content: whole lines up to ``limit`` bytes, with a truncation note."""
+NOTES_HEADING = "-- notes from the harness and the tool (not evidence; never cite them) --"
+"""What sets the notes apart from the records in the tool result the model is shown."""
+
+
+def shown_notes(notes: tuple[str, ...]) -> str:
+    """The notes as the model sees them after the records: under a heading, or nothing."""
+    return "".join(f"\n{line}" for line in (NOTES_HEADING, *notes)) if notes else ""
+
+
+def _project(output: ToolOutput, limit: int) -> tuple[str | None, int, ToolOutput]:
+    """Bounded evidence content: whole lines up to ``limit`` bytes; a note says what was cut.
+
+    The records kept are the content; the note joins the tool's own notes, kept apart from it.
+    """
     kept: list[str] = []
     used = 0
+    notes = output.notes
     for line in output.lines:
         size = len(line.encode()) + 1
         if used + size > limit:
             if not kept:
-                return None, limit
-            kept.append(f"[{len(output.lines) - len(kept)} more records truncated]")
+                return None, limit, output
+            notes = (*notes, f"[{len(output.lines) - len(kept)} more records truncated]")
             break
         kept.append(line)
         used += size
-    return "\n".join(kept), used
+    projected = ToolOutput(output.lines, output.scope_description, notes)
+    return "\n".join(kept), used, projected

@@ -29,7 +29,7 @@ from application.ports import Clock, ModelProvider, ModelRequest, ModelResponse
 from application.store import HarnessStore
 from domain.catalogue import event_type_name
 from domain.collection import Collection
-from domain.release_states import FallbackType, ReleaseOutcome
+from domain.release_states import CitationProblem, FallbackType, ReleaseOutcome
 from domain.run import Run
 from domain.states import (
     BudgetKind,
@@ -509,18 +509,21 @@ def test_one_record_over_max_result_bytes_fails_the_invocation_with_size(
     _assert_fallback(result, store, FallbackType.MISSING_REQUIRED_CONTEXT)
 
 
-def test_many_records_are_truncated_with_a_note(services: Services, store: HarnessStore) -> None:
+def test_many_records_are_truncated_with_a_note_apart_from_them(
+    services: Services, store: HarnessStore
+) -> None:
     result = _ask(services, "size_truncated")
     events = _events(store)
 
     (ready,) = _of(events, ToolInvocation.ToolInvocationReady)
-    lines = ready.content.splitlines()
     # 20000 // 100 + 1 = 201 records of 100 bytes (99 + newline); 80 fit in 8000 bytes.
-    assert lines[:-1] == ["x" * 99] * 80
-    assert lines[-1] == "[121 more records truncated]"
+    assert ready.content.splitlines() == ["x" * 99] * 80  # the records only
+    assert ready.notes == ("[121 more records truncated]",)  # the harness's words, apart
     assert ready.evidence_status is EvidenceStatus.EVIDENCE_FOUND
     assert ready.byte_size == len(ready.content.encode())
-    _assert_fallback(result, store, FallbackType.INSUFFICIENT_EVIDENCE)
+    (guard,) = _of(events, Run.EvidenceGuardInitial)  # the progress fact quoting the note
+    assert [r.problem for r in guard.rejected] == [CitationProblem.EXCERPT_QUOTES_A_NOTE]
+    _assert_fallback(result, store, FallbackType.MISSING_REQUIRED_CONTEXT)  # it asks instead
 
 
 def test_output_over_the_byte_budget_exhausts_the_run(
