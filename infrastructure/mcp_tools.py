@@ -18,7 +18,7 @@ from jsonschema import exceptions as schema_errors
 from jsonschema import validators
 
 from application.ports import JSON, ToolArgumentsError, ToolExecutionError, ToolOutput
-from domain.grounding import inside_a_token
+from domain.tokens import inside_a_token
 from domain.tool_states import ToolErrorCode
 from infrastructure.mcp_client import McpServerError
 

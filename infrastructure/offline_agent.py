@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from application.ports import ToolCall
-from domain.grounding import inside_a_token, whole_tokens
+from domain.tokens import inside_a_token, whole_tokens
 from infrastructure.model_reply import invocation_of, reply
 
 if TYPE_CHECKING:

@@ -11,12 +11,12 @@ from domain.grounding import (
     Citation,
     GroundingRules,
     citation_problem,
-    inside_a_token,
     normalise,
     occurs,
     restates,
 )
 from domain.release_states import CitationProblem
+from domain.tokens import inside_a_token
 
 LINE = "2026-11-29T10:05:00Z checkout ERROR upstream timeout after 30s calling pricing-service"
 

@@ -8,15 +8,9 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from domain.grounding import (
-    Evidence,
-    cuts_a_token,
-    excerpt_problem,
-    normalise,
-    occurs,
-    whole_tokens,
-)
+from domain.grounding import Evidence, excerpt_problem, normalise, occurs
 from domain.release_states import CitationProblem
+from domain.tokens import cuts_a_token, whole_tokens
 from tests._fuzz import fuzz_settings
 
 CUT, NOTE, ABSENT = (
