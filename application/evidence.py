@@ -18,6 +18,7 @@ from domain.grounding import (
     DEFAULT_RULES,
     SHOWN_EXCERPT,
     Citation,
+    Evidence,
     GroundingRules,
     RejectedCitation,
 )
@@ -96,9 +97,11 @@ class EvidenceGuard:
         """Every failing citation of one statement, with why (``domain.quotes``'s rule)."""
         return fact_problems(fact, self._content_or_why, self.rules)
 
-    def _content_or_why(self, reference: str) -> tuple[str | None, CitationProblem | None]:
+    def _content_or_why(self, reference: str) -> tuple[Evidence | None, CitationProblem | None]:
         invocation, problem = self.source(reference)
-        return (invocation.content if invocation is not None else None), problem
+        if invocation is None:
+            return None, problem
+        return Evidence(invocation.content, invocation.notes), None
 
     def check(self, statements: Iterable[tuple[str, Fact]]) -> Checked:
         """Check ``(label, statement)`` pairs; a statement passes when all its citations do."""

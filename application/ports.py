@@ -200,7 +200,11 @@ class ToolOutput:
     """A tool's raw result: evidence lines (empty means the scope held nothing) and a scope note."""
 
     lines: tuple[str, ...]
+    """The records the tool returned: the only text a citation may quote."""
     scope_description: str
+    notes: tuple[str, ...] = ()
+    """The tool's own words about the result (limits, counts, what was left out): shown to the
+    model apart from the records, recorded beside them, never quotable as evidence."""
 
 
 @runtime_checkable

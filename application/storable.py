@@ -93,7 +93,13 @@ def storable_output(output: object) -> ToolOutput:
     if not isinstance(output.scope_description, str):
         kind = type(output.scope_description).__name__
         raise NotStorable(f"its scope description is {kind}, not text")
+    notes: Sequence[object] = output.notes
+    if isinstance(notes, str | bytes) or not isinstance(notes, list | tuple):
+        raise NotStorable(f"its notes are {type(notes).__name__}, not a list of text")
+    if not all(isinstance(note, str) for note in notes):
+        raise NotStorable("its notes include something other than text")
     return ToolOutput(
         tuple(storable_text(line) for line in lines),
         storable_text(output.scope_description),
+        tuple(storable_text(str(note)) for note in notes),
     )

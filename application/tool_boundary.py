@@ -15,6 +15,7 @@ from application.ports import (
     ToolOutput,
 )
 from application.storable import NotStorable, storable_output, storable_text
+from application.tool_projection import mark_ready, project, shown_notes
 from domain.run import Run
 from domain.states import BudgetKind
 from domain.tool_invocation import ToolInvocation
@@ -123,8 +124,8 @@ class ToolBoundary:
         except ToolExecutionError as error:
             return self._failed(call, invocation, error.code, str(error))
         if not output.scope_description.strip():  # NO_EVIDENCE must always name its scope
-            output = ToolOutput(output.lines, f"{tool.name} with {scope}")
-        content, size = _project(output, tool.max_result_bytes)
+            output = ToolOutput(output.lines, f"{tool.name} with {scope}", output.notes)
+        content, size, output = project(output, tool.max_result_bytes)
         self._check_still_active(invocation, output, content, size)
         if content is None:
             too_big = f"one record exceeds {size} bytes"
@@ -179,7 +180,7 @@ class ToolBoundary:
             if content is None:
                 invocation.fail(ToolErrorCode.SIZE, f"one record exceeds {size} bytes")
             else:
-                _mark_ready(invocation, output, content)
+                mark_ready(invocation, output, content)
             self.ctx.save(invocation)
             raise
 
@@ -214,7 +215,7 @@ class ToolBoundary:
         repeat: bool,
     ) -> ToolResult:
         self.ctx.run.charge(BudgetKind.BYTES, len(content.encode()), str(invocation.id))
-        evidence = _mark_ready(invocation, output, content)
+        evidence = mark_ready(invocation, output, content)
         harness_no_gain = repeat or evidence is EvidenceStatus.NO_EVIDENCE
         if harness_no_gain:
             self.collection.record_gain(
@@ -226,7 +227,7 @@ class ToolBoundary:
         body = content if found else f"NO_EVIDENCE: {output.scope_description}"
         return ToolResult(
             call.id,
-            f"invocation {invocation.id}{note}\n{body}",
+            f"invocation {invocation.id}{note}\n{body}{shown_notes(output.notes)}",
             invocation.id,
             evidence,
             awaits_progress=not harness_no_gain,
@@ -273,28 +274,3 @@ def _scope(tool: Tool, call: ToolCall) -> str:
     if not isinstance(scope, str):
         raise ToolArgumentsError(f"{tool.name} gave a {type(scope).__name__} as scope, not text")
     return storable_text(scope)
-
-
-def _mark_ready(invocation: ToolInvocation, output: ToolOutput, content: str) -> EvidenceStatus:
-    """READY with the projected content, or NO_EVIDENCE with the scope that held nothing."""
-    if content.strip():  # blank records are no candidate content (EVIDENCE_FOUND needs some)
-        invocation.mark_ready(EvidenceStatus.EVIDENCE_FOUND, content)
-        return EvidenceStatus.EVIDENCE_FOUND
-    invocation.mark_ready(EvidenceStatus.NO_EVIDENCE, output.scope_description)
-    return EvidenceStatus.NO_EVIDENCE
-
-
-def _project(output: ToolOutput, limit: int) -> tuple[str | None, int]:
-    """Bounded evidence content: whole lines up to ``limit`` bytes, with a truncation note."""
-    kept: list[str] = []
-    used = 0
-    for line in output.lines:
-        size = len(line.encode()) + 1
-        if used + size > limit:
-            if not kept:
-                return None, limit
-            kept.append(f"[{len(output.lines) - len(kept)} more records truncated]")
-            break
-        kept.append(line)
-        used += size
-    return "\n".join(kept), used

@@ -6,9 +6,15 @@ An excerpt must also be *informative*: a space, a letter or a number "occurs" in
 text, so it proves nothing. These rules are pure functions of the claim and the content, so the
 runtime and the offline verifier reach the same verdict from the same log.
 
-Normalisation: every run of Unicode whitespace becomes one space and the ends are stripped.
-Nothing else changes: case, punctuation and every other character are kept, so a look-alike
-letter (Cyrillic ``а`` for Latin ``a``, a fullwidth digit) does not match.
+Normalisation: every run of Unicode whitespace becomes one space and the ends are stripped,
+then the text is put in Unicode NFC. Nothing else changes: case, punctuation and every other
+character are kept, so a look-alike letter (Cyrillic ``а`` for Latin ``a``, a fullwidth digit)
+does not match.
+
+An excerpt quotes *whole tokens* (:mod:`domain.tokens`): it cannot turn ``0.97`` into ``0``,
+``-40ms`` into ``40ms`` or ``ok`` followed by a combining slash into ``ok``. And it quotes only
+what a tool returned: the notes the harness or the tool adds about a result (truncation,
+limits, counts) are kept apart from the evidence, and never prove anything.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from domain.release_states import CitationProblem, SemanticVerdict
+from domain.tokens import cuts_a_token
 
 _WORD = re.compile(r"\w+")
 
@@ -41,6 +48,15 @@ class Citation:
 
     reference: str
     excerpt: str
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a source holds: the content that can be quoted, and notes about it that cannot."""
+
+    content: str
+    notes: tuple[str, ...] = ()
+    """The harness's or the tool's own words about the result (limits, counts, truncation)."""
 
 
 @dataclass(frozen=True)
@@ -98,63 +114,95 @@ RESTATED_SHARE = 0.8
 
 
 def normalise(text: str) -> str:
-    r"""The one normalisation of design §10.1: whitespace runs collapsed to a space, ends cut.
+    r"""The one normalisation of design §10.1: whitespace runs collapsed to a space, ends cut, NFC.
 
     ``str.split`` splits at exactly the characters ``\s`` matches in a ``str`` pattern (both
-    are ``str.isspace``), so this is ``re.sub(r"\s+", " ", text).strip()``, only faster.
+    are ``str.isspace``), so this is ``re.sub(r"\s+", " ", text).strip()``, only faster; NFC
+    composes what can be composed, so ``e`` + U+0301 and ``é`` are the same text.
     """
-    return " ".join(text.split())
+    return unicodedata.normalize("NFC", " ".join(text.split()))
+
+
+NOTE_LINE = re.compile(
+    r"\[\d+ more (?:records (?:truncated|beyond limit=\d+)|bytes of the result not shown)\]"
+)
+"""A note the harness once wrote into content as a line of its own (logs before notes were
+kept apart): an excerpt inside one is refused as a note."""
+NOTE_END = re.compile(r" ?…\[cut: \d+ bytes\]$")
+"""The note that ended a record cut short (MCP results, before notes were kept apart)."""
 
 
 @lru_cache(maxsize=32)
-def _normalised_content(content: str) -> str:
-    # every citation of a run is checked against one of a few evidence contents, often again
-    return normalise(content)
+def _parts(evidence: Evidence) -> tuple[tuple[str, ...], str]:
+    """The quotable segments of ``evidence`` (normalised) and all of it, notes too, normalised.
+
+    Every run of a citation is checked against one of a few evidence contents, often again.
+    """
+    segments: list[str] = []
+    current: list[str] = []
+    for line in evidence.content.split("\n"):
+        if NOTE_LINE.fullmatch(line.strip()):
+            segments.append("\n".join(current))
+            current = []
+        else:
+            current.append(NOTE_END.sub("", line))
+    segments.append("\n".join(current))
+    kept = tuple(text for text in map(normalise, segments) if text)
+    return kept, normalise("\n".join((evidence.content, *evidence.notes)))
 
 
-def occurs(excerpt: str, content: str) -> bool:
-    """Whether ``excerpt`` occurs verbatim in ``content`` (both normalised), cutting no word.
+def excerpt_problem(excerpt: str, evidence: Evidence) -> CitationProblem | None:
+    """Why ``excerpt`` (normalised) is not whole tokens of the quotable evidence, or None.
 
-    Empty never does. The excerpt must start and end where a word of the content does: ``after
-    3`` out of ``after 30s`` quotes a number the content does not hold (design §10.1).
+    EXCERPT_CUTS_A_TOKEN when it occurs only where it begins or ends inside a token;
+    EXCERPT_QUOTES_A_NOTE when it occurs only with a note's words; else EXCERPT_ABSENT.
     """
     needle = normalise(excerpt)
     if not needle:
-        return False
-    haystack = _normalised_content(content)
-    start = haystack.find(needle)
-    while start != -1:
-        if not _cuts_a_word(haystack, start, start + len(needle)):
-            return True
-        start = haystack.find(needle, start + 1)
-    return False
+        return CitationProblem.EXCERPT_ABSENT
+    segments, everything = _parts(evidence)
+    cut = False
+    for text in segments:
+        start = text.find(needle)
+        while start != -1:
+            if not cuts_a_token(text, start, start + len(needle)):
+                return None
+            cut = True
+            start = text.find(needle, start + 1)
+    if cut:
+        return CitationProblem.EXCERPT_CUTS_A_TOKEN
+    if needle in everything:
+        return CitationProblem.EXCERPT_QUOTES_A_NOTE
+    return CitationProblem.EXCERPT_ABSENT
 
 
-def _cuts_a_word(text: str, start: int, end: int) -> bool:
-    """Whether ``text[start:end]`` begins or ends inside a word (letters and digits)."""
-    inside_at_start = 0 < start and text[start - 1].isalnum() and text[start].isalnum()
-    inside_at_end = end < len(text) and text[end - 1].isalnum() and text[end].isalnum()
-    return inside_at_start or inside_at_end
+def occurs(excerpt: str, content: str) -> bool:
+    """Whether ``excerpt`` occurs verbatim in ``content`` (both normalised), cutting no token.
+
+    Empty never does. The excerpt must start and end where a token of the content does: ``after
+    3`` out of ``after 30s`` quotes a number the content does not hold (design §10.1).
+    """
+    return excerpt_problem(excerpt, Evidence(content)) is None
 
 
 def citation_problem(
-    citation: Citation, content: str | None, rules: GroundingRules = DEFAULT_RULES
+    citation: Citation, content: str | Evidence | None, rules: GroundingRules = DEFAULT_RULES
 ) -> CitationProblem | None:
     """Whether the excerpt proves anything in ``content`` (the resolved source's evidence).
 
     ``content`` None means the reference resolved to nothing usable; callers that know why
-    (another run, no evidence) name that problem themselves before asking this.
+    (another run, no evidence) name that problem themselves before asking this. Text alone is
+    evidence without notes.
     """
     if content is None:
         return CitationProblem.UNKNOWN_REFERENCE
     if rules.weakness(citation.excerpt) is not None:
         return CitationProblem.EXCERPT_TOO_WEAK
-    if not occurs(citation.excerpt, content):
-        return CitationProblem.EXCERPT_ABSENT
-    return None
+    evidence = content if isinstance(content, Evidence) else Evidence(content)
+    return excerpt_problem(citation.excerpt, evidence)
 
 
-Source = Callable[[str], "tuple[str | None, CitationProblem | None]"]
+Source = Callable[[str], "tuple[str | Evidence | None, CitationProblem | None]"]
 """Resolves a reference to its evidence content, or None and why it proves nothing."""
 
 

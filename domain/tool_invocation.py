@@ -49,17 +49,28 @@ class ToolInvocation(Aggregate):
     class ToolInvocationReady(Aggregate.Event):
         """The result was projected into bounded evidence content."""
 
-        class_version = 1
+        class_version = 2
         evidence_status: EvidenceStatus
         content: str
+        """The records the tool returned, projected: what a citation may quote."""
         byte_size: int
         content_hash: str
+        """Size and SHA-256 of ``content`` (not of the notes)."""
+        notes: tuple[str, ...]
+        """The harness's and the tool's notes about the result (truncation, limits): shown to
+        the model, never evidence."""
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            """Version 1 wrote its notes into the content (the guard refuses quotes of them)."""
+            state["notes"] = ()
 
         def apply(self, aggregate: ToolInvocation) -> None:
             """Make the invocation referenceable."""
             aggregate.status = InvocationStatus.READY
             aggregate.evidence_status = self.evidence_status
             aggregate.content = self.content
+            aggregate.notes = tuple(self.notes)
 
     class ToolInvocationFailed(Aggregate.Event):
         """Execution, projection, size, budget or store failed."""
@@ -86,6 +97,7 @@ class ToolInvocation(Aggregate):
         self.status = InvocationStatus.PROJECTING
         self.evidence_status: EvidenceStatus | None = None
         self.content = ""
+        self.notes: tuple[str, ...] = ()
         self.error_code = ""
 
     @classmethod
@@ -124,8 +136,10 @@ class ToolInvocation(Aggregate):
         """Only READY invocations may be cited as evidence (SPEC §16 invariant 3)."""
         return self.status is InvocationStatus.READY
 
-    def mark_ready(self, evidence: ReadyEvidence, content: str) -> None:
-        """Record the projected evidence (``TOOL_INVOCATION_READY``)."""
+    def mark_ready(
+        self, evidence: ReadyEvidence, content: str, notes: tuple[str, ...] = ()
+    ) -> None:
+        """Record the projected evidence, its notes kept apart (``TOOL_INVOCATION_READY``)."""
         self._check_projecting()
         if evidence not in (EvidenceStatus.EVIDENCE_FOUND, EvidenceStatus.NO_EVIDENCE):
             raise InvalidCommandError(
@@ -142,6 +156,7 @@ class ToolInvocation(Aggregate):
             content=content,
             byte_size=len(data),
             content_hash=hashlib.sha256(data).hexdigest(),
+            notes=tuple(notes),
         )
 
     def fail(self, error_code: ToolErrorCode | str, message: str) -> None:

@@ -18,6 +18,7 @@ from jsonschema import exceptions as schema_errors
 from jsonschema import validators
 
 from application.ports import JSON, ToolArgumentsError, ToolExecutionError, ToolOutput
+from domain.tokens import inside_a_token
 from domain.tool_states import ToolErrorCode
 from infrastructure.mcp_client import McpServerError
 
@@ -109,7 +110,8 @@ class McpTool:
             raise ToolExecutionError(
                 ToolErrorCode.EXECUTION.value, f"{self.name} failed: {text}"[:MAX_ERROR_CHARS]
             )
-        return ToolOutput(project(result, self.max_result_bytes), "")
+        lines, notes = project(result, self.max_result_bytes)
+        return ToolOutput(lines, "", notes)
 
     def _listed(self) -> McpToolSpec | None:
         return self.connection.tools.get(self.remote_name)
@@ -125,11 +127,16 @@ def canonical_scope(arguments: JSON) -> str:
 
 
 class _Lines:
-    """Lines kept up to a byte limit; once one does not fit, the rest is only counted."""
+    """Lines kept up to a byte limit; once one does not fit, the rest is only counted.
+
+    What the harness says about the result (a record cut short, bytes not shown, content not
+    inlined) goes to ``notes``, never into the records: a citation can quote only records.
+    """
 
     def __init__(self, limit: int) -> None:
         self.limit = max(limit, 64)
         self.kept: list[str] = []
+        self.notes: list[str] = []
         self.used = 0
         self.skipped = 0
         """Bytes of content not shown (counted once the limit is reached)."""
@@ -137,9 +144,11 @@ class _Lines:
     def add(self, line: str) -> None:
         size = len(line.encode("utf-8", "surrogatepass")) + 1
         if self.skipped or self.used + size > self.limit:
-            if not self.kept:  # one huge first line: keep its start, say so
-                cut = line.encode("utf-8", "surrogatepass")[: self.limit - 48]
-                self.kept.append(cut.decode("utf-8", "ignore") + f" …[cut: {size - 1} bytes]")
+            if not self.used:  # one huge first line: keep its start, say so
+                start = _start_of(line, self.limit - 48)
+                self.kept += [start] if start else []
+                shown = len(start.encode("utf-8", "surrogatepass"))
+                self.notes.append(f"[the first record was cut to {shown} of {size - 1} bytes]")
                 self.used = self.limit
             else:
                 self.skipped += size
@@ -147,22 +156,37 @@ class _Lines:
         self.kept.append(line)
         self.used += size
 
-    def result(self) -> tuple[str, ...]:
+    def result(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         note = f"[{self.skipped} more bytes of the result not shown]"
-        return (*self.kept, note) if self.skipped else tuple(self.kept)
+        notes = (*self.notes, note) if self.skipped else tuple(self.notes)
+        return tuple(self.kept), notes
 
 
-def project(result: CallToolResult, limit: int) -> tuple[str, ...]:
-    """Evidence lines of a result: text lines, structured content as JSON, the rest described.
+def _start_of(line: str, limit: int) -> str:
+    """The whole tokens ``line`` starts with in ``limit`` bytes: a cut token proves nothing."""
+    end = used = 0
+    for char in line:
+        used += len(char.encode("utf-8", "surrogatepass"))
+        if used > limit:
+            break
+        end += 1
+    while end > 0 and inside_a_token(line, end):
+        end -= 1
+    return line[:end].rstrip()
+
+
+def project(result: CallToolResult, limit: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Evidence lines of a result and notes about it: text lines, or structured content as JSON.
 
     Structured content is shown only when there is no text: a server that sends both sends the
     same data twice (the MCP specification asks it to serialise the structure as text too).
+    Images, audio and resources are never inlined: a note describes each.
     """
     lines = _Lines(limit)
     texts = 0
     for block in result.content:
         if block.type != "text":
-            lines.add(describe(block))
+            lines.notes.append(describe(block))
             continue
         texts += 1
         if lines.skipped:  # full already: count the block, do not split it

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from application.ports import ToolCall
+from domain.tokens import inside_a_token, whole_tokens
 from infrastructure.model_reply import invocation_of, reply
 
 if TYPE_CHECKING:
@@ -173,7 +174,8 @@ def _signals(lines: list[str]) -> list[str]:
 
 
 def _fact(invocation: str, line: str) -> dict[str, Any]:
-    excerpt = line[21:141]  # after the timestamp: a substring of the projected content
+    # after the timestamp, up to 120 characters of whole tokens: a substring of the content
+    excerpt = line[21 : _end_within(line, 21, 141)]
     return {
         "statement": f"Observed at {line[:20]}: {excerpt}",
         "citations": [{"reference": invocation, "excerpt": excerpt}],
@@ -181,12 +183,26 @@ def _fact(invocation: str, line: str) -> dict[str, Any]:
 
 
 def _excerpt(line: str, phrase: str) -> str:
-    """Up to 80 characters from the phrase on, cut at a word boundary, without quotes."""
-    start = line.index(phrase.strip())
-    piece = line[start : start + 80].split('"')[0]
-    if start + 80 < len(line) and " " in piece:
-        piece = piece.rsplit(" ", 1)[0]
-    return piece.rstrip(" ,;:(")
+    """Whole tokens from the phrase on, up to 80 characters where it can, without quotes.
+
+    The phrase itself is widened to whole tokens (``100`` of ``100/100`` is not quoted).
+    """
+    found = line.index(phrase.strip())
+    start, end = whole_tokens(line, found, found + len(phrase.strip()))
+    quote = line.find('"', end)
+    limit = min(start + 80, len(line) if quote == -1 else quote)
+    stop = _end_within(line, end, limit) if limit > end else end
+    while stop > end and line[stop - 1] in " ,;:(" and not inside_a_token(line, stop - 1):
+        stop -= 1
+    return line[start:stop]
+
+
+def _end_within(line: str, start: int, limit: int) -> int:
+    """The last place at or before ``limit`` (and after ``start``) where a token ends."""
+    end = min(limit, len(line))
+    while end > start and (inside_a_token(line, end) or line[end - 1] == " "):
+        end -= 1
+    return end if end > start else whole_tokens(line, start, start + 1)[1]
 
 
 def _window(query: str) -> tuple[datetime, datetime]:

@@ -65,7 +65,8 @@ class ScriptedTool:
     def run(self, arguments: JSON) -> ToolOutput:
         """The next scripted result: lines, an error, a raise, a delay, a hang or a size.
 
-        ``hang: true`` blocks until :meth:`release`, then goes on with the rest of the result.
+        ``hang: true`` blocks until :meth:`release`, then goes on with the rest of the result;
+        ``notes`` are the tool's own words about it (a limit it applied), apart from the lines.
         """
         if self.play is not None and self.play.number != self._played:
             self._played, self.calls = self.play.number, 0
@@ -81,7 +82,8 @@ class ScriptedTool:
         if "size" in result:
             lines = [f"{'x' * 99}" for _ in range(int(result["size"]) // 100 + 1)]
         scope = str(result.get("scope", f"{self.name} {self.normalize_scope(arguments)}"))
-        return ToolOutput(tuple(lines), scope)
+        notes = tuple(str(note) for note in result.get("notes", []))
+        return ToolOutput(tuple(lines), scope, notes)
 
 
 def scripted_tools(scenario: dict[str, Any], play: Play | None = None) -> dict[str, ScriptedTool]:

@@ -107,7 +107,7 @@ class OpsTool(ABC):
         return parse_scope(self.rules, arguments).canonical()
 
     def run(self, arguments: JSON) -> ToolOutput:
-        """Matching records, earliest first, with a note when ``limit`` cut some off."""
+        """Matching records, earliest first; a note (no record) says what ``limit`` left out."""
         scope = parse_scope(self.rules, arguments)
         # One statement: the window count is the number of matching rows before LIMIT.
         query = self.query(scope).add_columns(func.count().over().label(_TOTAL))
@@ -118,10 +118,10 @@ class OpsTool(ABC):
         except SQLAlchemyError as error:
             raise ToolExecutionError("BACKEND", self._backend_message(error)) from error
         total = int(rows[0]._mapping[_TOTAL]) if rows else 0
-        lines = [self.line(row) for row in rows]
-        if total > len(rows):
-            lines.append(f"[{total - len(rows)} more records beyond limit={scope.limit}]")
-        return ToolOutput(tuple(lines), self._describe(scope, len(rows), total))
+        lines = tuple(self.line(row) for row in rows)
+        beyond = total - len(rows)
+        notes = (f"[{beyond} more records beyond limit={scope.limit}]",) if beyond > 0 else ()
+        return ToolOutput(lines, self._describe(scope, len(rows), total), notes)
 
     def query(self, scope: OpsScope) -> Select[Any]:
         """Rows of ``self.table`` in the scope's service and window, before the tool's filters."""

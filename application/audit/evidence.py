@@ -15,8 +15,9 @@ from application.audit.answers import is_answer_run
 from application.audit.integrity import Violation
 from application.audit.rules import cited, no_evidence_notes
 from domain.collection import Collection
-from domain.grounding import occurs
+from domain.grounding import Evidence, excerpt_problem
 from domain.published_reader import parse_published
+from domain.release_states import CitationProblem
 from domain.run import Run
 from domain.tool_invocation import ToolInvocation
 from domain.tool_states import EvidenceStatus
@@ -26,8 +27,8 @@ if TYPE_CHECKING:
     from application.audit.rules import Cited
     from domain.recorded import Recorded
 
-Ready = tuple[int, EvidenceStatus | None, str]
-"""Where an invocation became READY: its log position, evidence status and content."""
+Ready = tuple[int, EvidenceStatus | None, Evidence]
+"""Where an invocation became READY: its log position, evidence status, content and notes."""
 
 FOUND, EMPTY = EvidenceStatus.EVIDENCE_FOUND, EvidenceStatus.NO_EVIDENCE
 
@@ -47,8 +48,15 @@ def ready_results(log: RunLog) -> dict[str, Ready]:
         )
         if ready is not None:
             event = ready.event
-            found[name] = (ready.record.position, event.evidence_status, event.content)
+            evidence = Evidence(str(event.content), _notes_of(event))
+            found[name] = (ready.record.position, event.evidence_status, evidence)
     return found
+
+
+def _notes_of(event: ToolInvocation.ToolInvocationReady) -> tuple[str, ...]:
+    """The event's notes as text (a log edited by hand may hold anything there)."""
+    notes: object = getattr(event, "notes", ())
+    return tuple(map(str, notes)) if isinstance(notes, list | tuple) else (str(notes),)
 
 
 def check_references(log: RunLog) -> list[Violation]:
@@ -72,7 +80,7 @@ def check_references(log: RunLog) -> list[Violation]:
 def _unscoped_notes(ready: dict[str, Ready], entry: Entry, content: Recorded) -> list[Violation]:
     """§16.5: each published NO_EVIDENCE note is the scope of an empty result of the run."""
     at = entry.record.position
-    scopes = [content for p, status, content in ready.values() if p < at and status is EMPTY]
+    scopes = [e.content for p, status, e in ready.values() if p < at and status is EMPTY]
     return [
         Violation(
             "SPEC §16.5",
@@ -91,14 +99,13 @@ def _citation(
     found: list[tuple[str, str]] = []
     contents: list[str] = []
     for reference, excerpt in pairs:
-        content = _evidence(log, ready, reference, entry, found)
-        if content is None:
+        evidence = _evidence(log, ready, reference, entry, found)
+        if evidence is None:
             continue
-        contents.append(content)
-        if excerpt is not None and not occurs(excerpt, content):
-            found.append(
-                ("SPEC §10", f"publishes a citation of {reference} whose excerpt is not in it")
-            )
+        contents.append(evidence.content)
+        problem = None if excerpt is None else excerpt_problem(excerpt, evidence)
+        if problem is not None:
+            found.append(("SPEC §10", f"publishes a citation of {reference} {_WHY[problem]}"))
     if not pairs:
         found.append(("SPEC §16.3", "publishes a conclusion or a fact that cites nothing"))
     if legacy is not None and not (legacy and any(legacy in c for c in contents)):
@@ -106,9 +113,22 @@ def _citation(
     return [Violation(rule, why, entry.record) for rule, why in found]
 
 
+_WHY = {
+    CitationProblem.EXCERPT_ABSENT: "whose excerpt is not in it",
+    CitationProblem.EXCERPT_CUTS_A_TOKEN: (
+        f"whose excerpt cuts a token of it ({CitationProblem.EXCERPT_CUTS_A_TOKEN.value})"
+    ),
+    CitationProblem.EXCERPT_QUOTES_A_NOTE: (
+        "whose excerpt quotes a note about the result, not a record of it"
+        f" ({CitationProblem.EXCERPT_QUOTES_A_NOTE.value})"
+    ),
+}
+"""How the verifier words each way an excerpt fails its evidence (design §10.1)."""
+
+
 def _evidence(
     log: RunLog, ready: dict[str, Ready], reference: str, entry: Entry, found: list[tuple[str, str]]
-) -> str | None:
+) -> Evidence | None:
     """The content a reference cites as evidence, or None after noting why it cannot."""
     name = _stream_of(reference)
     if name is None or name not in log.invocations:

@@ -41,7 +41,7 @@ from domain.tool_states import EvidenceStatus
 
 if TYPE_CHECKING:
     from application.audit.replay import Entry, RunLog
-    from domain.grounding import JudgedStatement
+    from domain.grounding import Evidence, JudgedStatement
     from domain.recorded import Recorded
 
 RULE = "design §10.1"
@@ -159,7 +159,7 @@ def _guard_verdict(log: RunLog, rules: GroundingRules) -> list[Violation]:
 
 
 def _verdict_problem(
-    log: RunLog, entry: Entry, evidence: dict[str, str], rules: GroundingRules
+    log: RunLog, entry: Entry, evidence: dict[str, Evidence], rules: GroundingRules
 ) -> str | None:
     from application.audit.rederive import comparable, rejections
 

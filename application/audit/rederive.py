@@ -16,7 +16,7 @@ from domain.release_states import CitationProblem
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
-    from domain.grounding import GroundingRules
+    from domain.grounding import Evidence, GroundingRules
     from domain.values import Fact
 
 Rejection = tuple[str, str, CitationProblem]
@@ -27,18 +27,18 @@ _NOT_OURS = {CitationProblem.OTHER_RUN: CitationProblem.UNKNOWN_REFERENCE}
 
 def rejections(
     labelled: Iterable[tuple[str, Fact]],
-    evidence: Mapping[str, str],
+    evidence: Mapping[str, Evidence],
     own: Iterable[str],
     rules: GroundingRules,
 ) -> set[Rejection]:
     """The failing citations of ``(label, fact)`` pairs.
 
-    ``evidence`` maps the run's READY + EVIDENCE_FOUND invocations to their content; ``own``
-    names every invocation of the run.
+    ``evidence`` maps the run's READY + EVIDENCE_FOUND invocations to their content and notes;
+    ``own`` names every invocation of the run.
     """
     ours = set(own)
 
-    def source(reference: str) -> tuple[str | None, CitationProblem | None]:
+    def source(reference: str) -> tuple[Evidence | None, CitationProblem | None]:
         if reference in evidence:
             return evidence[reference], None
         if reference in ours:

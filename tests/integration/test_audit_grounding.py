@@ -11,6 +11,7 @@ find it. Each case must be named on the exact RELEASE_DECISION or guard event.
 from __future__ import annotations
 
 import copy
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,8 @@ SCENARIOS = (
     "missing_info_scoped_service_kept",
     "restated_conclusion_in_unavailable_fallback",
     "schema_invalid_long_conclusion",
+    "cut_decimal_quote",
+    "quote_truncation_note",
 )
 RULE = "design §10.1"
 
@@ -287,3 +290,87 @@ def test_a_missing_service_only_the_model_named_is_named(logged: Logged, tmp_pat
     )
     found = _verify_rewritten(logged, tmp_path, records, decision)
     assert any("neither the question nor the tools' catalogue" in t for t in found), found
+
+
+def _named_any_rule(
+    logged: Logged, tmp_path: Path, records: list[dict[str, Any]], record: dict[str, Any]
+) -> list[str]:
+    relink(records, record["stream"])
+    path = save(tmp_path / "rewritten.jsonl", records)
+    result = harness_cli(logged.env, "audit", "verify", str(path))
+    assert result.exit_code == 1, result.stdout
+    return [f"[{found.rule}] {found.text}" for found in named(result, record)]
+
+
+def _cited_ready(records: list[dict[str, Any]], decision: dict[str, Any]) -> dict[str, Any]:
+    """The READY event of the invocation the decision's first fact cites."""
+    reference = decision["payload"]["content"]["facts"][0]["citations"][0]["reference"]
+    return next(
+        r for r in records if r["type"] == "TOOL_INVOCATION_READY" and r["stream"] == reference
+    )
+
+
+def test_a_published_excerpt_cutting_a_token_is_named(logged: Logged, tmp_path: Path) -> None:
+    """An excerpt ending at a join inside a token ("pricing" of "pricing-service")."""
+    records = load(logged.export)
+    decision = _decision(records, logged.runs["control_supported"])
+    fact = decision["payload"]["content"]["facts"][0]
+    fact["citations"][0]["excerpt"] = "upstream timeout after 30s calling pricing"
+    found = _named_any_rule(logged, tmp_path, records, decision)
+    assert any("cuts a token of it (EXCERPT_CUTS_A_TOKEN)" in text for text in found), found
+
+
+def test_a_published_excerpt_quoting_a_note_is_named(logged: Logged, tmp_path: Path) -> None:
+    """A note recorded apart from the records is quoted as if the tool had returned it."""
+    records = load(logged.export)
+    decision = _decision(records, logged.runs["control_supported"])
+    ready = _cited_ready(records, decision)
+    ready["payload"]["notes"] = ["[7 more records truncated]"]
+    relink(records, ready["stream"])
+    fact = decision["payload"]["content"]["facts"][0]
+    fact["citations"][0]["excerpt"] = "7 more records truncated"
+    found = _named_any_rule(logged, tmp_path, records, decision)
+    assert any("quotes a note about the result" in text for text in found), found
+
+
+def test_an_old_log_quoting_a_note_written_into_its_content_is_named(
+    logged: Logged, tmp_path: Path
+) -> None:
+    """Before notes were kept apart they were lines of the content: still never evidence."""
+    records = load(logged.export)
+    decision = _decision(records, logged.runs["control_supported"])
+    ready = _cited_ready(records, decision)
+    content = ready["payload"]["content"] + "\n[7 more records beyond limit=1]"
+    data = content.encode()
+    ready["payload"].update(
+        content=content, byte_size=len(data), content_hash=hashlib.sha256(data).hexdigest()
+    )
+    assert ready["payload"].pop("class_version") == 2  # as version 1 recorded it: no notes
+    ready["payload"].pop("notes")
+    relink(records, ready["stream"])
+    fact = decision["payload"]["content"]["facts"][0]
+    fact["citations"][0]["excerpt"] = "7 more records beyond limit=1"
+    found = _named_any_rule(logged, tmp_path, records, decision)
+    assert any("(EXCERPT_QUOTES_A_NOTE)" in text for text in found), found
+
+
+@pytest.mark.parametrize(
+    ("scenario", "problem"),
+    [
+        ("cut_decimal_quote", "EXCERPT_CUTS_A_TOKEN"),
+        ("quote_truncation_note", "EXCERPT_QUOTES_A_NOTE"),
+    ],
+)
+def test_a_guard_verdict_hiding_a_cut_or_a_note_is_named(
+    logged: Logged, tmp_path: Path, scenario: str, problem: str
+) -> None:
+    """The verifier re-derives the new problems with the guard's own rule: a verdict that
+    names another problem (or none) is not the one the log gives."""
+    records = load(logged.export)
+    run = logged.runs[scenario]
+    guard = next(r for r in records if r["type"] == "EVIDENCE_GUARD_INITIAL" and r["stream"] == run)
+    (rejected,) = guard["payload"]["rejected"]
+    assert rejected["_data_"]["problem"]["_data_"] == problem
+    rejected["_data_"]["problem"]["_data_"] = "EXCERPT_ABSENT"
+    found = _verify_rewritten(logged, tmp_path, records, guard)
+    assert any("that the log does not give" in text for text in found), found

@@ -81,21 +81,22 @@ def test_a_statement_is_printed_as_judged_with_no_character_hidden(
         assert "[8mnot" in shown.stdout, view  # each quotes the published conclusion
 
 
-def test_a_fallbacks_statements_are_printed_with_their_quotes_and_as_not_judged(
+def test_a_fallback_prints_the_records_behind_it_and_none_of_the_models_words(
     sqlite_settings: Settings, tmp_path: Path
 ) -> None:
-    """No judge read an INSUFFICIENT_EVIDENCE fallback's statements: the reader is told so and
-    shown the quotes each rests on, not the model's words alone under a bullet."""
+    """No judge read an INSUFFICIENT_EVIDENCE fallback's statements: the harness prints the
+    evidence records they rested on, with time and source, and not the model's words."""
     env = store_env(sqlite_settings) | {"HARNESS_MODEL": f"scripted:{SCENARIOS / 'saturated.yaml'}"}
     asked = harness("ask", "why is payments slow?", env=env, cwd=tmp_path)
     assert asked.returncode == 0, asked.stderr
     lines = asked.stdout.splitlines()
     assert "== FALLBACK — INSUFFICIENT_EVIDENCE ==" in lines
-    note = next(i for i, line in enumerate(lines) if "statements below were not judged" in line)
-    fact = lines.index("  • the payments pool ran hot")
-    assert note < fact
-    assert lines[fact + 1].startswith("    evidence: invocation ")
-    assert lines[fact + 1].endswith(': "connection pool 95% used"')
+    assert "the payments pool ran hot" not in asked.stdout
+    assert "not judged" not in asked.stdout
+    (observed,) = [line for line in lines if line.startswith("  • At 2026-11-30T08:00:00Z, ")]
+    assert observed.endswith(
+        'returned "2026-11-30T08:00:00Z payments WARN connection pool 95% used"'
+    ), observed
 
 
 def test_a_fallback_names_the_checks_that_failed(sqlite_settings: Settings, tmp_path: Path) -> None:

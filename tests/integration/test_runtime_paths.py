@@ -29,7 +29,7 @@ from application.ports import Clock, ModelProvider, ModelRequest, ModelResponse
 from application.store import HarnessStore
 from domain.catalogue import event_type_name
 from domain.collection import Collection
-from domain.release_states import FallbackType, ReleaseOutcome
+from domain.release_states import CitationProblem, FallbackType, ReleaseOutcome
 from domain.run import Run
 from domain.states import (
     BudgetKind,
@@ -186,14 +186,12 @@ def test_an_exception_with_verified_progress_publishes_only_that_progress(
     (ready,) = _of(events, ToolInvocation.ToolInvocationReady)
     invocation = store.get_invocation(ready.originator_id)
     assert result.content is not None
-    assert result.content["verified_facts"] == [
-        {
-            "statement": POOL_FACT,
-            "citations": [{"reference": str(invocation.id), "excerpt": "connection pool 95% used"}],
-            "references": [str(invocation.id)],
-        }
-    ]
-    assert "connection pool 95% used" in invocation.content
+    assert result.content["verified_facts"] == []  # the model's words: no judge ruled on them
+    (observed,) = result.content["observations"]  # the record the verified fact rested on
+    assert observed["reference"] == str(invocation.id)
+    assert "connection pool 95% used" in observed["record"]
+    assert observed["record"] in invocation.content.splitlines()
+    assert POOL_FACT not in json.dumps(result.content)
     assert "too small" not in json.dumps(result.content)  # the discarded draft never leaks
     names = _names(events)
     assert names.count("EVIDENCE_GUARD_INITIAL") == 1 and names.count("RELEASE_DECISION") == 1
@@ -509,18 +507,21 @@ def test_one_record_over_max_result_bytes_fails_the_invocation_with_size(
     _assert_fallback(result, store, FallbackType.MISSING_REQUIRED_CONTEXT)
 
 
-def test_many_records_are_truncated_with_a_note(services: Services, store: HarnessStore) -> None:
+def test_many_records_are_truncated_with_a_note_apart_from_them(
+    services: Services, store: HarnessStore
+) -> None:
     result = _ask(services, "size_truncated")
     events = _events(store)
 
     (ready,) = _of(events, ToolInvocation.ToolInvocationReady)
-    lines = ready.content.splitlines()
     # 20000 // 100 + 1 = 201 records of 100 bytes (99 + newline); 80 fit in 8000 bytes.
-    assert lines[:-1] == ["x" * 99] * 80
-    assert lines[-1] == "[121 more records truncated]"
+    assert ready.content.splitlines() == ["x" * 99] * 80  # the records only
+    assert ready.notes == ("[121 more records truncated]",)  # the harness's words, apart
     assert ready.evidence_status is EvidenceStatus.EVIDENCE_FOUND
     assert ready.byte_size == len(ready.content.encode())
-    _assert_fallback(result, store, FallbackType.INSUFFICIENT_EVIDENCE)
+    (guard,) = _of(events, Run.EvidenceGuardInitial)  # the progress fact quoting the note
+    assert [r.problem for r in guard.rejected] == [CitationProblem.EXCERPT_QUOTES_A_NOTE]
+    _assert_fallback(result, store, FallbackType.MISSING_REQUIRED_CONTEXT)  # it asks instead
 
 
 def test_output_over_the_byte_budget_exhausts_the_run(
@@ -552,16 +553,17 @@ def test_a_tool_that_raises_fails_its_invocation_and_the_run_goes_on(
     (ready,) = _of(events, ToolInvocation.ToolInvocationReady)
     _assert_fallback(result, store, FallbackType.INSUFFICIENT_EVIDENCE)
     assert result.content is not None
-    facts = result.content["verified_facts"]
-    assert [f["references"] for f in facts] == [[str(ready.originator_id)]]
+    observed = result.content["observations"]
+    assert [o["reference"] for o in observed] == [str(ready.originator_id)]
+    # the model named payments in its tool calls only: not the question nor a catalogue
     assert result.content["missing_info"] == [
-        "What went wrong (errors, slowness, restarts or something else)? (service payments)"
+        "What went wrong (errors, slowness, restarts or something else)?"
     ]
     # the failed search is reported as not checked, never as having found nothing
     (not_checked,) = result.content["not_checked"]
     assert not_checked.startswith("search_logs could not be checked for ")
     assert "EXECUTION" in not_checked and "nothing is known" in not_checked
-    assert result.content["missing"] == [{"kind": "SYMPTOM", "service": "payments"}]
+    assert result.content["missing"] == [{"kind": "SYMPTOM"}]
 
 
 def test_only_blank_records_are_no_evidence(services: Services, store: HarnessStore) -> None:

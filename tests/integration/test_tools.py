@@ -139,7 +139,8 @@ def test_limit_keeps_the_earliest_records_and_notes_the_rest(tools: dict[str, To
     day = datetime(2026, 11, 29, tzinfo=UTC), datetime(2026, 11, 30, tzinfo=UTC)
     expected = _expected_logs("checkout", *day, None, "timeout")
     assert [line[:20] for line in output.lines[:3]] == [moment for moment, _ in expected[:3]]
-    assert output.lines[3:] == (f"[{len(expected) - 3} more records beyond limit=3]",)
+    assert len(output.lines) == 3  # records only: the note is the tool's, apart from them
+    assert output.notes == (f"[{len(expected) - 3} more records beyond limit=3]",)
     assert output.scope_description.endswith(f": first 3 of {len(expected)}")
 
 

@@ -268,6 +268,22 @@ def test_a_tool_begin_of_version_1_reads_as_a_builtin_tool_without_override() ->
     assert (invocation.tool, invocation.origin) == ("search_logs", "builtin")
 
 
+def test_a_ready_result_of_version_1_reads_with_no_notes_apart() -> None:
+    state = {
+        "timestamp": {"_type_": "datetime_iso", "_data_": DEADLINE.isoformat()},
+        "originator_topic": "domain.tool_invocation:ToolInvocation",
+        "evidence_status": {"_type_": "EvidenceStatus", "_data_": "EVIDENCE_FOUND"},
+        "content": "ERROR timeout after 30s\n[4 more records truncated]",  # notes were content
+        "byte_size": 49,
+        "content_hash": "0" * 64,
+    }
+    topic = "domain.tool_invocation:ToolInvocation.ToolInvocationReady"
+    stored = StoredEvent(UUID(int=4), 2, topic, json.dumps(state).encode())
+    event = _mapper().to_domain_event(stored)
+    assert type(event) is ToolInvocation.ToolInvocationReady
+    assert (event.content, event.notes) == (state["content"], ())
+
+
 def test_enums_are_stored_under_their_class_names() -> None:
     assert {enum.__name__ for enum in ALL_ENUMS} == STORED_ENUM_NAMES
     transcoder = JSONTranscoder()

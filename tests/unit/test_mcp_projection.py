@@ -42,12 +42,12 @@ def test_text_lines_are_kept_and_structured_content_only_without_text() -> None:
     text = types.CallToolResult(
         content=[types.TextContent(text="a\nb")], structured_content={"x": 1}
     )
-    assert project(text, 8000) == ("a", "b")
+    assert project(text, 8000) == (("a", "b"), ())
     structured = types.CallToolResult(content=[], structured_content={"b": [1, 2], "a": "é"})
-    assert project(structured, 8000) == ('{"a":"é","b":[1,2]}',)
+    assert project(structured, 8000) == (('{"a":"é","b":[1,2]}',), ())
 
 
-def test_images_audio_and_resources_are_described_never_inlined() -> None:
+def test_images_audio_and_resources_are_described_in_notes_never_inlined() -> None:
     data = base64.b64encode(b"\x89PNG" * 1000).decode()
     result = types.CallToolResult(
         content=[
@@ -59,14 +59,15 @@ def test_images_audio_and_resources_are_described_never_inlined() -> None:
             types.ResourceLink(uri="file:///y.log", name="y", mime_type="text/plain"),
         ]
     )
-    lines = project(result, 8000)
-    assert lines == (
+    lines, notes = project(result, 8000)
+    assert lines == ()  # the harness's descriptions are no records: nothing here can be quoted
+    assert notes == (
         "[image image/png, about 4000 bytes, not shown]",
         "[audio audio/wav, about 4000 bytes, not shown]",
         "[resource file:///x.log (unknown type), 600 characters, not shown]",
         "[resource link file:///y.log (text/plain)]",
     )
-    assert data not in "".join(lines) and "secret" not in "".join(lines)
+    assert data not in "".join(notes) and "secret" not in "".join(notes)
 
 
 @given(st.lists(st.text(max_size=300), max_size=200), st.integers(64, 4000))
@@ -74,15 +75,26 @@ def test_evidence_never_exceeds_its_limit_by_more_than_one_note(
     texts: list[str], limit: int
 ) -> None:
     result = types.CallToolResult(content=[types.TextContent(text=t) for t in texts])
-    lines = project(result, limit)
-    kept = [line for line in lines if not line.endswith("not shown]")]
-    assert sum(len(line.encode("utf-8", "surrogatepass")) + 1 for line in kept) <= limit
+    lines, notes = project(result, limit)
+    assert sum(len(line.encode("utf-8", "surrogatepass")) + 1 for line in lines) <= max(limit, 64)
+    assert len(notes) <= 2  # a first record cut short, and how much more was not shown
+    written = [line for text in texts for line in text.splitlines()]
+    assert all(line in written for line in lines[1:])  # only the first may be cut, and only
+    assert not lines or any(w.startswith(lines[0]) for w in written)  # to its start
 
 
-def test_one_huge_line_keeps_its_start_and_says_it_was_cut() -> None:
-    (line,) = project(types.CallToolResult(content=[types.TextContent(text="x" * 10**6)]), 500)
-    assert line.startswith("x" * 400) and line.endswith("[cut: 1000000 bytes]")
-    assert len(line.encode()) <= 500
+def test_one_huge_line_keeps_its_whole_tokens_and_says_it_was_cut() -> None:
+    # 500 bytes less room for the note end inside "0.97": a cut "0.9" is never kept
+    text = "w " * 219 + "error_rate=0.97" + " more" * 1000
+    ((line,), notes) = project(types.CallToolResult(content=[types.TextContent(text=text)]), 500)
+    assert line == "w " * 219 + "error_rate="  # "=" ends a token; "0.9" would cut one
+    assert notes == (f"[the first record was cut to {len(line)} of {len(text)} bytes]",)
+
+
+def test_one_huge_token_keeps_nothing_that_could_be_quoted() -> None:
+    lines, notes = project(types.CallToolResult(content=[types.TextContent(text="x" * 10**6)]), 500)
+    assert lines == ()
+    assert notes == ("[the first record was cut to 0 of 1000000 bytes]",)
 
 
 @pytest.mark.parametrize(

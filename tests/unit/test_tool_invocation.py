@@ -39,13 +39,16 @@ def failed(invocation: ToolInvocation) -> None:
     invocation.fail("EXECUTION", "backend returned 503")
 
 
-def ready_payload(evidence: EvidenceStatus, content: str) -> dict[str, Any]:
+def ready_payload(
+    evidence: EvidenceStatus, content: str, notes: tuple[str, ...] = ()
+) -> dict[str, Any]:
     data = content.encode("utf-8")
     return {
         "evidence_status": evidence,
         "content": content,
         "byte_size": len(data),
         "content_hash": hashlib.sha256(data).hexdigest(),
+        "notes": notes,
     }
 
 
@@ -126,6 +129,21 @@ def test_mark_ready_records_the_projected_evidence(evidence: ReadyEvidence, cont
     assert invocation.evidence_status is evidence
     assert invocation.content == content
     assert invocation.is_referenceable
+
+
+def test_notes_are_recorded_beside_the_content_and_not_hashed_with_it() -> None:
+    invocation = given()
+    notes = ("[3 more records beyond limit=2]", "[1 more records truncated]")
+
+    invocation.mark_ready(EvidenceStatus.EVIDENCE_FOUND, "ERROR timeout after 30s", notes)
+
+    assert then_events(invocation) == [
+        (
+            ToolInvocation.ToolInvocationReady,
+            ready_payload(EvidenceStatus.EVIDENCE_FOUND, "ERROR timeout after 30s", notes),
+        )
+    ]
+    assert (invocation.content, invocation.notes) == ("ERROR timeout after 30s", notes)
 
 
 def test_byte_size_counts_utf8_bytes_and_the_hash_is_sha256_hex() -> None:
