@@ -59,6 +59,11 @@ _REASON = re.compile(
 )
 
 
+def is_reason(recorded: str) -> bool:
+    """Whether ``recorded`` is a reason of this module's making: a code, then a length or class."""
+    return _REASON.fullmatch(recorded) is not None
+
+
 def shown_reason(recorded: str) -> str:
     """A recorded reason as a terminal or page shows it: ``NOT_JSON, 412 characters``.
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from application.audit.integrity import Violation
+from domain.reasons import is_reason
 from domain.run import Run
 from domain.run_steps import text_sha256
 from domain.states import MAX_MODEL_OUTPUT_CHARS, DraftOutcome, ModelStepOutcome, ModelStepPurpose
@@ -61,6 +62,29 @@ def check_model_sizes(log: RunLog) -> list[Violation]:
         else:
             why = _draft_problem(event, answered.get(event.purpose))
         if why:
+            found.append(Violation(RULE, why, entry.record))
+    return found
+
+
+def check_reasons(log: RunLog) -> list[Violation]:
+    """Why a router's or judge's answer was unusable is recorded as a code, never its text.
+
+    Only in a run whose model steps record their answers' hashes (the same version of the
+    harness that records reasons as codes): older logs recorded the error's words.
+    """
+    steps = log.of(Run.AgentModelStep)
+    if not any(entry.event.sha256 for entry in steps):
+        return []
+    found: list[Violation] = []
+    for entry in log.of(Run.RoutingDecision, Run.SemanticGuardDecision):
+        event = entry.event
+        reason = event.error if isinstance(event, Run.RoutingDecision) else event.unavailable
+        if reason and not is_reason(reason):
+            why = (
+                f"records why a model's answer was unusable as free text ({len(reason)}"
+                " characters), not as a code and a length: the model's words could reach a"
+                " diagnostics line"
+            )
             found.append(Violation(RULE, why, entry.record))
     return found
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from application.audit.answers import check_answers
-from application.audit.bounds import check_model_bounds, check_model_sizes
+from application.audit.bounds import check_model_bounds, check_model_sizes, check_reasons
 from application.audit.evidence import check_evidence
 from application.audit.grounding import check_grounding
 from application.audit.integrity import Violation
@@ -46,6 +46,7 @@ def check_run(log: RunLog, feed: FeedOf | None = None) -> list[Violation]:
         *check_grounding(log),
         *check_model_bounds(log),
         *check_model_sizes(log),
+        *check_reasons(log),
         *check_release_path(log),
         *check_guard_chain(log),
         *check_outcome(log),

@@ -38,6 +38,7 @@ SCENARIOS = (
     "schema_invalid_long_conclusion",
     "cut_decimal_quote",
     "quote_truncation_note",
+    "judge_answers_prose",
 )
 RULE = "design §10.1"
 
@@ -374,3 +375,16 @@ def test_a_guard_verdict_hiding_a_cut_or_a_note_is_named(
     rejected["_data_"]["problem"]["_data_"] = "EXCERPT_ABSENT"
     found = _verify_rewritten(logged, tmp_path, records, guard)
     assert any("that the log does not give" in text for text in found), found
+
+
+def test_a_judges_words_recorded_as_its_reason_are_named(logged: Logged, tmp_path: Path) -> None:
+    """Why the judge was unavailable is a code and a length, never the judge's own words."""
+    records = load(logged.export)
+    run = logged.runs["judge_answers_prose"]
+    decision = next(
+        r for r in records if r["type"] == "SEMANTIC_GUARD_DECISION" and r["stream"] == run
+    )
+    assert decision["payload"]["unavailable"].startswith("NOT_JSON ("), decision["payload"]
+    decision["payload"]["unavailable"] = "judge answered: SUPPORTED, definitely"
+    found = _named_any_rule(logged, tmp_path, records, decision)
+    assert any("unusable as free text" in text for text in found), found
