@@ -146,9 +146,11 @@ def test_an_event_edited_in_the_events_table_is_named(database: Database) -> Non
             connection.execute(update, {"state": bytes(state), "position": position})
     assert result.exit_code == 1
     found = [f for f in violations(result) if f.rule != "projection"]
-    assert len(found) == 1 and found[0].rule == "chain"
+    # the broken chain, and the reason rewritten as words where the harness records a code
+    assert [f.rule for f in found] == ["chain", "design §10.1"], found
     assert found[0].text.startswith(f"ROUTING_DECISION at position {position} (stream ")
     assert "its chain link does not match its content" in found[0].text
+    assert "unusable as free text (25 characters)" in found[1].text
 
 
 def test_invariants_broken_by_raw_events_are_named(settings: Settings, tmp_path: Path) -> None:
@@ -170,6 +172,7 @@ def test_invariants_broken_by_raw_events_are_named(settings: Settings, tmp_path:
             content="",
             byte_size=0,
             content_hash=hashlib.sha256(b"").hexdigest(),
+            notes=(),
         )
         at_forged = store.save_all(invocation)
     env = env_of(settings)
