@@ -86,9 +86,23 @@ def _closing(text: str, start: int, marks: str) -> int:
 
 
 def uncited_quotes(statement: str, excerpts: Iterable[str]) -> list[str]:
-    """The quoted spans of ``statement`` that are none of ``excerpts`` (both normalised)."""
-    cited = {normalise(excerpt) for excerpt in excerpts}
-    return [span for span in quoted_spans(statement) if normalise(span) not in cited]
+    """The quoted spans of ``statement`` that are none of ``excerpts`` (both normalised).
+
+    Where the statement holds an excerpt verbatim, the quotation marks inside it are the
+    evidence's own (a runbook's `code`, a log's ``msg="…"``), not the model's: each excerpt is
+    set aside as one cited quote before the statement's own quotation marks are read.
+    """
+    cited = {normalise(excerpt) for excerpt in excerpts} - {""}
+    text = normalise(statement)
+    if _CITED not in text:
+        for excerpt in sorted(cited, key=len, reverse=True):
+            text = text.replace(excerpt, _CITED)
+    spans = (normalise(span) for span in quoted_spans(text))
+    return [span for span in spans if span not in cited and span.replace(_CITED, "") != ""]
+
+
+_CITED = "\ufffc"
+"""Stands for an excerpt the statement holds verbatim while its quotation marks are read."""
 
 
 def fact_problems(
