@@ -43,17 +43,7 @@ def judge(
         (Message("system", JUDGE_PROMPT), Message("user", _payload(statements, guard))),
         json_schema=JUDGE_SCHEMA,
     )
-    verdicts: list[SemanticVerdict] | None = None
-    unavailable, text = "", ""
-    try:  # why not is a code and a length, never the judge's words
-        text = ctx.call_model(request).text
-        verdicts = parse_verdicts(text, len(statements))
-    except ModelOutputTooLarge as error:
-        unavailable = answer_reason(UnusableAnswer.TOO_LARGE, error.length)
-    except ModelError as error:
-        unavailable = failed_reason(error)
-    except ValueError as error:
-        unavailable = answer_reason(_code(error), len(text))
+    verdicts, unavailable = _verdicts(ctx, request, len(statements))
     judged = tuple(
         JudgedStatement(fact.statement, fact.citations, verdicts[i] if verdicts else None)
         for i, fact in enumerate(statements)
@@ -141,21 +131,31 @@ def ask_for_verdicts(
 ) -> tuple[list[SemanticVerdict] | None, str]:
     """One JUDGE call: a verdict for each of ``count`` statements, or None and why not.
 
-    The reason names what went wrong and the answer's length, never the answer's words
-    (diagnostics lines show it); the model step records the call.
+    The reason is a code and the answer's length, never the answer's words (diagnostics lines
+    show it); the model step records the call.
     """
     request = ModelRequest(
         ModelStepPurpose.JUDGE,
         (Message("system", system), Message("user", payload)),
         json_schema=JUDGE_SCHEMA,
     )
+    return _verdicts(ctx, request, count)
+
+
+def _verdicts(
+    ctx: RunContext, request: ModelRequest, count: int
+) -> tuple[list[SemanticVerdict] | None, str]:
+    """The judge's verdicts on ``count`` statements, or None and why: a code and a length.
+
+    Why not is never the judge's words (diagnostics lines show it, design §10.1).
+    """
+    text = ""
     try:
         text = ctx.call_model(request).text
-    except ModelError as error:
-        return None, f"judge failed: {type(error).__name__}"
-    try:
         return parse_verdicts(text, count), ""
-    except ValueError:
-        return None, (
-            f"judge answered without a verdict for every statement ({len(text)} characters)"
-        )
+    except ModelOutputTooLarge as error:
+        return None, answer_reason(UnusableAnswer.TOO_LARGE, error.length)
+    except ModelError as error:
+        return None, failed_reason(error)
+    except ValueError as error:
+        return None, answer_reason(_code(error), len(text))

@@ -77,10 +77,18 @@ def missing_item(item: MissingOut) -> MissingItem:
 def no_evidence(ctx: RunContext) -> list[str]:
     """Each empty result, scoped to what was searched (never a global negative)."""
     return [
-        f"No matching records in the checked scope: {inv.content}"
+        no_evidence_note(inv.content or "")
         for inv in ctx.invocations.values()
         if inv.evidence_status is EvidenceStatus.NO_EVIDENCE
     ]
+
+
+def no_evidence_note(scope: str) -> str:
+    """How an empty result is published: the harness's words, then the scope that held nothing.
+
+    Nothing else: the verifier holds every published note to exactly this (design §16.5).
+    """
+    return f"No matching records in the checked scope: {scope}"
 
 
 def not_checked(ctx: RunContext) -> list[str]:

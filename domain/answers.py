@@ -4,7 +4,8 @@ A system-chat answer makes no claim about the operated systems: the model only p
 of a fixed set, and the harness publishes its own text for it. A knowledge answer is a list of
 statements, each with its citations. It is published only when every passage it cites was
 retrieved for the run, every excerpt is informative and occurs verbatim in its passage
-(:mod:`domain.grounding`), no statement names a moment of the live systems its excerpts do not
+(:mod:`domain.grounding`), every quote in a statement is one of its excerpts
+(:mod:`domain.quotes`), no statement names a moment of the live systems its excerpts do not
 (:func:`live_reference`) and the judge supported every statement; otherwise the harness
 publishes the retrieved passages' titles and first sentences instead of the model's text.
 """
@@ -25,6 +26,7 @@ from domain.grounding import (
     normalise,
     same_citation,
 )
+from domain.quotes import uncited_quotes
 from domain.release_states import CitationProblem, SemanticVerdict
 from domain.values import Fact
 
@@ -227,8 +229,25 @@ def rejected_statement_citations(
     passages: Mapping[str, str],
     rules: GroundingRules = DEFAULT_RULES,
 ) -> list[tuple[Citation, CitationProblem]]:
-    """Each citation of each statement that does not prove (a duplicate within its statement)."""
-    return [found for s in statements for found in rejected_citations(s.citations, passages, rules)]
+    """Each citation of each statement that does not prove (a duplicate within its statement).
+
+    And each quote in a statement that is none of its excerpts, as in the EvidenceGuard: a
+    citation of no reference whose excerpt is the quoted span (``QUOTE_NOT_CITED``).
+    """
+    found: list[tuple[Citation, CitationProblem]] = []
+    for statement in statements:
+        found += rejected_citations(statement.citations, passages, rules)
+        found += quotes_not_cited(statement)
+    return found
+
+
+def quotes_not_cited(statement: Fact) -> list[tuple[Citation, CitationProblem]]:
+    """Each quoted span of ``statement`` that is none of its excerpts (design §10.1)."""
+    excerpts = [citation.excerpt for citation in statement.citations]
+    return [
+        (Citation("", span), CitationProblem.QUOTE_NOT_CITED)
+        for span in uncited_quotes(statement.statement, excerpts)
+    ]
 
 
 def sentences(text: str) -> list[str]:

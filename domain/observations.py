@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from domain.grounding import normalise, occurs
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator
+    from collections.abc import Callable, Iterable
 
     from domain.grounding import Citation
 
@@ -76,33 +76,60 @@ class Observation:
 
 
 def record_of(excerpt: str, content: str) -> str:
-    """The first record (line, normalised) of ``content`` holding ``excerpt``, or the excerpt.
+    """The record(s) of ``content`` (normalised) an excerpt quotes, or the excerpt itself.
 
-    The excerpt itself when no line of at most :data:`MAX_RECORD` characters holds it (it spans
-    lines, or its line is too long to quote whole).
+    The first line of at most :data:`MAX_RECORD` characters holding ``excerpt``; for an excerpt
+    spanning short lines, those whole lines joined (so it is dated by the record it starts in,
+    never by a time written inside one); otherwise (a longer line) the excerpt.
     """
-    for line in _short_lines(content):
-        if occurs(excerpt, line):
+    lines = _lines(content)
+    for line in lines:
+        if len(line) <= MAX_RECORD and occurs(excerpt, line):
             return line
-    return normalise(excerpt)
+    return _short_run(excerpt, lines) or normalise(excerpt)
+
+
+def _short_run(excerpt: str, lines: list[str]) -> str | None:
+    """The first short lines in a row (two or more) holding ``excerpt``, joined, or None."""
+    for first in range(len(lines)):
+        for last in range(first + 1, len(lines)):
+            run = lines[first : last + 1]
+            if len(run[-1]) > MAX_RECORD or len(run[0]) > MAX_RECORD:
+                break
+            if occurs(excerpt, " ".join(run)):
+                return " ".join(run)
+    return None
 
 
 def is_record(record: str, content: str) -> bool:
     """Whether ``record`` is what :func:`record_of` quotes from ``content`` for some excerpt.
 
-    A whole short line of it, or a part of it that occurs in no short line.
+    A whole short line, whole short lines in a row, or a part of the content that neither a
+    short line nor short lines in a row hold (it quotes a longer line).
     """
-    lines = list(_short_lines(content))
-    if record in lines:
+    lines = _lines(content)
+    short = [line for line in lines if len(line) <= MAX_RECORD]
+    if record in short or _joins_lines(record, lines):
         return True
-    return occurs(record, content) and not any(occurs(record, line) for line in lines)
+    held = any(occurs(record, line) for line in short) or _short_run(record, lines) is not None
+    return occurs(record, content) and not held
 
 
-def _short_lines(content: str) -> Iterator[str]:
-    for line in content.splitlines():
-        line = normalise(line)
-        if line and len(line) <= MAX_RECORD:
-            yield line
+def _joins_lines(record: str, lines: list[str]) -> bool:
+    """Whether ``record`` is two or more whole short lines of ``lines`` in a row, joined."""
+    for first, line in enumerate(lines):
+        if len(line) > MAX_RECORD or not record.startswith(line + " "):
+            continue
+        for last in range(first + 1, len(lines)):
+            if len(lines[last]) > MAX_RECORD:
+                break
+            if " ".join(lines[first : last + 1]) == record:
+                return True
+    return False
+
+
+def _lines(content: str) -> list[str]:
+    return [line for line in map(normalise, content.splitlines()) if line]
 
 
 def observations(

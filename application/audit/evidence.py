@@ -14,6 +14,7 @@ from uuid import UUID
 from application.audit.answers import is_answer_run
 from application.audit.integrity import Violation
 from application.audit.rules import cited, no_evidence_notes
+from application.published import no_evidence_note
 from domain.collection import Collection
 from domain.grounding import Evidence, excerpt_problem
 from domain.published_reader import parse_published
@@ -78,7 +79,7 @@ def check_references(log: RunLog) -> list[Violation]:
 
 
 def _unscoped_notes(ready: dict[str, Ready], entry: Entry, content: Recorded) -> list[Violation]:
-    """§16.5: each published NO_EVIDENCE note is the scope of an empty result of the run."""
+    """§16.5: each published NO_EVIDENCE note is the harness's note on an empty result's scope."""
     at = entry.record.position
     scopes = [e.content for p, status, e in ready.values() if p < at and status is EMPTY]
     return [
@@ -88,7 +89,7 @@ def _unscoped_notes(ready: dict[str, Ready], entry: Entry, content: Recorded) ->
             entry.record,
         )
         for note in no_evidence_notes(content)
-        if not any(scope and note.endswith(scope) for scope in scopes)
+        if not any(scope and note == no_evidence_note(scope) for scope in scopes)
     ]
 
 

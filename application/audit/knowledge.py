@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from application.audit.rules import as_judged
 from application.knowledge_answers import judged_content, parse_answer
 from application.replies import shown_citation, ungrounded_content
-from domain.answers import AnswerRefusal, live_reference
+from domain.answers import AnswerRefusal, live_reference, quotes_not_cited
 from domain.published import GroundedAnswer, RefusedCitation, UngroundedAnswer
 from domain.run import Run
 from domain.states import ModelStepOutcome, ModelStepPurpose
@@ -78,6 +78,8 @@ def _expected(
         judged = decision.event.judged
         if [as_judged(j) for j in judged] != [as_judged(s) for s in parsed]:
             return "records as judged statements that are not those of the answer proposed"
+        if any(quotes_not_cited(s) for s in parsed):
+            return "judges an answer quoting words none of its excerpts are (QUOTE_NOT_CITED)"
         return judged_content(parsed, judged, passages)
     return _refused_unjudged(parsed, passages, content)
 
@@ -100,6 +102,7 @@ def _refused_unjudged(
             return "refuses as LIVE_STATE an answer that names no moment of the live systems"
         return ungrounded_content(passages, AnswerRefusal.LIVE_STATE)
     proposed = [c for s in statements for c in s.citations]
+    proposed += [quote for s in statements for quote, _ in quotes_not_cited(s)]
     if not content.rejected_citations or not all(
         _shown_of(r, proposed) for r in content.rejected_citations
     ):

@@ -39,6 +39,7 @@ SCENARIOS = (
     "cut_decimal_quote",
     "quote_truncation_note",
     "judge_answers_prose",
+    "empty_result_stays_scoped",
 )
 RULE = "design §10.1"
 
@@ -388,3 +389,14 @@ def test_a_judges_words_recorded_as_its_reason_are_named(logged: Logged, tmp_pat
     decision["payload"]["unavailable"] = "judge answered: SUPPORTED, definitely"
     found = _named_any_rule(logged, tmp_path, records, decision)
     assert any("unusable as free text" in text for text in found), found
+
+
+def test_a_claim_prefixed_to_a_no_evidence_note_is_named(logged: Logged, tmp_path: Path) -> None:
+    """A NO_EVIDENCE note is the harness's words and its scope, nothing before or after them."""
+    records = load(logged.export)
+    decision = _decision(records, logged.runs["empty_result_stays_scoped"])
+    notes = decision["payload"]["content"]["no_evidence"]
+    assert notes == ["No matching records in the checked scope: checkout ERROR logs 2026-11-29"]
+    notes[0] = "Root cause: the v2.14.0 deploy broke pricing. " + notes[0]
+    found = _named_any_rule(logged, tmp_path, records, decision)
+    assert any("NO_EVIDENCE note" in text for text in found), found
