@@ -17,7 +17,9 @@ from domain.published import (
 )
 from domain.reasons import shown_reason
 from domain.release_states import ReleaseOutcome
+from domain.scopes import measured, shown_scope
 from domain.states import RunState
+from domain.tool_states import ToolRejectionCode
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -41,11 +43,26 @@ class AskView:
     def __init__(self, console: Console) -> None:
         """Print to ``console``."""
         self.console = console
+        self.question = ""
+        self.known: tuple[str, ...] = ()
 
     def on_events(self, events: Sequence[Any]) -> None:
-        """Print the events worth a line (status, routing, tools, guards, termination)."""
+        """Print the events worth a line (status, routing, tools, guards, termination).
+
+        A tool call's scope is the model's words: it is shown as the harness shows it in a
+        fallback (:func:`domain.scopes.shown_scope`), from the question and the tools' catalogue
+        the run recorded.
+        """
         for event in events:
-            render = _LINES.get(event_type_name(type(event)))
+            name = event_type_name(type(event))
+            if name == "RUN_STARTED":
+                self.question = event.query
+            elif name == "COLLECTION_STARTED":
+                self.known = tuple(event.known_services)
+            elif name == "TOOL_INVOCATION_STARTED":
+                scope = shown_scope(event.normalized_scope, self.question, self.known)
+                self.console.print(f"  [yellow]tool[/] {escape(event.tool)} {escape(scope)}")
+            render = _LINES.get(name)
             if render is not None:
                 self.console.print(render(event))
 
@@ -152,6 +169,16 @@ def _semantic(e: Any) -> str:
     return f"  semantic check: {verdict}"
 
 
+def _requested(e: Any) -> str:
+    """The tool a rejected request named: no tool of that name is the model's word, measured.
+
+    The rejection's detail is left out: it may quote the request's arguments.
+    """
+    if e.code is ToolRejectionCode.INVALID_ID:
+        return f"an unknown tool ({measured(e.tool)})"
+    return escape(e.tool)
+
+
 def _evidence(e: Any) -> str:
     return f"  evidence check: {'valid' if e.valid else 'invalid references'}"
 
@@ -160,14 +187,11 @@ _LINES: dict[str, Callable[[Any], str]] = {
     "RUN_STARTED": lambda e: f"[dim]run {e.originator_id} started[/]",
     "APPLICATION_STATUS_CHANGED": lambda e: f"[bold cyan]▸ {e.status.value}[/]",
     "ROUTING_DECISION": _routing,
-    "TOOL_INVOCATION_STARTED": lambda e: f"  [yellow]tool[/] {e.tool} {escape(e.normalized_scope)}",
     "TOOL_INVOCATION_READY": lambda e: f"    → {e.evidence_status.value}, {e.byte_size} bytes",
     "TOOL_INVOCATION_FAILED": lambda e: (
         f"    → [red]ERROR {escape(e.error_code)}[/]: {escape(e.message)}"
     ),
-    "TOOL_REQUEST_REJECTED": lambda e: (
-        f"  [red]rejected[/] {e.tool}: {e.code.value} ({escape(e.detail)})"
-    ),
+    "TOOL_REQUEST_REJECTED": lambda e: f"  [red]rejected[/] {_requested(e)}: {e.code.value}",
     "COLLECTION_STOP": lambda e: f"  collection stopped: {e.stop_reason.value}",
     "EVIDENCE_GUARD_INITIAL": _evidence,
     "EVIDENCE_GUARD_RECHECK": _evidence,

@@ -20,7 +20,7 @@ from application.judge import judge
 from application.ports import Message, ModelError, ModelOutputTooLarge, ModelRequest
 from application.prompts import DRAFT_SCHEMA, repair_prompt
 from application.proposals import record_draft
-from application.published import fallback, report
+from application.published import fallback, report, shown
 from domain.grounding import DEFAULT_RULES, GroundingRules
 from domain.observations import observations
 from domain.release_states import FallbackType, GuardStage, ReleaseOutcome, SemanticVerdict
@@ -212,7 +212,12 @@ def _publish(
 ) -> Publication:
     """A fallback: the records behind proven facts, empty scopes, failed checks, what is missing."""
     cited = [c for fact in facts for c in fact.citations]
-    content = fallback(ctx, kind, observations(cited, guard.resolve), missing)
+
+    def source(reference: str) -> tuple[str, str, str] | None:
+        found = guard.resolve(reference)
+        return None if found is None else (found[0], shown(ctx, found[1]), found[2])
+
+    content = fallback(ctx, kind, observations(cited, source), missing)
     return publish(ctx, ReleaseOutcome.FALLBACK, kind, content)
 
 

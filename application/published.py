@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from domain.published import DiagnosisReport, FallbackContent, MissingItem, names_service
 from domain.release_states import FallbackType
+from domain.scopes import shown_scope
 from domain.states import MissingKind
 from domain.tool_states import EvidenceStatus, InvocationStatus
 
@@ -77,36 +78,53 @@ def missing_item(item: MissingOut) -> MissingItem:
 def no_evidence(ctx: RunContext) -> list[str]:
     """Each empty result, scoped to what was searched (never a global negative)."""
     return [
-        no_evidence_note(inv.content or "")
+        empty_note(inv.tool, shown(ctx, inv.normalized_scope))
         for inv in ctx.invocations.values()
         if inv.evidence_status is EvidenceStatus.NO_EVIDENCE
     ]
 
 
-def no_evidence_note(scope: str) -> str:
-    """How an empty result is published: the harness's words, then the scope that held nothing.
+def empty_note(tool: str, scope: str) -> str:
+    """How an empty result is published: the tool and the scope that held nothing, as shown.
 
-    Nothing else: the verifier holds every published note to exactly this (design §16.5).
+    ``scope`` is :func:`shown` of the call's scope: the model's words are never echoed in it.
+    The verifier holds every published note to exactly this (design §16.5).
     """
+    return f"No matching records from {tool} for {scope or 'its whole scope'}"
+
+
+def no_evidence_note(scope: str) -> str:
+    """How an empty result was published before scopes were shown in the harness's words."""
     return f"No matching records in the checked scope: {scope}"
 
 
 def not_checked(ctx: RunContext) -> list[str]:
     """Each tool call that failed: what could not be checked, never that nothing was found."""
     return [
-        not_checked_note(inv)
+        not_checked_note(inv, shown(ctx, inv.normalized_scope))
         for inv in ctx.invocations.values()
         if inv.status is InvocationStatus.ERROR
     ]
 
 
-def not_checked_note(invocation: ToolInvocation) -> str:
-    """How a failed tool call is published: not checked, so nothing is known (never absence)."""
-    scope = invocation.normalized_scope or "its scope"
+def not_checked_note(invocation: ToolInvocation, scope: str | None = None) -> str:
+    """How a failed tool call is published: not checked, so nothing is known (never absence).
+
+    ``scope`` is the call's scope as shown (:func:`shown`); None words it as fallbacks did before
+    scopes were shown in the harness's words (the verifier reads older logs so).
+    """
+    if scope is None:
+        scope = invocation.normalized_scope
     return (
-        f"{invocation.tool} could not be checked for {scope} ({invocation.error_code}):"
-        " nothing is known about it"
+        f"{invocation.tool} could not be checked for {scope or 'its scope'}"
+        f" ({invocation.error_code}): nothing is known about it"
     )
+
+
+def shown(ctx: RunContext, scope: str) -> str:
+    """A call's scope as a reader sees it: only values the harness can vouch for, verbatim."""
+    known = ctx.collection.known_services if ctx.collection is not None else ()
+    return shown_scope(scope, ctx.run.query, known)
 
 
 def missing_question(item: MissingOut) -> str:

@@ -27,13 +27,14 @@ from domain.published import (
     RefusedCitation,
     UngroundedAnswer,
 )
+from domain.release_states import CitationProblem
+from domain.scopes import measured
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from domain.answers import RetrievedPassage
     from domain.grounding import Citation
-    from domain.release_states import CitationProblem
     from domain.values import Fact
 
 EXAMPLE_DIAGNOSIS = "Why was checkout slow on 2026-11-29?"
@@ -99,10 +100,14 @@ def ungrounded_content(
 
 
 def shown_citation(citation: Citation, problem: CitationProblem) -> RefusedCitation:
-    """A rejected citation as the harness shows it: cut, with its problem."""
-    return RefusedCitation(
-        citation.reference[:SHOWN_EXCERPT], citation.excerpt[:SHOWN_EXCERPT], problem
-    )
+    """A rejected citation as the harness shows it: the passage it names, its problem.
+
+    Its excerpt proved nothing, so it is the model's words: shown by its length alone; so is a
+    reference that names no retrieved passage (design §10.1).
+    """
+    named = problem not in (CitationProblem.UNKNOWN_REFERENCE, CitationProblem.OTHER_RUN)
+    reference = citation.reference[:SHOWN_EXCERPT] if named else measured(citation.reference)
+    return RefusedCitation(reference, measured(citation.excerpt), problem)
 
 
 _WHY: dict[AnswerRefusal, str] = {

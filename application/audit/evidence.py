@@ -12,11 +12,13 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from application.audit.answers import is_answer_run
+from application.audit.fallbacks import shown_in
 from application.audit.integrity import Violation
 from application.audit.rules import cited, no_evidence_notes
-from application.published import no_evidence_note
+from application.published import empty_note, no_evidence_note
 from domain.collection import Collection
 from domain.grounding import Evidence, excerpt_problem
+from domain.published import FallbackContent
 from domain.published_reader import parse_published
 from domain.release_states import CitationProblem
 from domain.run import Run
@@ -69,7 +71,7 @@ def check_references(log: RunLog) -> list[Violation]:
         content = parse_published(entry.event.content)
         for pairs, legacy in [] if answer else cited(content):
             found.extend(_citation(log, ready, pairs, legacy, entry))
-        found.extend(_unscoped_notes(ready, entry, content))
+        found.extend(_unscoped_notes(log, ready, entry, content))
     for entry in log.of(Collection.ToolProgress):
         invocation = entry.event.invocation_id
         if invocation is not None and str(invocation) not in ready:
@@ -78,10 +80,21 @@ def check_references(log: RunLog) -> list[Violation]:
     return found
 
 
-def _unscoped_notes(ready: dict[str, Ready], entry: Entry, content: Recorded) -> list[Violation]:
-    """§16.5: each published NO_EVIDENCE note is the harness's note on an empty result's scope."""
+def _unscoped_notes(
+    log: RunLog, ready: dict[str, Ready], entry: Entry, content: Recorded
+) -> list[Violation]:
+    """§16.5: each published NO_EVIDENCE note is the harness's note on an empty result's scope.
+
+    In a fallback of the current shape (with observations) the note names the tool and the
+    scope as shown (:func:`application.published.empty_note`); before, the tool's own words.
+    """
     at = entry.record.position
-    scopes = [e.content for p, status, e in ready.values() if p < at and status is EMPTY]
+    empty = [name for name, (p, status, _) in ready.items() if p < at and status is EMPTY]
+    if isinstance(content, FallbackContent) and content.observations is not None:
+        notes = {_empty_note(log, name) for name in empty}
+    else:
+        scopes = [ready[name][2].content for name in empty]
+        notes = {no_evidence_note(scope) for scope in scopes if scope}
     return [
         Violation(
             "SPEC §16.5",
@@ -89,8 +102,14 @@ def _unscoped_notes(ready: dict[str, Ready], entry: Entry, content: Recorded) ->
             entry.record,
         )
         for note in no_evidence_notes(content)
-        if not any(scope and note == no_evidence_note(scope) for scope in scopes)
+        if note not in notes
     ]
+
+
+def _empty_note(log: RunLog, name: str) -> str:
+    invocation = log.invocations[name].aggregate
+    assert invocation is not None  # READY: its stream replayed
+    return empty_note(invocation.tool, shown_in(log, invocation.normalized_scope))
 
 
 def _citation(

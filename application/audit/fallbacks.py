@@ -18,6 +18,7 @@ from domain.grounding import restates
 from domain.observations import in_time_order, is_record
 from domain.published import FallbackContent, names_service
 from domain.release_states import SemanticVerdict
+from domain.scopes import shown_scope
 from domain.tool_invocation import ToolInvocation
 
 if TYPE_CHECKING:
@@ -66,6 +67,18 @@ def fallback_problems(
     return found + _missing_problems(log, content) + _not_checked_problems(log, entry, content)
 
 
+def shown_in(log: RunLog, scope: str) -> str:
+    """A call's scope as the run's fallbacks show it, from the question and catalogue recorded."""
+    question = log.run.aggregate.query if log.run and log.run.aggregate else ""
+    return shown_scope(scope, question, known_services(log))
+
+
+def known_services(log: RunLog) -> tuple[str, ...]:
+    """The services the run's tools knew, as its collection recorded them."""
+    collection = log.collection.aggregate if log.collection else None
+    return collection.known_services if isinstance(collection, Collection) else ()
+
+
 def _observation_problems(log: RunLog, observed: tuple[Observation, ...]) -> list[str]:
     """Each observation quotes a whole record of the result it names, from its tool and scope.
 
@@ -79,7 +92,8 @@ def _observation_problems(log: RunLog, observed: tuple[Observation, ...]) -> lis
         invocation = stream.aggregate if stream is not None else None
         if invocation is None:
             continue  # named by the evidence check
-        if (invocation.tool, invocation.normalized_scope) != (observation.tool, observation.scope):
+        scope = shown_in(log, invocation.normalized_scope)
+        if (invocation.tool, scope) != (observation.tool, observation.scope):
             found.append(
                 f"publishes an observation of {observation.reference} naming another tool or"
                 f" scope ({observation.tool!r:.40}, {observation.scope!r:.80})"
@@ -105,8 +119,7 @@ def _missing_problems(log: RunLog, content: FallbackContent | LegacyFallback) ->
     recorded = content.missing if isinstance(content, FallbackContent) else ()
     if isinstance(content, FallbackContent) and content.observations is not None:
         question = log.run.aggregate.query if log.run and log.run.aggregate else ""
-        collection = log.collection.aggregate if log.collection else None
-        known = collection.known_services if isinstance(collection, Collection) else ()
+        known = known_services(log)
         for item in recorded:
             if item.service is not None and not names_service(item.service, question, known):
                 return [
@@ -137,7 +150,11 @@ def _not_checked_problems(
         )
     ]
     reported = list(content.not_checked) if isinstance(content, FallbackContent) else []
-    expected = [not_checked_note(inv) for inv in failed]
+    current = isinstance(content, FallbackContent) and content.observations is not None
+    expected = [
+        not_checked_note(inv, shown_in(log, inv.normalized_scope) if current else None)
+        for inv in failed
+    ]
     if sorted(reported) != sorted(expected):
         return [
             f"reports {len(reported)} tool call(s) as not checked, but {len(expected)} failed"

@@ -156,7 +156,10 @@ def test_only_a_knowledge_answer_whose_citations_prove_is_published(
     assert MODEL_TEXT not in json.dumps(content)
     assert content["refusal"] == "CITATION_REJECTED" and content["citations"] == []
     [rejected] = content["rejected_citations"]
-    assert rejected == {**statement["citations"][0], "problem": problem}
+    cited = statement["citations"][0]
+    reference = cited["reference"] if problem != "UNKNOWN_REFERENCE" else "‹25 characters›"
+    shown = {"reference": reference, "excerpt": f"‹{len(cited['excerpt'])} characters›"}
+    assert rejected == {**shown, "problem": problem}  # the model's words measured, not shown
     _lists_the_passages(content)
 
 

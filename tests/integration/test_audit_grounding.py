@@ -396,7 +396,7 @@ def test_a_claim_prefixed_to_a_no_evidence_note_is_named(logged: Logged, tmp_pat
     records = load(logged.export)
     decision = _decision(records, logged.runs["empty_result_stays_scoped"])
     notes = decision["payload"]["content"]["no_evidence"]
-    assert notes == ["No matching records in the checked scope: checkout ERROR logs 2026-11-29"]
+    assert notes == ["No matching records from search_logs for service=checkout"]
     notes[0] = "Root cause: the v2.14.0 deploy broke pricing. " + notes[0]
     found = _named_any_rule(logged, tmp_path, records, decision)
     assert any("NO_EVIDENCE note" in text for text in found), found

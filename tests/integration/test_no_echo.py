@@ -120,3 +120,15 @@ def test_the_harness_reasons_are_shown_as_code_and_length() -> None:
         "VERDICT_MISSING, 412 characters"
     )
     assert shown_reason(failed_reason(TimeoutError("MARKER"))) == "MODEL_FAILED, TimeoutError"
+
+
+def test_a_claim_written_into_tool_arguments_is_never_printed(
+    sqlite_settings: Settings, tmp_path: Path
+) -> None:
+    """A call's arguments are the model's words: ``harness ask`` shows its scope as a fallback
+    does, values the harness cannot vouch for measured, and a rejected request by its code."""
+    printed, run_id, env = _asked(sqlite_settings, tmp_path, "scope_words_never_published")
+    for claim in ("caused the outage", "checkout-is-down-because-of-v2.14.0"):
+        assert claim not in printed, printed
+    assert "contains=‹36 characters›" in printed, printed
+    assert "caused the outage" in _exported(tmp_path, run_id, env)  # the log keeps the call

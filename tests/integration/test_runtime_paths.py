@@ -575,8 +575,9 @@ def test_only_blank_records_are_no_evidence(services: Services, store: HarnessSt
     assert ready.content == "checkout ERROR logs 2026-11-29"
     _assert_fallback(result, store, FallbackType.MISSING_REQUIRED_CONTEXT)
     assert result.content is not None
+    # the tool and the call's scope, in the harness's words (not the tool's description)
     assert result.content["no_evidence"] == [
-        "No matching records in the checked scope: checkout ERROR logs 2026-11-29"
+        "No matching records from search_logs for service=checkout"
     ]
 
 
