@@ -8,7 +8,8 @@ for it, and otherwise by its length alone (``‹37 characters›``):
 
 - a service the question names or the run's tools know (:func:`domain.published.names_service`);
 - an ISO 8601 time, a number, ``true``/``false``/``null``, or an upper-case level (``ERROR``);
-- one plain word (letters and digits, at most 20), which cannot carry a claim;
+- one plain word or identifier (letters and digits, joined by ``_``, at most 32 characters,
+  e.g. ``timeout`` or ``latency_p99``), which reads as a name, not a sentence;
 - a value every word of which the question holds (the operator's own words).
 
 A field's name is shown when it is a plain lower-case identifier, by its length otherwise.
@@ -30,13 +31,15 @@ if TYPE_CHECKING:
 _TIME = re.compile(r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?")
 _NUMBER = re.compile(r"-?\d{1,15}(\.\d{1,6})?")
 _LEVEL = re.compile(r"[A-Z][A-Z_]{0,19}")
-_PLAIN_WORD = re.compile(r"[A-Za-z0-9]{1,20}")
+_PLAIN_WORD = re.compile(r"(?=.{1,32}$)[A-Za-z0-9]+(?:_[A-Za-z0-9]+)*")
 _KEY = re.compile(r"[a-z][a-z0-9_]{0,31}")
 _WORD = re.compile(r"\w+")
 
 
 def shown_scope(scope: str, question: str, known: Iterable[str]) -> str:
     """``scope`` as a reader sees it: ``service=checkout, contains=‹37 characters›``."""
+    if not scope:
+        return ""
     services = tuple(known)
     fields = _fields(scope)
     if fields is None:
