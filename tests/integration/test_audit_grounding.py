@@ -75,13 +75,21 @@ def _decision(records: list[dict[str, Any]], run: str) -> dict[str, Any]:
 
 
 def _verify_rewritten(
-    logged: Logged, tmp_path: Path, records: list[dict[str, Any]], record: dict[str, Any]
+    logged: Logged,
+    tmp_path: Path,
+    records: list[dict[str, Any]],
+    record: dict[str, Any],
+    rule: str | None = RULE,
 ) -> list[str]:
+    """What ``audit verify`` names at ``record`` after the edit, relinked: under ``rule``, or
+    under any rule (each text prefixed by its rule) when ``rule`` is None."""
     relink(records, record["stream"])
     path = save(tmp_path / "rewritten.jsonl", records)
     result = harness_cli(logged.env, "audit", "verify", str(path))
     assert result.exit_code == 1, result.stdout
-    return [found.text for found in named(result, record, RULE)]
+    if rule is not None:
+        return [found.text for found in named(result, record, rule)]
+    return [f"[{found.rule}] {found.text}" for found in named(result, record)]
 
 
 def test_the_recorded_log_verifies_clean(logged: Logged) -> None:
@@ -294,16 +302,6 @@ def test_a_missing_service_only_the_model_named_is_named(logged: Logged, tmp_pat
     assert any("neither the question nor the tools' catalogue" in t for t in found), found
 
 
-def _named_any_rule(
-    logged: Logged, tmp_path: Path, records: list[dict[str, Any]], record: dict[str, Any]
-) -> list[str]:
-    relink(records, record["stream"])
-    path = save(tmp_path / "rewritten.jsonl", records)
-    result = harness_cli(logged.env, "audit", "verify", str(path))
-    assert result.exit_code == 1, result.stdout
-    return [f"[{found.rule}] {found.text}" for found in named(result, record)]
-
-
 def _cited_ready(records: list[dict[str, Any]], decision: dict[str, Any]) -> dict[str, Any]:
     """The READY event of the invocation the decision's first fact cites."""
     reference = decision["payload"]["content"]["facts"][0]["citations"][0]["reference"]
@@ -318,7 +316,7 @@ def test_a_published_excerpt_cutting_a_token_is_named(logged: Logged, tmp_path: 
     decision = _decision(records, logged.runs["control_supported"])
     fact = decision["payload"]["content"]["facts"][0]
     fact["citations"][0]["excerpt"] = "upstream timeout after 30s calling pricing"
-    found = _named_any_rule(logged, tmp_path, records, decision)
+    found = _verify_rewritten(logged, tmp_path, records, decision, None)
     assert any("cuts a token of it (EXCERPT_CUTS_A_TOKEN)" in text for text in found), found
 
 
@@ -331,7 +329,7 @@ def test_a_published_excerpt_quoting_a_note_is_named(logged: Logged, tmp_path: P
     relink(records, ready["stream"])
     fact = decision["payload"]["content"]["facts"][0]
     fact["citations"][0]["excerpt"] = "7 more records truncated"
-    found = _named_any_rule(logged, tmp_path, records, decision)
+    found = _verify_rewritten(logged, tmp_path, records, decision, None)
     assert any("quotes a note about the result" in text for text in found), found
 
 
@@ -352,7 +350,7 @@ def test_an_old_log_quoting_a_note_written_into_its_content_is_named(
     relink(records, ready["stream"])
     fact = decision["payload"]["content"]["facts"][0]
     fact["citations"][0]["excerpt"] = "7 more records beyond limit=1"
-    found = _named_any_rule(logged, tmp_path, records, decision)
+    found = _verify_rewritten(logged, tmp_path, records, decision, None)
     assert any("(EXCERPT_QUOTES_A_NOTE)" in text for text in found), found
 
 
@@ -387,7 +385,7 @@ def test_a_judges_words_recorded_as_its_reason_are_named(logged: Logged, tmp_pat
     )
     assert decision["payload"]["unavailable"].startswith("NOT_JSON ("), decision["payload"]
     decision["payload"]["unavailable"] = "judge answered: SUPPORTED, definitely"
-    found = _named_any_rule(logged, tmp_path, records, decision)
+    found = _verify_rewritten(logged, tmp_path, records, decision, None)
     assert any("unusable as free text" in text for text in found), found
 
 
@@ -398,5 +396,5 @@ def test_a_claim_prefixed_to_a_no_evidence_note_is_named(logged: Logged, tmp_pat
     notes = decision["payload"]["content"]["no_evidence"]
     assert notes == ["No matching records from search_logs for service=checkout"]
     notes[0] = "Root cause: the v2.14.0 deploy broke pricing. " + notes[0]
-    found = _named_any_rule(logged, tmp_path, records, decision)
+    found = _verify_rewritten(logged, tmp_path, records, decision, None)
     assert any("NO_EVIDENCE note" in text for text in found), found
