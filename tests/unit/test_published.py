@@ -117,9 +117,11 @@ def old_ungrounded_content(
         "passages": listed,
         "refusal": refusal.value,
         "rejected_citations": [
-            {
-                "reference": citation.reference[:SHOWN_EXCERPT],
-                "excerpt": citation.excerpt[:SHOWN_EXCERPT],
+            {  # the model's words by their length; a reference naming no passage too
+                "reference": f"‹{len(citation.reference)} characters›"
+                if problem in (CitationProblem.UNKNOWN_REFERENCE, CitationProblem.OTHER_RUN)
+                else citation.reference[:SHOWN_EXCERPT],
+                "excerpt": f"‹{len(citation.excerpt)} characters›",
                 "problem": problem.value,
             }
             for citation, problem in rejected
