@@ -21,7 +21,7 @@ MAX_LOG_BYTES = 5 * 1024 * 1024
 """Bytes of one log file before it is rotated (one older file is kept)."""
 LINE_LIMIT = 64 * 1024
 """Bytes a line is read in at most: a line without end is cut into pieces, never held whole."""
-CLOSE_WAIT_S = 2.0
+CLOSE_WAIT_S = 5.0
 
 
 class StderrLog:
