@@ -18,6 +18,7 @@ from api.cli_mcp import mcp_app
 from api.cli_otel import otel_app
 from api.cli_projections import projections_app
 from api.cli_runs import runs_app
+from api.cli_tools import tools_app
 
 if TYPE_CHECKING:
     from infrastructure.settings import Settings
@@ -34,6 +35,7 @@ app.add_typer(runs_app, name="runs")
 app.add_typer(audit_app, name="audit")
 app.add_typer(otel_app, name="otel")
 app.add_typer(mcp_app, name="mcp")
+app.add_typer(tools_app, name="tools")
 
 
 @db_app.command("init")
@@ -63,12 +65,13 @@ def db_status() -> None:
     out_console().print(f"{services.settings.database.describe()}: log head at {head}")
 
 
-def _for_work() -> Settings:
+def _for_work(*, announce: bool = False) -> Settings:
     """The settings for serving or asking, with their store checked (or set up) first.
 
     An embedded SQLite file has one owner, so creating its tables and loading the sample data
     here is the zero set-up path. PostgreSQL workers never create tables (several starting at
-    once would race): run `harness db init --sample` once first.
+    once would race): run `harness db init --sample` once first. ``announce`` logs the tools'
+    summary here (when the workers, in processes of their own, cannot say it on this terminal).
     """
     from infrastructure.settings import ConfigurationError
 
@@ -76,7 +79,7 @@ def _for_work() -> Settings:
     embedded = settings.database.kind == "sqlite"
     with opened(settings, create=embedded, sample=embedded) as services:
         try:  # the configured tools start (MCP servers listed) before serving, then close
-            services.tools()
+            services.tools(announce=announce)
         except ConfigurationError as error:
             fail(f"invalid tools configuration: {error}")
     return settings
@@ -108,7 +111,7 @@ def serve(
     bind_host, bind_port = host or settings.host, settings.port if port is None else port
     check_bind(settings, bind_host, workers)
     listening = check_port(bind_host, bind_port)  # before any set-up: a taken port says so first
-    _for_work()
+    _for_work(announce=workers > 1)  # one worker says it as it starts
     if workers > 1:
         serve_many(settings, listening, workers)  # each worker opens its own store
         return

@@ -47,13 +47,22 @@ class OneLineFormatter(logging.Formatter):
         return text
 
 
+ANNOUNCING = ("infrastructure.tool_sources",)
+"""Loggers whose information is for the operator too: the tools admitted at start."""
+
+
 def configure_logging() -> None:
-    """Warnings and errors of the harness's own modules on stderr, one line each."""
+    """Warnings and errors of the harness's own modules on stderr, one line each.
+
+    The start-up summary of the tools (one line per source) is said too, at ``info``.
+    """
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(OneLineFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.WARNING)
+    for name in ANNOUNCING:
+        logging.getLogger(name).setLevel(logging.INFO)
 
 
 def _options(

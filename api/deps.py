@@ -15,6 +15,7 @@ from domain.errors import UnknownAggregateError
 from projections.queries import run_row
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from uuid import UUID
 
     from sqlalchemy import Engine
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from application.dispatch import RunDispatcher
     from application.store import HarnessStore
     from infrastructure.settings import Settings
+    from infrastructure.tool_catalog import ToolView
     from projections.runner import Projector
 
 READ_POLL = 0.05
@@ -40,6 +42,8 @@ class Worker:
     projector: Projector
     dispatcher: RunDispatcher
     hub: FeedHub
+    tool_views: Callable[[], list[ToolView]]
+    """Every tool of this worker with its admission (``GET /v1/tools``)."""
     local_metrics: LocalMetrics = field(default_factory=LocalMetrics)
     """This process's admission refusals and open streams (``GET /metrics``)."""
     streams: StreamCount = field(init=False)

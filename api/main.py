@@ -7,6 +7,7 @@ import os
 import sys
 import threading
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
@@ -18,12 +19,13 @@ from api.deps import Worker
 from api.feed_hub import FeedHub
 from api.http_protocol import set_request_deadline
 from api.metrics import multiprocess_problem
-from api.routes import audit, chat, metrics, runs, sessions, stats, system
+from api.routes import audit, chat, metrics, runs, sessions, stats, system, tools
 from api.schemas import document_limits
 from application.dispatch import RunDispatcher
 from application.recovery import RecoveryLoop
 from infrastructure.composition import Overrides, Services, bootstrap
 from infrastructure.pg_listen import PgNotifyWake, read_channel
+from infrastructure.tool_sources import tool_views
 from projections.feed_ahead import FeedAhead
 
 if TYPE_CHECKING:
@@ -53,6 +55,7 @@ ROUTERS = (
     runs.router,
     sessions.router,
     system.router,
+    tools.router,
     audit.router,
     stats.router,
     metrics.router,
@@ -165,7 +168,8 @@ def _start(
         troubled=(lambda: beats.troubled_at) if beats else None,
     )
     services.defer(loop.start().close)
-    found = Worker(settings, services.store, services.engine, projector, dispatcher, hub)
+    views = partial(tool_views, service.tools, services.sources)
+    found = Worker(settings, services.store, services.engine, projector, dispatcher, hub, views)
     services.defer(found.local_metrics.close)
     return found
 

@@ -1,11 +1,16 @@
-"""Response bodies of the operators' routes: daily totals, workers' leases, an audit report."""
+"""Response bodies of the operators' routes: daily totals, workers' leases, audits, tools."""
 
 from __future__ import annotations
 
 from datetime import date  # noqa: TC003
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
+
+from application.tool_admission import AdmittedBy, Refusal  # noqa: TC001 (pydantic reads them)
+
+if TYPE_CHECKING:
+    from infrastructure.tool_catalog import ToolView
 
 
 class DailyGroupPublic(BaseModel):
@@ -88,3 +93,46 @@ class VerifyPublic(BaseModel):
     checks: list[str]
     by_rule: dict[str, int]
     violations: list[ViolationPublic]
+
+
+class ToolPublic(BaseModel):
+    """One tool: where it comes from, what its server says of it, and whether runs may use it."""
+
+    name: str = Field(description="The name the model calls it by.")
+    origin: str = Field(description="builtin, plugin:NAME or mcp:SERVER.")
+    description: str
+    annotations: dict[str, Any] = Field(
+        description="An MCP tool's annotations as its server lists them (readOnlyHint, …); {} else."
+    )
+    admitted: bool = Field(description="Offered to the model and callable (refused: never).")
+    admitted_by: AdmittedBy | None = Field(
+        description="read-only: its own word; allow_not_read_only: the configuration's."
+    )
+    refusal: Refusal | None = Field(description="Why it is refused (null when admitted).")
+    reason: str = Field(description="What the tool or its server says, in the harness's words.")
+    remedy: str = Field(description="The setting that would admit a refused tool, if one would.")
+    input_schema: dict[str, Any] = Field(description="The JSON schema of its arguments.")
+
+    @classmethod
+    def of(cls, view: ToolView) -> ToolPublic:
+        """The public form of a tool's view."""
+        admission = view.admission
+        return cls(
+            name=view.name,
+            origin=view.origin,
+            description=view.description,
+            annotations=view.annotations,
+            admitted=admission.admitted,
+            admitted_by=admission.by,
+            refusal=admission.refusal,
+            reason=admission.why,
+            remedy=admission.remedy,
+            input_schema=dict(view.input_schema),
+        )
+
+
+class ToolsPublic(BaseModel):
+    """Every tool this worker was configured with, refused ones included, in the order offered."""
+
+    data: list[ToolPublic]
+    count: int

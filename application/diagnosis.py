@@ -21,6 +21,7 @@ from application.harness import RunAborted
 from application.ports import Message, ModelError, ModelOutputTooLarge, ModelRequest, ToolSpec
 from application.prompts import AGENT_PROMPT, STOP_INSTRUCTION
 from application.proposals import propose
+from application.tool_admission import admitted
 from domain.errors import ControlledStopError
 from domain.states import DraftOutcome, ModelStepPurpose, RunState
 from domain.tool_states import (
@@ -78,7 +79,8 @@ def run_agent(
     ctx: RunContext, boundary: ToolBoundary, query: str, context: str = ""
 ) -> Completed | ControlledStop:
     """Drive the agent until it drafts, is stopped, or fails."""
-    specs = tuple(ToolSpec(t.name, t.description, t.parameters) for t in boundary.tools.values())
+    offered = admitted(boundary.tools.values())  # a refused tool is never shown to the model
+    specs = tuple(ToolSpec(t.name, t.description, t.parameters) for t in offered)
     prompt = f"{query}\n\nPrevious diagnosis in this session:\n{context}" if context else query
     messages = [Message("system", AGENT_PROMPT), Message("user", prompt)]
     awaiting_progress = False

@@ -15,6 +15,7 @@ from application.ports import (
     ToolOutput,
 )
 from application.storable import NotStorable, storable_output, storable_text
+from application.tool_admission import admission_of, admitted
 from application.tool_projection import mark_ready, project, shown_notes
 from domain.run import Run
 from domain.states import BudgetKind
@@ -76,14 +77,14 @@ class ToolBoundary:
         self.collection.admit_tool_request()
         tool = self.tools.get(call.name)
         if tool is None:
-            known = ", ".join(sorted(self.tools)) or "none"
+            known = ", ".join(sorted(t.name for t in admitted(self.tools.values()))) or "none"
             return self._reject(
                 call, ToolRejectionCode.INVALID_ID, f"no tool {call.name!r}; known: {known}"
             )
-        if not tool.read_only:
-            return self._reject(
-                call, ToolRejectionCode.NOT_READ_ONLY, "only read-only tools may run"
-            )
+        admission = admission_of(tool)
+        if not admission.admitted:  # never offered; its reason and the setting that admits it
+            detail = admission.rejection(tool.name)
+            return self._reject(call, ToolRejectionCode.NOT_READ_ONLY, detail)
         if tool.required_scope not in self.granted_scopes:
             return self._reject(
                 call, ToolRejectionCode.AUTH, f"scope {tool.required_scope} not granted"

@@ -37,7 +37,6 @@ from projections.runner import Projector, brief
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Mapping
-    from types import TracebackType
     from uuid import UUID
 
     from sqlalchemy import Engine
@@ -47,6 +46,7 @@ if TYPE_CHECKING:
     from application.recovery import Unfinished
     from application.store import HarnessStore
     from infrastructure.settings import Settings
+    from infrastructure.tool_sources import ToolSources
     from projections.otel_follower import TraceFollower
 
 
@@ -81,6 +81,7 @@ class Services:
         self.store = store
         self.engine = engine
         self.overrides = overrides
+        self.sources: ToolSources | None = None  # once tools() assembled them
         self.heartbeat: Heartbeat | None = None
         """This process's worker lease, kept fresh while it may execute runs."""
         self._closers: list[Callable[[], None]] = []
@@ -100,12 +101,7 @@ class Services:
     def __enter__(self) -> Services:
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *_: object) -> None:
         self.close()
 
     @cached_property
@@ -130,10 +126,14 @@ class Services:
             self.defer(self.heartbeat.close)  # the runs this process starts name its worker
         return service
 
-    def tools(self) -> dict[str, Tool]:
-        """The configured tools (HARNESS_TOOLS_CONFIG; unset: the built-ins), closed with us."""
-        sources = assemble_tools(self.settings.tools_config, self.engine)
+    def tools(self, *, announce: bool = True) -> dict[str, Tool]:
+        """The configured tools (HARNESS_TOOLS_CONFIG; unset: the built-ins), closed with us.
+
+        ``announce`` logs one line per source: what was admitted, what was refused and why.
+        """
+        sources = assemble_tools(self.settings.tools_config, self.engine, announce=announce)
         self.defer(sources.close)  # MCP sessions; a ConfigurationError left nothing open
+        self.sources = sources
         return sources.tools
 
     def _provider(self) -> ModelProvider:

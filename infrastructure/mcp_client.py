@@ -6,6 +6,7 @@ transport and the session (stdio child process, or Streamable HTTP) and holds th
 connection closes or breaks; calls are submitted to that loop and awaited with the call's
 timeout. A call that fails because the connection broke, hung or answered garbage marks the
 connection broken; the next call (or the next listing) starts it again and lists its tools anew.
+A stdio server's stderr goes to its log file (``infrastructure.mcp_stderr``), or nowhere.
 """
 
 from __future__ import annotations
@@ -19,46 +20,22 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any
 
+from infrastructure.mcp_errors import McpServerError, brief, failure
+from infrastructure.mcp_stderr import StderrLog
 from infrastructure.tool_config import HttpServer, StdioServer, from_environment, server_environment
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping
+    from pathlib import Path
 
     from mcp import Client
     from mcp_types import CallToolResult, Tool
 
 log = logging.getLogger(__name__)
 
-
-class _NoTraceback(logging.Filter):
-    """The SDK logs a server's garbled line with a traceback; the harness says it in one line."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.exc_info = record.exc_text = None
-        return True
-
-
-logging.getLogger("mcp.client.stdio").addFilter(_NoTraceback())
-
 CLOSE_WAIT_S = 5.0
 _MAX_PAGES = 20
-_TRANSPORT_FAILURES = (-32000, -32001)
-"""The SDK's codes for a closed connection and a request that timed out."""
-
-
-class McpServerError(Exception):
-    """The server could not be reached, broke the connection, hung or answered garbage.
-
-    ``broken`` is False when the server answered the call with a protocol error of its own
-    (an unknown tool, invalid parameters): the connection is sound and is kept.
-    """
-
-    def __init__(self, message: str, *, broken: bool = True, code: str = "EXECUTION") -> None:
-        """Keep whether the connection must be started again, and the invocation's error code."""
-        super().__init__(message)
-        self.broken = broken
-        self.code = code
-
+__all__ = ["McpConnection", "McpServerError"]
 
 START_FLOOR_S = 15.0
 """The least a server's start (process, handshake, tool listing) is given, whatever its call
@@ -73,9 +50,13 @@ class McpConnection:
         name: str,
         config: StdioServer | HttpServer,
         environ: Mapping[str, str] | None = None,
+        stderr_log: Path | None = None,
     ) -> None:
-        """Prepare (not start) the connection to server ``name``."""
+        """Prepare (not start) the connection to server ``name``; its stderr to ``stderr_log``."""
         self.name = name
+        self.stderr_log = stderr_log if isinstance(config, StdioServer) else None
+        """Where a stdio server's stderr goes (None: nowhere; an HTTP server has none)."""
+        self._stderr: StderrLog | None = None
         self.config = config
         self.timeout = config.call_timeout
         self.start_timeout = max(config.call_timeout, START_FLOOR_S)
@@ -127,11 +108,27 @@ class McpConnection:
         """Close the session (ending a stdio server's process) and stop the thread."""
         with self._lock:
             self._shutdown()
+            stderr, self._stderr = self._stderr, None
+            if stderr is not None:
+                stderr.close()
+
+    def _open_stderr_log(self) -> None:
+        """Open the stderr log (once); McpServerError naming the file when it cannot be."""
+        if self._stderr is not None or self.stderr_log is None:
+            return
+        try:
+            self._stderr = StderrLog(self.stderr_log)
+        except OSError as error:
+            raise McpServerError(
+                f"cannot write its stderr log {self.stderr_log} ({error.strerror or error});"
+                " set log_dir in HARNESS_TOOLS_CONFIG"
+            ) from None
 
     def _broken(self) -> bool:
         return self._ended is None or self._ended.done() or bool(self._stop and self._stop.is_set())
 
     def _boot(self) -> None:
+        self._open_stderr_log()
         loop = asyncio.new_event_loop()
         thread = threading.Thread(
             target=loop.run_forever, name=f"harness-mcp-{self.name}", daemon=True
@@ -155,7 +152,7 @@ class McpConnection:
         except Exception as error:
             self._shutdown()
             raise McpServerError(
-                f"MCP server {self.name!r} failed to start: {_brief(error)}"
+                f"MCP server {self.name!r} failed to start: {brief(error)}"
             ) from None
         self.starts += 1
 
@@ -182,7 +179,7 @@ class McpConnection:
             if not ready.done():  # the starter reports it
                 ready.set_exception(error)
             else:
-                log.warning("MCP server %r: connection ended: %s", self.name, _brief(error))
+                log.warning("MCP server %r: connection ended: %s", self.name, brief(error))
         finally:
             self._client = None
 
@@ -192,7 +189,7 @@ class McpConnection:
         It cannot be trusted to pair answers with calls any more; the calls waiting fail MALFORMED.
         """
         if isinstance(message, Exception):
-            self._garbled = _brief(message)
+            self._garbled = brief(message)
             if self._stop is not None:
                 self._stop.set()
 
@@ -200,11 +197,15 @@ class McpConnection:
         config = self.config
         if isinstance(config, StdioServer):
             from mcp import StdioServerParameters
+            from mcp.client.stdio import stdio_client
 
             env = server_environment(config, self._environ)
-            return StdioServerParameters(
+            parameters = StdioServerParameters(
                 command=config.command, args=list(config.args), env=env, cwd=config.cwd
             )
+            if self._stderr is not None:
+                return stdio_client(parameters, errlog=self._stderr.writer)
+            return stdio_client(parameters, errlog=stack.enter_context(open(os.devnull, "w")))
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -251,7 +252,7 @@ class McpConnection:
                     f" ({self._garbled[:200]}); it is restarted for the next call",
                     code="MALFORMED",
                 ) from None
-            raise _failure(self.name, error) from None
+            raise failure(self.name, error) from None
 
     def _shutdown(self) -> None:
         """Stop the supervisor (closing the session) and the loop; wait a bounded time."""
@@ -270,27 +271,3 @@ class McpConnection:
             thread.join(CLOSE_WAIT_S)
         if not loop.is_running():
             loop.close()
-
-
-def _failure(name: str, error: Exception) -> McpServerError:
-    """What a failed request means: a closed or garbled connection, or the server's own error."""
-    from mcp.shared.exceptions import MCPError
-    from pydantic import ValidationError
-
-    if isinstance(error, MCPError) and error.code not in _TRANSPORT_FAILURES:
-        return McpServerError(f"MCP server {name!r} answered: {_brief(error)}", broken=False)
-    if isinstance(error, ValidationError):
-        text = f"MCP server {name!r} answered something that is not MCP; it is restarted"
-        return McpServerError(text, code="MALFORMED")
-    if isinstance(error, MCPError) and error.code == _TRANSPORT_FAILURES[1]:
-        return McpServerError(f"MCP server {name!r} did not answer in time", code="TIMEOUT")
-    text = f"MCP server {name!r} failed ({_brief(error)}); it is restarted for the next call"
-    return McpServerError(text)
-
-
-def _brief(error: BaseException) -> str:
-    """One line about ``error``, from the innermost of an exception group."""
-    while isinstance(error, BaseExceptionGroup) and error.exceptions:
-        error = error.exceptions[0]
-    text = (str(error).strip().splitlines() or [""])[0][:300]
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__

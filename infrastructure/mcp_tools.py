@@ -2,10 +2,11 @@
 
 A tool is read-only only when the server's annotations say ``readOnlyHint: true`` and do not also
 say ``destructiveHint: true`` (a contradiction is taken at its worst). A tool that is not is
-still offered, so the boundary can refuse it at preflight with NOT_READ_ONLY and record that —
-unless the configuration sets ``allow_not_read_only`` for it, which the run's events record on
-each invocation. The rule is checked again after every re-listing (a restarted server may
-answer differently), and a tool that no longer passes is never called.
+refused (:func:`annotation_admission` says why): it is never offered to the model, and the
+boundary refuses a request for it at preflight with NOT_READ_ONLY naming the setting that would
+admit it — ``allow_not_read_only``, which the run's events record on each invocation. The rule is
+checked again after every re-listing (a restarted server may answer differently), and a tool
+that no longer passes is never called.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from jsonschema import exceptions as schema_errors
 from jsonschema import validators
 
 from application.ports import JSON, ToolArgumentsError, ToolExecutionError, ToolOutput
+from application.tool_admission import READ_ONLY, Admission, AdmittedBy, Refusal
 from domain.tokens import inside_a_token
 from domain.tool_states import ToolErrorCode
 from infrastructure.mcp_client import McpServerError
@@ -36,8 +38,32 @@ DEFAULT_MAX_RESULT_BYTES = 8000
 
 def says_read_only(spec: McpToolSpec | None) -> bool:
     """True only for ``readOnlyHint: true`` without ``destructiveHint: true``."""
+    return annotation_admission(spec).admitted
+
+
+def annotation_admission(
+    spec: McpToolSpec | None, allow_not_read_only: bool = False, setting: str = ""
+) -> Admission:
+    """The read-only rule over a listed tool's annotations; ``setting`` is where to allow it."""
     notes = None if spec is None else spec.annotations
-    return notes is not None and notes.read_only_hint is True and notes.destructive_hint is not True
+    ro = None if notes is None else notes.read_only_hint
+    destructive = notes is not None and notes.destructive_hint is True
+    if spec is None:
+        found = Admission(refusal=Refusal.NOT_LISTED, why="the server no longer lists it")
+        return found  # nothing to admit: allow_not_read_only does not bring it back
+    if ro is True and not destructive:
+        return READ_ONLY
+    if ro is False:
+        refusal, why = Refusal.READ_ONLY_HINT_FALSE, "the server says readOnlyHint: false"
+        why += ", destructiveHint: true" if destructive else ""
+    elif destructive:
+        refusal, why = Refusal.DESTRUCTIVE, "the server says destructiveHint: true"
+    else:
+        refusal, why = Refusal.NOT_ANNOTATED, "the server gives no readOnlyHint"
+    if allow_not_read_only:
+        return Admission(AdmittedBy.ALLOW_NOT_READ_ONLY, why=why)
+    remedy = f"set allow_not_read_only = true in {setting}" if setting else ""
+    return Admission(refusal=refusal, why=why, remedy=remedy)
 
 
 class McpTool:
@@ -74,14 +100,28 @@ class McpTool:
         self._validator = kind(spec.input_schema)
 
     @property
+    def admission(self) -> Admission:
+        """Admitted or refused by the read-only rule, over the server's latest listing."""
+        table = f"[servers.{self.connection.name}.tools.{self.remote_name}]"
+        setting = f"{table} of HARNESS_TOOLS_CONFIG"
+        return annotation_admission(self._listed(), self.allow_not_read_only, setting)
+
+    @property
+    def annotations(self) -> dict[str, Any]:
+        """The tool's annotations as the server last listed them (MCP's names: readOnlyHint, …)."""
+        spec = self._listed()
+        notes = None if spec is None else spec.annotations
+        return {} if notes is None else notes.model_dump(by_alias=True, exclude_none=True)
+
+    @property
     def read_only(self) -> bool:
         """Whether the boundary may run it: annotated read-only, or explicitly allowed."""
-        return self.allow_not_read_only or says_read_only(self._listed())
+        return self.admission.admitted
 
     @property
     def read_only_override(self) -> bool:
         """True when only the configuration's ``allow_not_read_only`` admits it (recorded)."""
-        return self.allow_not_read_only and not says_read_only(self._listed())
+        return self.admission.by is AdmittedBy.ALLOW_NOT_READ_ONLY
 
     def normalize_scope(self, arguments: JSON) -> str:
         """The arguments as canonical JSON, once they satisfy the tool's ``inputSchema``."""
@@ -95,10 +135,10 @@ class McpTool:
         """Call the tool and project its result; ToolExecutionError when it or its server fails."""
         try:
             self.connection.start()  # a broken server is started again and re-listed here
-            if not self.read_only:
+            admission = self.admission  # the server's latest word, after a restart too
+            if not admission.admitted:
                 raise ToolExecutionError(
-                    "NOT_READ_ONLY",
-                    f"{self.name}: the server no longer says it is read-only; it was not called",
+                    "NOT_READ_ONLY", f"not called: {admission.rejection(self.name)}"
                 )
             result = self.connection.call(
                 self.remote_name, dict(arguments), self.connection.timeout

@@ -97,6 +97,9 @@ class ToolsConfig(_Strict):
     """Names of entry points in the ``harness.tools`` group whose tools are added."""
     servers: dict[str, ServerConfig] = Field(default_factory=dict)
     """MCP servers by a name of your choosing (it appears in the run's events)."""
+    log_dir: str = Field("logs", min_length=1)
+    """Folder of the stdio servers' stderr logs, ``mcp-NAME.log`` (relative: to the working
+    directory); each is rotated at 5 MB, one older file kept."""
 
     @field_validator("builtin", mode="before")
     @classmethod

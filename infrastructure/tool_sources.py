@@ -2,51 +2,70 @@
 
 Without ``HARNESS_TOOLS_CONFIG`` only the four built-in tools are offered, as always. With it,
 the file chooses the built-ins, the plugins and the MCP servers; every server is started and
-listed here, once, and a name offered twice, a tool or plugin that does not exist, or a server
-that cannot be reached is a ConfigurationError naming it, before any run starts.
+listed here, once, and a tool or plugin that does not exist, or a server that cannot be reached,
+is a ConfigurationError naming it, before any run starts. Every tool considered is kept with
+its admission (``application.tool_admission``): a name another source already offers, or one a
+model provider would refuse, is refused and left out of the tools by name; a tool that is not
+read-only stays there, so a request for it is refused at preflight naming the reason.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from application.ports import JSON, Tool, ToolOutput, stays_local
+from application.tool_admission import VALID_NAME
 from infrastructure.mcp_client import McpConnection, McpServerError
 from infrastructure.mcp_tools import McpTool
 from infrastructure.settings import ConfigurationError
+from infrastructure.tool_catalog import ToolView, summary_lines, view_of, views_of
 from infrastructure.tool_config import ToolsConfig, ToolsConfigError, load_tools_config
 from infrastructure.tools import builtin_tools
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from sqlalchemy import Engine
 
     from infrastructure.tool_config import HttpServer, StdioServer
 
 PLUGIN_GROUP = "harness.tools"
 
+log = logging.getLogger(__name__)
+
 
 @dataclass
 class ToolSources:
-    """The tools by name, and the MCP connections to close with the process."""
+    """The tools by name, every tool considered, and the MCP connections to close."""
 
     tools: dict[str, Tool] = field(default_factory=dict)
+    """The tools runs may ask for: admitted ones, and read-only refusals (preflight names why)."""
     connections: list[McpConnection] = field(default_factory=list)
     origins: dict[str, str] = field(default_factory=dict)
+    offered: list[tuple[Tool, str, str | None]] = field(default_factory=list)
+    """Every tool of every source in order: the tool, its origin, the origin it clashed with."""
+    logs: dict[str, Path] = field(default_factory=dict)
+    """Each stdio MCP server's stderr log, by origin."""
 
     def add(self, tool: Tool, origin: str) -> None:
-        """Offer ``tool``; a name already offered is a configuration error naming both."""
-        if tool.name in self.tools:
-            raise ConfigurationError(
-                f"tool {tool.name!r} of {origin} is also offered by {self.origins[tool.name]}:"
-                " disable one or give the server a prefix"
-            )
-        self.tools[tool.name] = tool
-        self.origins[tool.name] = origin
+        """Consider ``tool``; a name already offered (or a name models refuse) is refused."""
+        clash = self.origins.get(tool.name)
+        self.offered.append((tool, origin, clash))
+        if clash is None and VALID_NAME.match(tool.name):
+            self.tools[tool.name] = tool
+            self.origins[tool.name] = origin
+
+    def views(self) -> list[ToolView]:
+        """Every tool considered, with its admission as of now."""
+        return [view_of(tool, origin, clash) for tool, origin, clash in self.offered]
+
+    def announce(self) -> None:
+        """Log one summary line per source (admitted, refused and why, the stderr log)."""
+        for line in summary_lines(self.views(), self.logs):
+            log.info("%s", line)
 
     def close(self) -> None:
         """Close every MCP session (stdio servers' processes end)."""
@@ -54,8 +73,26 @@ class ToolSources:
             self.connections.pop().close()
 
 
-def assemble_tools(config_path: Path | None, engine: Engine) -> ToolSources:
-    """The configured tools; ConfigurationError naming what is wrong (nothing is left open)."""
+def assemble_tools(
+    config_path: Path | None, engine: Engine, *, announce: bool = False
+) -> ToolSources:
+    """The configured tools; ConfigurationError naming what is wrong (nothing is left open).
+
+    ``announce`` logs one summary line per source (see :meth:`ToolSources.announce`) when a
+    configuration chose them (the built-ins alone, the default, go without saying).
+    """
+    sources = _assembled(config_path, engine)
+    if announce and config_path is not None:
+        sources.announce()
+    return sources
+
+
+def tool_views(tools: Mapping[str, Tool], sources: ToolSources | None) -> list[ToolView]:
+    """What runs with ``tools`` may ask for, and what ``sources`` refused when offered."""
+    return views_of(tools, sources.offered if sources is not None else [])
+
+
+def _assembled(config_path: Path | None, engine: Engine) -> ToolSources:
     sources = ToolSources()
     builtins = builtin_tools(engine)
     if config_path is None:
@@ -69,7 +106,7 @@ def assemble_tools(config_path: Path | None, engine: Engine) -> ToolSources:
             for tool in load_plugin(name):
                 sources.add(tool, f"plugin:{name}")
         for name, server in config.servers.items():
-            _add_server(sources, name, server)
+            _add_server(sources, name, server, Path(config.log_dir))
     except ToolsConfigError as error:
         sources.close()
         raise ConfigurationError(str(error)) from None
@@ -92,9 +129,13 @@ def _add_builtins(sources: ToolSources, builtins: list[Tool], config: ToolsConfi
         sources.add(known[name], "builtin")
 
 
-def _add_server(sources: ToolSources, name: str, server: StdioServer | HttpServer) -> None:
-    connection = McpConnection(name, server)
+def _add_server(
+    sources: ToolSources, name: str, server: StdioServer | HttpServer, log_dir: Path
+) -> None:
+    connection = McpConnection(name, server, stderr_log=log_dir / f"mcp-{name}.log")
     sources.connections.append(connection)
+    if connection.stderr_log is not None:
+        sources.logs[f"mcp:{name}"] = connection.stderr_log
     try:
         listed = connection.start()
     except McpServerError as error:

@@ -63,6 +63,7 @@ AUDIT = Route("GET", "/v1/audit/events")
 VERIFY = Route("POST", "/v1/audit/verify")
 DAILY = Route("GET", "/v1/stats/daily")
 WORKERS = Route("GET", "/v1/workers")
+TOOLS = Route("GET", "/v1/tools")
 HEALTHZ = Route("GET", "/healthz")
 READYZ = Route("GET", "/readyz")
 METRICS = Route("GET", "/metrics")
@@ -83,6 +84,7 @@ ROUTES = (
     VERIFY,
     DAILY,
     WORKERS,
+    TOOLS,
     HEALTHZ,
     READYZ,
     METRICS,
@@ -473,6 +475,17 @@ def test_every_role_reads_the_projections(keyed: Server, caller: str) -> None:
     body = response.json()
     assert body["head"] == keyed.store.head(), context
     assert body["data"] and all(p["lag"] == 0 for p in body["data"]), f"{context}: {body}"
+
+
+@pytest.mark.parametrize("caller", [ANN, BOB, AUDREY, ADAM])
+def test_every_role_reads_the_tools(keyed: Server, caller: str) -> None:
+    response = send_as(keyed, TOOLS, caller)
+    context = f"{TOOLS} as {who(caller)}"
+    assert response.status_code == 200, f"{context}: {response.text}"
+    body = response.json()
+    names = [tool["name"] for tool in body["data"]]
+    assert body["count"] == len(names) and "search_logs" in names, f"{context}: {body}"
+    assert all(tool["admitted"] and tool["origin"] == "builtin" for tool in body["data"]), context
 
 
 @pytest.mark.parametrize("caller", [ANN, BOB])

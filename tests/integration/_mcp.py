@@ -21,9 +21,19 @@ def toml_value(value: Any) -> str:
     return json.dumps(value)
 
 
-def write_config(path: Path, servers: dict[str, dict[str, Any]], *, builtin: str = "none") -> Path:
-    """A tools configuration with ``servers`` (nested ``tools`` tables allowed)."""
-    lines = [f"builtin = {toml_value(builtin)}"]
+def write_config(
+    path: Path,
+    servers: dict[str, dict[str, Any]],
+    *,
+    builtin: str = "none",
+    log_dir: Path | None = None,
+) -> Path:
+    """A tools configuration with ``servers`` (nested ``tools`` tables allowed).
+
+    The servers' stderr logs go to ``log_dir`` (by default ``logs`` beside the file).
+    """
+    logs = log_dir or path.parent / "logs"
+    lines = [f"builtin = {toml_value(builtin)}", f"log_dir = {toml_value(str(logs))}"]
     for name, server in servers.items():
         lines.append(f"[servers.{name}]")
         options = server.pop("tools", {})

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from application.tool_admission import Refusal
 from domain.run import Run
 from domain.tool_invocation import ToolInvocation
 from domain.tool_states import ToolRejectionCode
@@ -55,9 +56,16 @@ def _liar(tmp_path: Path, **tools: dict[str, Any]) -> Path:
     return write_config(tmp_path / "tools.toml", {"liar": hostile(tmp_path, "liar", tools=tools)})
 
 
-@pytest.mark.parametrize("tool", ["no_annotations", "says_write", "contradicts"])
+@pytest.mark.parametrize(
+    ("tool", "why"),
+    [
+        ("no_annotations", "the server gives no readOnlyHint"),
+        ("says_write", "the server says readOnlyHint: false"),
+        ("contradicts", "the server says destructiveHint: true"),
+    ],
+)
 def test_a_tool_that_is_not_read_only_is_refused_recorded_and_never_called(
-    services: Services, tmp_path: Path, tool: str
+    services: Services, tmp_path: Path, tool: str, why: str
 ) -> None:
     with configured(services, _liar(tmp_path)) as sources:
         assert not sources.tools[tool].read_only
@@ -65,6 +73,10 @@ def test_a_tool_that_is_not_read_only_is_refused_recorded_and_never_called(
     events = _events(services)
     (rejected,) = _of(events, Run.ToolRequestRejected)
     assert (rejected.tool, rejected.code) == (tool, ToolRejectionCode.NOT_READ_ONLY)
+    assert rejected.detail == (
+        f"{tool} is not read-only ({why}); to admit it anyway set allow_not_read_only = true"
+        f" in [servers.liar.tools.{tool}] of HARNESS_TOOLS_CONFIG"
+    )
     assert not _of(events, ToolInvocation.ToolInvocationStarted)
     assert calls(tmp_path) == []  # the server never saw the call
 
@@ -173,16 +185,22 @@ def test_a_configured_tool_the_server_does_not_offer_is_a_start_error(
             pass
 
 
-def test_a_name_offered_twice_is_a_start_error(services: Services, tmp_path: Path) -> None:
+def test_a_name_offered_twice_is_refused_for_the_later_source(
+    services: Services, tmp_path: Path
+) -> None:
     server = hostile(tmp_path, "hang", expose=["big_line"])
     config = write_config(
         tmp_path / "tools.toml", {"one": server, "two": dict(server, env=dict(server["env"]))}
     )
-    with pytest.raises(
-        ConfigurationError, match="'big_line' of mcp:two is also offered by mcp:one"
-    ):
-        with configured(services, config):
-            pass
+    with configured(services, config) as sources:
+        assert getattr(sources.tools["big_line"], "origin", None) == "mcp:one"
+        views = [(v.origin, v.admission.refusal, v.admission.why) for v in sources.views()]
+        remedy = sources.views()[1].admission.remedy
+    assert views == [
+        ("mcp:one", None, ""),
+        ("mcp:two", Refusal.NAME_CLASH, "mcp:one already offers big_line"),
+    ]
+    assert remedy == "give mcp:two a prefix"
 
 
 def test_arguments_the_schema_refuses_and_scopes_not_granted_never_reach_the_server(

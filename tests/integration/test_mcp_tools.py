@@ -59,7 +59,9 @@ def test_the_example_configuration_over_stdio_gives_the_builtin_diagnosis(
     builtin: tuple[str, str, list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PATH", f"{HARNESS_BIN.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.chdir(tmp_path)  # its servers' stderr logs go to ./logs
     outcome, content, origins = _diagnosis(tmp_path, EXAMPLE)
+    assert (tmp_path / "logs" / "mcp-sample.log").exists()
     assert builtin[:2] == (outcome, content) and outcome == "SUCCESS"
     assert "deploy v2.13.4" in content and '"kind": "diagnosis"' in content
     assert (builtin[2], origins) == (["builtin"], ["mcp:sample"])

@@ -1,0 +1,57 @@
+"""What an MCP server's failures mean, each said in one line (for ``infrastructure.mcp_client``)."""
+
+from __future__ import annotations
+
+import logging
+
+
+class _NoTraceback(logging.Filter):
+    """The SDK logs a server's garbled line with a traceback; the harness says it in one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.exc_info = record.exc_text = None
+        return True
+
+
+logging.getLogger("mcp.client.stdio").addFilter(_NoTraceback())
+
+_TRANSPORT_FAILURES = (-32000, -32001)
+"""The SDK's codes for a closed connection and a request that timed out."""
+
+
+class McpServerError(Exception):
+    """The server could not be reached, broke the connection, hung or answered garbage.
+
+    ``broken`` is False when the server answered the call with a protocol error of its own
+    (an unknown tool, invalid parameters): the connection is sound and is kept.
+    """
+
+    def __init__(self, message: str, *, broken: bool = True, code: str = "EXECUTION") -> None:
+        """Keep whether the connection must be started again, and the invocation's error code."""
+        super().__init__(message)
+        self.broken = broken
+        self.code = code
+
+
+def failure(name: str, error: Exception) -> McpServerError:
+    """What a failed request means: a closed or garbled connection, or the server's own error."""
+    from mcp.shared.exceptions import MCPError
+    from pydantic import ValidationError
+
+    if isinstance(error, MCPError) and error.code not in _TRANSPORT_FAILURES:
+        return McpServerError(f"MCP server {name!r} answered: {brief(error)}", broken=False)
+    if isinstance(error, ValidationError):
+        text = f"MCP server {name!r} answered something that is not MCP; it is restarted"
+        return McpServerError(text, code="MALFORMED")
+    if isinstance(error, MCPError) and error.code == _TRANSPORT_FAILURES[1]:
+        return McpServerError(f"MCP server {name!r} did not answer in time", code="TIMEOUT")
+    text = f"MCP server {name!r} failed ({brief(error)}); it is restarted for the next call"
+    return McpServerError(text)
+
+
+def brief(error: BaseException) -> str:
+    """One line about ``error``, from the innermost of an exception group."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    text = (str(error).strip().splitlines() or [""])[0][:300]
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
