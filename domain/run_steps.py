@@ -23,6 +23,7 @@ from domain.states import (
 
 if TYPE_CHECKING:
     from domain.tool_states import ToolRejectionCode
+    from domain.values import ModelAttempt
 
 
 class RunSteps(RunTermination):
@@ -63,7 +64,7 @@ class RunSteps(RunTermination):
     class AgentModelStep(Aggregate.Event):
         """One model call with its purpose, usage, latency and outcome; charges the budget."""
 
-        class_version = 4
+        class_version = 5
         purpose: ModelStepPurpose
         tokens_in: int
         tokens_out: int
@@ -84,6 +85,9 @@ class RunSteps(RunTermination):
         """The answer's length in characters (0 when none came, or before v4)."""
         sha256: str
         """The hex SHA-256 of the whole answer, UTF-8 ('' when none came, or before v4)."""
+        attempts: tuple[ModelAttempt, ...]
+        """The attempts that failed and were tried again, in order, with the wait after each
+        (the last attempt is the step itself; none before v5). Their time is in ``latency_ms``."""
 
         @staticmethod
         def upcast_v1_v2(state: dict[str, Any]) -> None:
@@ -99,6 +103,11 @@ class RunSteps(RunTermination):
         def upcast_v3_v4(state: dict[str, Any]) -> None:
             """Version 3 did not record the answer, its length or its hash."""
             state.update(text="", length=0, sha256="")
+
+        @staticmethod
+        def upcast_v4_v5(state: dict[str, Any]) -> None:
+            """Version 4 did not record retried attempts (none were made before v5)."""
+            state["attempts"] = ()
 
         def apply(self, aggregate: RunSteps) -> None:
             """Charge one model call and its tokens."""
@@ -167,6 +176,7 @@ class RunSteps(RunTermination):
         model: str = "",
         finish_reason: str = "",
         answer: str = "",
+        attempts: tuple[ModelAttempt, ...] = (),
     ) -> None:
         """Record one model call and charge it (``AGENT_MODEL_STEP``); exhaust if over budget.
 
@@ -176,8 +186,13 @@ class RunSteps(RunTermination):
         ``answer`` is the answer's text: its length and hash are recorded, and the text itself,
         whole, for the purposes in :data:`KEPT_ANSWERS`; an answer over
         :data:`MAX_MODEL_OUTPUT_CHARS` is recorded only as TOO_LARGE, never read nor cut.
+        ``attempts`` are the failed attempts the provider tried again before this answer or
+        failure; their waits are within ``latency_ms``.
         """
-        self._check_model_step(outcome, answer, min(tokens_in, tokens_out, latency_ms, bound_ms))
+        waits = sum(a.wait_ms for a in attempts)
+        least = min(tokens_in, tokens_out, latency_ms, bound_ms, *(a.wait_ms for a in attempts))
+        self._check_model_step(outcome, answer, least)
+        self._invalid_if(waits > latency_ms, "the waits between attempts exceed the latency")
         self.trigger_event(
             self.AgentModelStep,
             purpose=purpose,
@@ -190,6 +205,7 @@ class RunSteps(RunTermination):
             provider=provider,
             model=model,
             finish_reason=finish_reason,
+            attempts=tuple(attempts),
             **self._answer_fields(purpose, outcome, answer),
         )
         self._exhaust_if_over()

@@ -47,11 +47,18 @@ class Failures:
     def __init__(self, *, base_url: str, api_key: str, model: str) -> None:
         """Remember the secrets to blank out and how messages name the model and server."""
         self._secrets = _secrets(api_key, base_url)
-        self.where = f"model {model!r} at {_shown(base_url)}"
-        """How every message names the model and server (credentials hidden)."""
+        self.where = f"openai-compatible model {model!r} at {_shown(base_url)}"
+        """How every message names the provider, model and server (credentials hidden)."""
 
-    def translate(self, error: openai.APIError, timeout: float) -> ModelError:
-        """The model error a failed call of the ``openai`` client stands for."""
+    def translate(self, error: openai.APIError, timeout: float, why: str = "") -> ModelError:
+        """The model error a failed call of the ``openai`` client stands for.
+
+        ``why`` says why it was not retried (tried too often, no time left), if it says.
+        """
+        failure = self._translate(error, timeout)
+        return type(failure)(f"{failure}; {why}") if why else failure
+
+    def _translate(self, error: openai.APIError, timeout: float) -> ModelError:
         if isinstance(error, openai.APITimeoutError):
             return ModelTimeoutError(
                 f"{self.where} did not answer within {timeout:g} s; "
