@@ -125,6 +125,7 @@ class OpenAICompatibleProvider:
             try:
                 completion: object = self._client.chat.completions.create(**arguments, timeout=left)
             except openai.APIError as error:
+                left = end - time.monotonic()  # what the failed attempt left of the bound
                 attempt, why = self.retries.next_attempt(error, len(attempts) + 1, left)
                 if attempt is None:
                     failure = self._failures.translate(error, timeout, why)

@@ -36,6 +36,8 @@ _STATUS_HINTS = {
     429: "the provider is rate limiting; retry later or lower the load",
 }
 _SERVER_FAILED = "the server failed; retry later"
+_PAGE_START = 60
+"""Characters of a page answered instead of a completion that a message shows."""
 _SHORTEST_SECRET = 4
 """Configured values shorter than this are not blanked out of messages (too likely elsewhere)."""
 _NOT_CHAT_API = "check HARNESS_OPENAI_BASE_URL points at a chat-completions API"
@@ -83,10 +85,19 @@ class Failures:
             f"{self.where} answered with a body that is not JSON ({error.msg}); {_NOT_CHAT_API}"
         )
 
+    def not_a_completion(self, body: str) -> ModelUnavailableError:
+        """The server answered HTTP 200 with a page, not a chat completion (a proxy's login)."""
+        start = self.detail(body)[:_PAGE_START]
+        return ModelUnavailableError(
+            f"{self.where} answered HTTP 200 with a page that is not a chat completion"
+            f" (it begins {start!r}); {_NOT_CHAT_API}"
+        )
+
     def no_choices(self) -> ModelUnavailableError:
         """The server answered HTTP 200 without any choices (it is not a chat-completions API)."""
         return ModelUnavailableError(
-            f"{self.where} answered HTTP 200 without any choices; {_NOT_CHAT_API}"
+            f"{self.where} answered HTTP 200 with JSON that is not a chat completion (no choices);"
+            f" {_NOT_CHAT_API}"
         )
 
     def no_message(self) -> ModelUnavailableError:
