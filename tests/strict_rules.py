@@ -81,14 +81,25 @@ def _check(
     if "object" in kinds or "properties" in node:
         _check_object(node, root, where, depth, out, counts)
     if "array" in kinds:
-        if "items" not in node:
-            out.append(f"{where}: an array needs items")
-        else:
-            _check(node["items"], root, f"{where}[]", depth + 1, out, counts)
+        _check_array(node, root, where, depth, out, counts)
     for index, sub in enumerate(node.get("anyOf", ())):
         _check(sub, root, f"{where}|{index}", depth, out, counts)
     for name, sub in node.get("$defs", {}).items():
         _check(sub, root, f"$defs.{name}", 1, out, counts)
+
+
+def _check_array(
+    node: dict[str, Any],
+    root: dict[str, Any],
+    where: str,
+    depth: int,
+    out: list[str],
+    counts: dict[str, int],
+) -> None:
+    if "items" not in node:
+        out.append(f"{where}: an array needs items")
+    else:
+        _check(node["items"], root, f"{where}[]", depth + 1, out, counts)
 
 
 def _check_object(

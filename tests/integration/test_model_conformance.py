@@ -1,4 +1,4 @@
-"""The OpenAI-compatible provider against the conformance server: strict schemas, retries, faults."""
+"""The OpenAI-compatible provider against the conformance server: schemas, retries, faults."""
 
 from __future__ import annotations
 
