@@ -41,6 +41,8 @@ class Fault:
     kind: str
     status: int = 500
     headers: dict[str, str] = field(default_factory=dict)
+    code: str | None = None
+    """The error body's ``code`` (``insufficient_quota`` for a spent quota)."""
 
 
 def rate_limited(retry_after_ms: int | None = None, retry_after: str | None = None) -> Fault:
@@ -174,7 +176,8 @@ def to_request(body: dict[str, Any]) -> ModelRequest:
             for c in raw.get("tool_calls") or ()
         )
         role = "system" if raw["role"] == "developer" else raw["role"]
-        messages.append(Message(role, raw.get("content") or "", raw.get("tool_call_id"), calls))
+        content, call_id = raw.get("content") or "", raw.get("tool_call_id")
+        messages.append(Message(cast(Any, role), content, call_id, calls))
     return ModelRequest(purpose_of(body["messages"]), tuple(messages))
 
 
@@ -245,7 +248,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _fault(self, fault: Fault) -> bool:
         """Act out ``fault``; True when that was the whole answer."""
         if fault.kind == "status":
-            self._error(fault.status, f"injected {fault.status}", None, None, fault.headers)
+            self._error(fault.status, f"injected {fault.status}", None, fault.code, fault.headers)
         elif fault.kind == "reset":
             # SO_LINGER 0: closing sends a TCP reset instead of an orderly end
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
