@@ -180,19 +180,13 @@ class RunSteps(RunTermination):
     ) -> None:
         """Record one model call and charge it (``AGENT_MODEL_STEP``); exhaust if over budget.
 
-        ``bound_ms`` is the longest the harness waited for it (the model timeout or the
-        deadline, whichever came first), so an auditor can see no late answer was used.
-        ``provider``, ``model`` and ``finish_reason`` say who answered and why it stopped.
-        ``answer`` is the answer's text: its length and hash are recorded, and the text itself,
-        whole, for the purposes in :data:`KEPT_ANSWERS`; an answer over
-        :data:`MAX_MODEL_OUTPUT_CHARS` is recorded only as TOO_LARGE, never read nor cut.
-        ``attempts`` are the failed attempts the provider tried again before this answer or
-        failure; their waits are within ``latency_ms``.
+        ``bound_ms`` is the longest the harness would wait: an auditor sees no late answer used.
+        ``provider``, ``model`` and ``finish_reason`` say who answered and why it stopped;
+        ``answer`` is its text (see :meth:`_answer_fields`); ``attempts`` the failed attempts
+        tried again before it, their waits within ``latency_ms``.
         """
-        waits = sum(a.wait_ms for a in attempts)
-        least = min(tokens_in, tokens_out, latency_ms, bound_ms, *(a.wait_ms for a in attempts))
-        self._check_model_step(outcome, answer, least)
-        self._invalid_if(waits > latency_ms, "the waits between attempts exceed the latency")
+        least = min(tokens_in, tokens_out, latency_ms, bound_ms)
+        self._check_model_step(outcome, answer, least, (latency_ms, attempts))
         self.trigger_event(
             self.AgentModelStep,
             purpose=purpose,
@@ -205,27 +199,46 @@ class RunSteps(RunTermination):
             provider=provider,
             model=model,
             finish_reason=finish_reason,
-            attempts=tuple(attempts),
-            **self._answer_fields(purpose, outcome, answer),
+            **self._answer_fields(purpose, outcome, answer, attempts),
         )
         self._exhaust_if_over()
 
     def _answer_fields(
-        self, purpose: ModelStepPurpose, outcome: ModelStepOutcome, answer: str
+        self,
+        purpose: ModelStepPurpose,
+        outcome: ModelStepOutcome,
+        answer: str,
+        attempts: tuple[ModelAttempt, ...],
     ) -> dict[str, Any]:
-        """The answer as a model step records it: its text if kept, its length, its hash."""
+        """The answer as a model step records it, and the attempts tried before it.
+
+        The answer's text if kept, its length and its hash.
+
+        The text is kept whole for the purposes in :data:`KEPT_ANSWERS`; an answer over
+        :data:`MAX_MODEL_OUTPUT_CHARS` is recorded only as TOO_LARGE, never read nor cut.
+        """
         kept = outcome is ModelStepOutcome.OK and purpose in self.KEPT_ANSWERS
         came = outcome in (ModelStepOutcome.OK, ModelStepOutcome.TOO_LARGE)
         return {
             "text": answer if kept else "",
             "length": len(answer),
             "sha256": text_sha256(answer) if came else "",
+            "attempts": tuple(attempts),
         }
 
-    def _check_model_step(self, outcome: ModelStepOutcome, answer: str, least: int) -> None:
+    def _check_model_step(
+        self,
+        outcome: ModelStepOutcome,
+        answer: str,
+        least: int,
+        timed: tuple[int, tuple[ModelAttempt, ...]],
+    ) -> None:
+        latency_ms, attempts = timed
         self.check_active()
         self._refuse_if(self.release is not None, "the release was already decided")
-        self._invalid_if(least < 0, "must be >= 0")
+        self._invalid_if(min((least, *(a.wait_ms for a in attempts))) < 0, "must be >= 0")
+        waits = sum(a.wait_ms for a in attempts)
+        self._invalid_if(waits > latency_ms, "the waits between attempts exceed the latency")
         too_large = len(answer) > MAX_MODEL_OUTPUT_CHARS
         self._invalid_if(
             too_large != (outcome is ModelStepOutcome.TOO_LARGE),
