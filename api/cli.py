@@ -15,6 +15,7 @@ from api.cli_app import HarnessTyper
 from api.cli_audit import audit_app
 from api.cli_common import fail, load_settings, opened, out_console
 from api.cli_mcp import mcp_app
+from api.cli_model import model_app
 from api.cli_otel import otel_app
 from api.cli_projections import projections_app
 from api.cli_runs import runs_app
@@ -36,6 +37,7 @@ app.add_typer(audit_app, name="audit")
 app.add_typer(otel_app, name="otel")
 app.add_typer(mcp_app, name="mcp")
 app.add_typer(tools_app, name="tools")
+app.add_typer(model_app, name="model")
 
 
 @db_app.command("init")

@@ -145,15 +145,16 @@ class ChatService:
         content: Published | None = None
         failure: FailureCode | None = None  # None: the release decided, complete the run
         unexpected: Exception | None = None
+        cause = ""  # the provider's failure, in one line naming it, when the model failed
         try:
             publication = self._by_intent(ctx, route(ctx), context)
             content = publication.content
         except RunAborted:
             failure = FailureCode.INTERNAL_ERROR  # a no-op: the run has already ended
-        except RoutingFailed:
-            failure = FailureCode.ROUTING_FAILED
-        except ModelError:
-            failure = FailureCode.MODEL_FAILED
+        except RoutingFailed as routing:
+            failure, cause = FailureCode.ROUTING_FAILED, str(routing)
+        except ModelError as error:
+            failure, cause = FailureCode.MODEL_FAILED, describe_error(error)
         except NoSafeContent as no_content:
             failure = _failure_code(no_content.__cause__)
         except StoreUnavailableError as error:  # the store went away mid-run
@@ -166,7 +167,7 @@ class ChatService:
         try:
             if unexpected is not None:
                 resync(ctx)  # what it holds may be ahead of the log (a save that failed)
-            cause = describe_error(unexpected) if unexpected is not None else ""
+            cause = describe_error(unexpected) if unexpected is not None else cause
             return self._close(ctx, failure, content, cause)
         except StoreUnavailableError as error:
             return self._after_outage(ctx, error)

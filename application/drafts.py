@@ -6,7 +6,7 @@ import json
 from datetime import datetime  # noqa: TC003 (pydantic reads it at runtime)
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from application.storable import NotStorable, storable_json
 from domain.grounding import Citation
@@ -84,6 +84,12 @@ class DiagnosisDraft(BaseModel):
     conclusion: Conclusion | None = None
     facts: list[FactOut] = Field(default_factory=list, max_length=50)
     missing_info: list[MissingOut] = Field(default_factory=list, max_length=10)
+
+    @field_validator("facts", "missing_info", mode="before")
+    @classmethod
+    def _none_is_empty(cls, value: object) -> object:
+        """Null, as the strict schema allows for a field that may be left out, is no items."""
+        return [] if value is None else value
 
     def is_empty(self) -> bool:
         """Nothing at all was drafted."""

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from domain.collection import Collection
     from domain.run import Run
     from domain.tool_invocation import ToolInvocation
+    from domain.values import ModelAttempt
 
 
 CANCEL_POLL = 0.5
@@ -58,6 +59,15 @@ T = TypeVar("T")
 def model_name(provider: ModelProvider) -> str:
     """The model ``provider`` is asked for (its ``model``; '' for a provider that names none)."""
     return str(getattr(provider, "model", ""))
+
+
+def model_where(provider: ModelProvider) -> str:
+    """How messages name the provider and its model (and server, if it says: its ``where``)."""
+    where = getattr(provider, "where", None)
+    if isinstance(where, str) and where:
+        return where
+    model = model_name(provider)
+    return f"{provider.name} model {model!r}" if model else f"{provider.name} model"
 
 
 @dataclass
@@ -160,7 +170,8 @@ class RunContext(RunWrites):
             # A model failure after the run ended changes nothing: the deadline is checked here,
             # and a cancel that came meanwhile makes the step's commit conflict and abort.
             self.check_active(reread=False)
-            self._record(bounded, started, ModelStepOutcome.FAILED, detail=describe_error(error))
+            detail, attempts = describe_error(error), error.attempts
+            self._record(bounded, started, ModelStepOutcome.FAILED, detail=detail, tried=attempts)
             raise
         self.check_active(reread=False)  # a late answer is discarded the same way
         text = response.text
@@ -244,6 +255,7 @@ class RunContext(RunWrites):
         outcome: ModelStepOutcome,
         response: ModelResponse | None = None,
         detail: str = "",
+        tried: tuple[ModelAttempt, ...] = (),
     ) -> None:
         usage = response.usage if response else None
         self.run.record_model_step(
@@ -258,6 +270,7 @@ class RunContext(RunWrites):
             model=model_name(self.provider),
             finish_reason=response.finish_reason[:MAX_FINISH_REASON] if response else "",
             answer=response.text if response else "",
+            attempts=response.attempts if response else tried,
         )
         self.save()
 
@@ -269,4 +282,5 @@ __all__ = [
     "RunAborted",
     "RunContext",
     "model_name",
+    "model_where",
 ]

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from uuid import UUID
 
     from domain.states import ModelStepPurpose
+    from domain.values import ModelAttempt
 
 JSON = Mapping[str, Any]
 
@@ -91,6 +92,8 @@ class ModelResponse:
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = field(default_factory=Usage)
     finish_reason: str = "stop"
+    attempts: tuple[ModelAttempt, ...] = ()
+    """The failed attempts the provider tried again before this answer (the step records them)."""
 
 
 class StoreError(Exception):
@@ -115,6 +118,9 @@ class ModelError(Exception):
     The message is redacted when the error is made (:func:`domain.redaction.redact`): it ends up
     in the log (model steps, routing and guard decisions), whichever provider raised it.
     """
+
+    attempts: tuple[ModelAttempt, ...] = ()
+    """The failed attempts tried again before this failure (the step records them)."""
 
     def __init__(self, message: str = "") -> None:
         """Keep ``message`` with whatever looks like a credential replaced."""

@@ -11,20 +11,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from application.answer_shapes import ChatAnswer, JudgeAnswer, KnowledgeAnswer, RouteAnswer
 from application.drafts import DiagnosisDraft
-from domain.answers import MAX_CITATIONS, MAX_STATEMENTS, ChatReply
-from domain.states import Intent
-
-
-def choice_schema(field: str, values: list[str]) -> dict[str, Any]:
-    """The JSON schema of an answer that only picks one word: ``{field: one of values}``."""
-    return {
-        "type": "object",
-        "properties": {field: {"enum": values}},
-        "required": [field],
-        "additionalProperties": False,
-    }
-
+from application.strict_schema import strict_schema
 
 # -- routing -----------------------------------------------------------------------------------
 
@@ -34,7 +23,7 @@ ROUTER_PROMPT = (
     "happened in the systems, KNOWLEDGE_QUERY for how-to and policy questions, SYSTEM_CHAT "
     "otherwise."
 )
-ROUTE_SCHEMA = choice_schema("intent", [i.value for i in Intent])
+ROUTE_SCHEMA = strict_schema(RouteAnswer)
 
 # -- diagnosis ---------------------------------------------------------------------------------
 
@@ -54,8 +43,8 @@ STOP_INSTRUCTION = (
     "STOP_REQUIRED: evidence collection is closed ({reason}). Do not call tools. "
     "Answer now with your draft."
 )
-DRAFT_SCHEMA: dict[str, Any] = DiagnosisDraft.model_json_schema()
-"""The JSON schema of a draft, given to models that support structured output."""
+DRAFT_SCHEMA = strict_schema(DiagnosisDraft)
+"""The JSON schema of a draft (the repair's answer), given to models with structured output."""
 
 
 def repair_prompt(usable: dict[str, str], failures: str) -> str:
@@ -74,26 +63,7 @@ def repair_prompt(usable: dict[str, str], failures: str) -> str:
 
 # -- the semantic judge ------------------------------------------------------------------------
 
-JUDGE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "verdicts": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "statement": {"type": "integer", "minimum": 0},
-                    "verdict": {"enum": ["SUPPORTED", "UNSUPPORTED"]},
-                },
-                "required": ["statement", "verdict"],
-                "additionalProperties": False,
-            },
-        },
-        "reason": {"type": "string"},
-    },
-    "required": ["verdicts"],
-    "additionalProperties": False,
-}
+JUDGE_SCHEMA = strict_schema(JudgeAnswer)
 JUDGE_PROMPT = (
     "For each numbered statement, answer whether the cited evidence supports it as stated. "
     'Answer JSON {"verdicts": [{"statement": N, "verdict": "SUPPORTED" | "UNSUPPORTED"}]} with '
@@ -121,7 +91,7 @@ CHAT_PROMPT = (
     " asked what you can do, HOW_TO_ASK when the message is about a service, an incident or a"
     " symptom, THANKS for thanks, OUT_OF_SCOPE for anything else. The harness writes the text."
 )
-CHAT_SCHEMA = choice_schema("reply", [r.value for r in ChatReply])
+CHAT_SCHEMA = strict_schema(ChatAnswer)
 KNOWLEDGE_PROMPT = (
     "Answer the operator's question from the given runbook passages only, as a list of"
     ' statements. Answer JSON {"statements": [{"statement": one statement, "citations":'
@@ -132,30 +102,15 @@ KNOWLEDGE_PROMPT = (
     " broken, slow or healthy, what happened or what caused it; a question about that is a"
     " diagnosis, which another route investigates with tools."
 )
-_CITATION: dict[str, Any] = {
-    "type": "object",
-    "properties": {"reference": {"type": "string"}, "excerpt": {"type": "string"}},
-    "required": ["reference", "excerpt"],
-    "additionalProperties": False,
+KNOWLEDGE_SCHEMA = strict_schema(KnowledgeAnswer)
+"""A knowledge answer: its statements, each with its citations."""
+
+SCHEMAS: dict[str, dict[str, Any]] = {
+    "route": ROUTE_SCHEMA,
+    "draft": DRAFT_SCHEMA,
+    "judge": JUDGE_SCHEMA,
+    "chat": CHAT_SCHEMA,
+    "knowledge": KNOWLEDGE_SCHEMA,
 }
-KNOWLEDGE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "statements": {
-            "type": "array",
-            "maxItems": MAX_STATEMENTS,
-            "items": {
-                "type": "object",
-                "properties": {
-                    "statement": {"type": "string"},
-                    "citations": {"type": "array", "maxItems": MAX_CITATIONS, "items": _CITATION},
-                },
-                "required": ["statement", "citations"],
-                "additionalProperties": False,
-            },
-        },
-    },
-    "required": ["statements"],
-    "additionalProperties": False,
-}
-"""A knowledge answer: its statements, each with its citations (strict: all keys required)."""
+"""Every schema the harness sends with a model call, by the answer it shapes (the agent's own
+steps carry tool calls and free text, checked by :func:`application.drafts.parse_agent_text`)."""

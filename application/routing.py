@@ -9,9 +9,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from application.drafts import loads_json
+from application.harness import model_where
 from application.ports import Message, ModelError, ModelOutputTooLarge, ModelRequest
 from application.prompts import ROUTE_SCHEMA, ROUTER_PROMPT
 from domain.reasons import UnusableAnswer, answer_reason, failed_reason
+from domain.redaction import describe_error
 from domain.states import ChatApplicationStatus, Intent, ModelStepPurpose
 
 if TYPE_CHECKING:
@@ -19,7 +21,7 @@ if TYPE_CHECKING:
 
 
 class RoutingFailed(Exception):
-    """The router gave no usable intent."""
+    """The router gave no usable intent; the message says whose answer and why (a code)."""
 
 
 def route(ctx: RunContext) -> Intent:
@@ -31,6 +33,7 @@ def route(ctx: RunContext) -> Intent:
     ctx.run.change_status(ChatApplicationStatus.ROUTING)
     ctx.run.attempt_routing()
     ctx.save()
+    failed: ModelError | None = None
     request = ModelRequest(
         ModelStepPurpose.ROUTE,
         (Message("system", ROUTER_PROMPT), Message("user", ctx.run.query)),
@@ -41,14 +44,21 @@ def route(ctx: RunContext) -> Intent:
     except ModelOutputTooLarge as error:
         intent = answer_reason(UnusableAnswer.TOO_LARGE, error.length)
     except ModelError as error:
-        intent = failed_reason(error)
+        intent, failed = failed_reason(error), error
     if isinstance(intent, str):  # a code and a length, never the router's words
         ctx.run.decide_routing(None, intent)
         ctx.save()
-        raise RoutingFailed(intent)
+        raise RoutingFailed(_cause(ctx, intent, failed))
     ctx.run.decide_routing(intent)
     ctx.save()
     return intent
+
+
+def _cause(ctx: RunContext, reason: str, error: ModelError | None) -> str:
+    """Why routing failed, naming the provider and model: the call's error, or the reason code."""
+    if error is not None:
+        return describe_error(error)  # names the provider and server when the adapter does
+    return f"the router's answer from {model_where(ctx.provider)} gave no intent: {reason}"
 
 
 def _intent_of(text: str) -> Intent | str:

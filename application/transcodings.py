@@ -12,7 +12,7 @@ from eventsourcing.persistence import JSONTranscoder, Mapper, Transcoding
 from domain.answers import RetrievedPassage
 from domain.catalogue import ALL_ENUMS
 from domain.grounding import Citation, JudgedStatement, RejectedCitation
-from domain.values import Budget, Fact, Termination
+from domain.values import Budget, Fact, ModelAttempt, Termination
 
 E = TypeVar("E", bound=Enum)
 V = TypeVar("V")
@@ -24,6 +24,7 @@ VALUE_OBJECTS: tuple[type[Any], ...] = (
     RejectedCitation,
     JudgedStatement,
     RetrievedPassage,
+    ModelAttempt,
 )
 
 

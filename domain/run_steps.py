@@ -23,6 +23,7 @@ from domain.states import (
 
 if TYPE_CHECKING:
     from domain.tool_states import ToolRejectionCode
+    from domain.values import ModelAttempt
 
 
 class RunSteps(RunTermination):
@@ -63,7 +64,7 @@ class RunSteps(RunTermination):
     class AgentModelStep(Aggregate.Event):
         """One model call with its purpose, usage, latency and outcome; charges the budget."""
 
-        class_version = 4
+        class_version = 5
         purpose: ModelStepPurpose
         tokens_in: int
         tokens_out: int
@@ -84,6 +85,9 @@ class RunSteps(RunTermination):
         """The answer's length in characters (0 when none came, or before v4)."""
         sha256: str
         """The hex SHA-256 of the whole answer, UTF-8 ('' when none came, or before v4)."""
+        attempts: tuple[ModelAttempt, ...]
+        """The attempts that failed and were tried again, in order, with the wait after each
+        (the last attempt is the step itself; none before v5). Their time is in ``latency_ms``."""
 
         @staticmethod
         def upcast_v1_v2(state: dict[str, Any]) -> None:
@@ -99,6 +103,11 @@ class RunSteps(RunTermination):
         def upcast_v3_v4(state: dict[str, Any]) -> None:
             """Version 3 did not record the answer, its length or its hash."""
             state.update(text="", length=0, sha256="")
+
+        @staticmethod
+        def upcast_v4_v5(state: dict[str, Any]) -> None:
+            """Version 4 did not record retried attempts (none were made before v5)."""
+            state["attempts"] = ()
 
         def apply(self, aggregate: RunSteps) -> None:
             """Charge one model call and its tokens."""
@@ -167,17 +176,17 @@ class RunSteps(RunTermination):
         model: str = "",
         finish_reason: str = "",
         answer: str = "",
+        attempts: tuple[ModelAttempt, ...] = (),
     ) -> None:
         """Record one model call and charge it (``AGENT_MODEL_STEP``); exhaust if over budget.
 
-        ``bound_ms`` is the longest the harness waited for it (the model timeout or the
-        deadline, whichever came first), so an auditor can see no late answer was used.
-        ``provider``, ``model`` and ``finish_reason`` say who answered and why it stopped.
-        ``answer`` is the answer's text: its length and hash are recorded, and the text itself,
-        whole, for the purposes in :data:`KEPT_ANSWERS`; an answer over
-        :data:`MAX_MODEL_OUTPUT_CHARS` is recorded only as TOO_LARGE, never read nor cut.
+        ``bound_ms`` is the longest the harness would wait: an auditor sees no late answer used.
+        ``provider``, ``model`` and ``finish_reason`` say who answered and why it stopped;
+        ``answer`` is its text (see :meth:`_answer_fields`); ``attempts`` the failed attempts
+        tried again before it, their waits within ``latency_ms``.
         """
-        self._check_model_step(outcome, answer, min(tokens_in, tokens_out, latency_ms, bound_ms))
+        least = min(tokens_in, tokens_out, latency_ms, bound_ms)
+        self._check_model_step(outcome, answer, least, (latency_ms, attempts))
         self.trigger_event(
             self.AgentModelStep,
             purpose=purpose,
@@ -190,26 +199,46 @@ class RunSteps(RunTermination):
             provider=provider,
             model=model,
             finish_reason=finish_reason,
-            **self._answer_fields(purpose, outcome, answer),
+            **self._answer_fields(purpose, outcome, answer, attempts),
         )
         self._exhaust_if_over()
 
     def _answer_fields(
-        self, purpose: ModelStepPurpose, outcome: ModelStepOutcome, answer: str
+        self,
+        purpose: ModelStepPurpose,
+        outcome: ModelStepOutcome,
+        answer: str,
+        attempts: tuple[ModelAttempt, ...],
     ) -> dict[str, Any]:
-        """The answer as a model step records it: its text if kept, its length, its hash."""
+        """The answer as a model step records it, and the attempts tried before it.
+
+        The answer's text if kept, its length and its hash.
+
+        The text is kept whole for the purposes in :data:`KEPT_ANSWERS`; an answer over
+        :data:`MAX_MODEL_OUTPUT_CHARS` is recorded only as TOO_LARGE, never read nor cut.
+        """
         kept = outcome is ModelStepOutcome.OK and purpose in self.KEPT_ANSWERS
         came = outcome in (ModelStepOutcome.OK, ModelStepOutcome.TOO_LARGE)
         return {
             "text": answer if kept else "",
             "length": len(answer),
             "sha256": text_sha256(answer) if came else "",
+            "attempts": tuple(attempts),
         }
 
-    def _check_model_step(self, outcome: ModelStepOutcome, answer: str, least: int) -> None:
+    def _check_model_step(
+        self,
+        outcome: ModelStepOutcome,
+        answer: str,
+        least: int,
+        timed: tuple[int, tuple[ModelAttempt, ...]],
+    ) -> None:
+        latency_ms, attempts = timed
         self.check_active()
         self._refuse_if(self.release is not None, "the release was already decided")
-        self._invalid_if(least < 0, "must be >= 0")
+        self._invalid_if(min((least, *(a.wait_ms for a in attempts))) < 0, "must be >= 0")
+        waits = sum(a.wait_ms for a in attempts)
+        self._invalid_if(waits > latency_ms, "the waits between attempts exceed the latency")
         too_large = len(answer) > MAX_MODEL_OUTPUT_CHARS
         self._invalid_if(
             too_large != (outcome is ModelStepOutcome.TOO_LARGE),

@@ -156,6 +156,19 @@ class ModelStepOutcome(Enum):
     """An answer came, over :data:`MAX_MODEL_OUTPUT_CHARS`: refused whole before it was read."""
 
 
+class ModelAttemptFailure(Enum):
+    """Why one attempt of a model call failed and was tried again (a retryable failure)."""
+
+    RATE_LIMITED = "RATE_LIMITED"
+    """HTTP 429: the provider asked to wait."""
+    SERVER_ERROR = "SERVER_ERROR"
+    """HTTP 5xx: the provider failed."""
+    CONNECTION = "CONNECTION"
+    """The connection failed or was reset before an answer came."""
+    TIMEOUT = "TIMEOUT"
+    """The attempt got no answer within its own timeout (time was left for another)."""
+
+
 MAX_MODEL_OUTPUT_CHARS = 32_000
 """The longest model answer the harness reads, in characters (design §10.1).
 

@@ -6,7 +6,13 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, assert_never
 
-from domain.states import BudgetKind, RunState, TerminationReason, state_for_reason
+from domain.states import (
+    BudgetKind,
+    ModelAttemptFailure,
+    RunState,
+    TerminationReason,
+    state_for_reason,
+)
 
 if TYPE_CHECKING:
     from domain.grounding import Citation
@@ -93,6 +99,17 @@ class Termination:
     def for_reason(cls, reason: TerminationReason) -> Termination:
         """The termination a reason leads to, by the one reason→state mapping."""
         return cls(state=state_for_reason(reason), reason=reason)
+
+
+@dataclass(frozen=True)
+class ModelAttempt:
+    """One failed attempt of a model call that was tried again, and the wait before the next."""
+
+    failure: ModelAttemptFailure
+    status: int
+    """The HTTP status the provider answered (0: none came, a connection failure or timeout)."""
+    wait_ms: int
+    """How long the harness waited before the next attempt (the provider's Retry-After, if any)."""
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,10 @@
 """The OpenAI-compatible model provider: chat completions through the official ``openai`` client.
 
 Works with any server speaking ``POST {base_url}/chat/completions`` (OpenAI, vLLM, Ollama,
-DeepSeek, …). The client never retries (``max_retries=0`` by default): the harness owns retries and
-deadlines. Every failure becomes a :class:`~application.ports.ModelError` whose message names the
+llama.cpp, DeepSeek, …). The ``openai`` client never retries (``max_retries=0``): this adapter
+does, in one place, so every retried attempt is recorded with the model step
+(:mod:`infrastructure.model_retries`), all within the call's bound. Every failure becomes a
+:class:`~application.ports.ModelError` whose message names the provider, model and server, the
 status and the provider's message but never a configured secret
 (:mod:`infrastructure.openai_errors`); :mod:`infrastructure.openai_wire` shapes requests and
 answers.
@@ -11,11 +13,16 @@ answers.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+import threading
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import openai
 
+from application.ports import ModelError, ModelUnavailableError
+from infrastructure.model_retries import RetryPolicy
 from infrastructure.openai_errors import Failures
 from infrastructure.openai_wire import message_param, response_format, to_response, tool_param
 
@@ -26,6 +33,7 @@ if TYPE_CHECKING:
     from openai import Omit
 
     from application.ports import ModelRequest, ModelResponse
+    from domain.values import ModelAttempt
     from infrastructure.settings import Settings
 
 
@@ -42,17 +50,22 @@ class OpenAICompatibleProvider:
         api_key: str,
         model: str,
         timeout_s: float,
-        max_retries: int = 0,
+        retries: RetryPolicy | None = None,
     ) -> None:
-        """Build the client; an empty ``api_key`` sends no Authorization header."""
+        """Build the client; an empty ``api_key`` sends no Authorization header.
+
+        ``retries`` says how failed attempts are retried (none when not given).
+        """
         if timeout_s <= 0:
             raise ValueError(f"timeout_s must be positive, got {timeout_s!r}")
-        if max_retries < 0:
-            raise ValueError(f"max_retries must be zero or more, got {max_retries!r}")
         self.model = model
         self.timeout_s = timeout_s
+        self.retries = retries or RetryPolicy(max_retries=0)
+        self._closed = threading.Event()
+        """Set by :meth:`close`: a wait between attempts ends at once."""
         parts = urlsplit(base_url)
         self._failures = Failures(base_url=base_url, api_key=api_key, model=model)
+        self.where = self._failures.where
         # Keyless servers (a local vLLM or Ollama): the client insists on a key at construction,
         # so give it a placeholder and drop the Authorization header from every request.
         self._headers: Mapping[str, str | Omit] = {} if api_key else {"Authorization": openai.omit}
@@ -62,7 +75,7 @@ class OpenAICompatibleProvider:
             base_url=urlunsplit(parts._replace(query="", fragment="")),
             default_query=dict(parse_qsl(parts.query, keep_blank_values=True)) or None,
             timeout=timeout_s,
-            max_retries=max_retries,
+            max_retries=0,  # retried here, recorded (see the module's docstring)
         )
 
     @classmethod
@@ -73,10 +86,17 @@ class OpenAICompatibleProvider:
             api_key=settings.openai_api_key.get_secret_value(),
             model=settings.openai_model,
             timeout_s=settings.model_timeout,
+            retries=RetryPolicy(max_retries=settings.model_max_retries),
         )
 
+    @property
+    def client(self) -> openai.OpenAI:
+        """The configured ``openai`` client (``harness model check`` lists models with it)."""
+        return self._client
+
     def close(self) -> None:
-        """Close the HTTP connections; the provider is unusable afterwards."""
+        """Close the HTTP connections and end any wait; the provider is unusable afterwards."""
+        self._closed.set()
         self._client.close()
 
     def __enter__(self) -> OpenAICompatibleProvider:
@@ -91,20 +111,49 @@ class OpenAICompatibleProvider:
         self.close()
 
     def complete(self, request: ModelRequest) -> ModelResponse:
-        """Answer one request or raise a :class:`~application.ports.ModelError` subclass."""
+        """Answer one request or raise a :class:`~application.ports.ModelError` subclass.
+
+        Failed attempts are retried by :attr:`retries` within ``min(request.timeout_s,
+        timeout_s)``; the answer, or the error, carries the retried attempts.
+        """
         timeout = min(request.timeout_s, self.timeout_s)
-        messages = [message_param(i, m) for i, m in enumerate(request.messages)]
-        try:
-            completion: object = self._client.chat.completions.create(
-                model=self.model,
-                messages=messages,
-                tools=[tool_param(spec) for spec in request.tools] or openai.omit,
-                response_format=response_format(request.json_schema),
-                timeout=timeout,
-                extra_headers=self._headers,
-            )
-        except openai.APIError as error:
-            raise self._failures.translate(error, timeout) from None
-        except json.JSONDecodeError as error:
-            raise self._failures.not_json(error) from None
-        return to_response(completion, self._failures)
+        end = time.monotonic() + timeout
+        arguments = self._arguments(request)
+        attempts: list[ModelAttempt] = []
+        while True:
+            left = max(0.001, end - time.monotonic())
+            try:
+                completion: object = self._client.chat.completions.create(**arguments, timeout=left)
+            except openai.APIError as error:
+                left = end - time.monotonic()  # what the failed attempt left of the bound
+                attempt, why = self.retries.next_attempt(error, len(attempts) + 1, left)
+                if attempt is None:
+                    failure = self._failures.translate(error, timeout, why)
+                    raise _with(failure, attempts) from None
+                attempts.append(attempt)
+                if self._closed.wait(attempt.wait_ms / 1000):
+                    closed = ModelUnavailableError(f"{self.where}: the provider was closed")
+                    raise _with(closed, attempts) from None
+                continue
+            except json.JSONDecodeError as error:
+                raise _with(self._failures.not_json(error), attempts) from None
+            try:
+                return replace(to_response(completion, self._failures), attempts=tuple(attempts))
+            except ModelError as error:  # a malformed answer: the attempts go with it
+                raise _with(error, attempts) from None
+
+    def _arguments(self, request: ModelRequest) -> dict[str, Any]:
+        """The ``create`` arguments of a request, but its timeout (each attempt has its own)."""
+        return {
+            "model": self.model,
+            "messages": [message_param(i, m) for i, m in enumerate(request.messages)],
+            "tools": [tool_param(spec) for spec in request.tools] or openai.omit,
+            "response_format": response_format(request.json_schema),
+            "extra_headers": self._headers,
+        }
+
+
+def _with(error: ModelError, attempts: list[ModelAttempt]) -> ModelError:
+    """``error`` carrying the retried attempts."""
+    error.attempts = tuple(attempts)
+    return error

@@ -36,6 +36,8 @@ _STATUS_HINTS = {
     429: "the provider is rate limiting; retry later or lower the load",
 }
 _SERVER_FAILED = "the server failed; retry later"
+_PAGE_START = 60
+"""Characters of a page answered instead of a completion that a message shows."""
 _SHORTEST_SECRET = 4
 """Configured values shorter than this are not blanked out of messages (too likely elsewhere)."""
 _NOT_CHAT_API = "check HARNESS_OPENAI_BASE_URL points at a chat-completions API"
@@ -47,11 +49,18 @@ class Failures:
     def __init__(self, *, base_url: str, api_key: str, model: str) -> None:
         """Remember the secrets to blank out and how messages name the model and server."""
         self._secrets = _secrets(api_key, base_url)
-        self.where = f"model {model!r} at {_shown(base_url)}"
-        """How every message names the model and server (credentials hidden)."""
+        self.where = f"openai-compatible model {model!r} at {_shown(base_url)}"
+        """How every message names the provider, model and server (credentials hidden)."""
 
-    def translate(self, error: openai.APIError, timeout: float) -> ModelError:
-        """The model error a failed call of the ``openai`` client stands for."""
+    def translate(self, error: openai.APIError, timeout: float, why: str = "") -> ModelError:
+        """The model error a failed call of the ``openai`` client stands for.
+
+        ``why`` says why it was not retried (tried too often, no time left), if it says.
+        """
+        failure = self._translate(error, timeout)
+        return type(failure)(f"{failure}; {why}") if why else failure
+
+    def _translate(self, error: openai.APIError, timeout: float) -> ModelError:
         if isinstance(error, openai.APITimeoutError):
             return ModelTimeoutError(
                 f"{self.where} did not answer within {timeout:g} s; "
@@ -76,10 +85,19 @@ class Failures:
             f"{self.where} answered with a body that is not JSON ({error.msg}); {_NOT_CHAT_API}"
         )
 
+    def not_a_completion(self, body: str) -> ModelUnavailableError:
+        """The server answered HTTP 200 with a page, not a chat completion (a proxy's login)."""
+        start = self.detail(body)[:_PAGE_START]
+        return ModelUnavailableError(
+            f"{self.where} answered HTTP 200 with a page that is not a chat completion"
+            f" (it begins {start!r}); {_NOT_CHAT_API}"
+        )
+
     def no_choices(self) -> ModelUnavailableError:
         """The server answered HTTP 200 without any choices (it is not a chat-completions API)."""
         return ModelUnavailableError(
-            f"{self.where} answered HTTP 200 without any choices; {_NOT_CHAT_API}"
+            f"{self.where} answered HTTP 200 with JSON that is not a chat completion (no choices);"
+            f" {_NOT_CHAT_API}"
         )
 
     def no_message(self) -> ModelUnavailableError:

@@ -100,6 +100,8 @@ def response_format(schema: JSON | None) -> ResponseFormat | Omit:
 
 def to_response(completion: object, failures: Failures) -> ModelResponse:
     """Our response to a chat completion; a malformed or refused answer raises a ModelError."""
+    if isinstance(completion, str):  # a page (HTML, plain text) where a completion belongs
+        raise failures.not_a_completion(completion)
     choices = getattr(completion, "choices", None)
     if not isinstance(choices, list) or not choices:
         raise failures.no_choices()

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
-from urllib.parse import unquote, urlsplit
 
 from pydantic import AfterValidator, BaseModel, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
@@ -15,6 +12,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 from application.run_writes import DEFAULT_COMMIT_INTERVAL_S
 from domain.values import DEFAULT_DEADLINE_S, DEFAULT_MODEL_TIMEOUT_S, Budget
 from domain.values import DEFAULT_LIMITS as LIMITS
+from infrastructure.database_target import DatabaseTarget as DatabaseTarget  # re-exported
+from infrastructure.database_target import parse_database_url as parse_database_url
 from infrastructure.settings_errors import describe_settings_error, describe_validation
 from infrastructure.tool_config import check_tools_config
 
@@ -27,56 +26,6 @@ RESERVED_NAMES = frozenset({"local"})
 
 class ConfigurationError(ValueError):
     """A setting is malformed or names something that cannot be built; the message says which."""
-
-
-@dataclass(frozen=True)
-class DatabaseTarget:
-    """A parsed ``HARNESS_DATABASE_URL``: an SQLite file or a PostgreSQL database."""
-
-    kind: Literal["sqlite", "postgres"]
-    path: str = ""
-    host: str = ""
-    port: int = 5432
-    user: str = ""
-    password: str = ""
-    dbname: str = ""
-
-    def describe(self) -> str:
-        """A human description without the password, safe for logs and errors."""
-        if self.kind == "sqlite":
-            shown = self.path if self.path == ":memory:" else os.path.abspath(self.path)
-            return f"SQLite file {shown}"
-        return f"PostgreSQL database {self.dbname!r} at {self.host}:{self.port} as {self.user!r}"
-
-
-def parse_database_url(url: str) -> DatabaseTarget:
-    """Parse ``sqlite:///PATH`` or ``postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME``."""
-    parts = urlsplit(url)
-    scheme = parts.scheme.split("+", 1)[0]
-    if scheme == "sqlite":
-        path = unquote(url.split("://", 1)[1])
-        path = path[1:] if path.startswith("/") else path
-        if not path:
-            raise ValueError(f"{url!r} names no file: use sqlite:///./harness.db")
-        return DatabaseTarget(kind="sqlite", path=path)
-    if scheme in ("postgresql", "postgres"):
-        dbname = parts.path.lstrip("/")
-        if not (parts.hostname and dbname):
-            raise ValueError(
-                "a PostgreSQL URL needs a host and a database: "
-                "postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME"
-            )
-        return DatabaseTarget(
-            kind="postgres",
-            host=parts.hostname,
-            port=parts.port or 5432,
-            user=unquote(parts.username or "postgres"),
-            password=unquote(parts.password or ""),
-            dbname=dbname,
-        )
-    raise ValueError(
-        f"unsupported database URL scheme {parts.scheme!r}: use sqlite:///PATH or postgresql://…"
-    )
 
 
 class ApiKey(BaseModel):
@@ -137,6 +86,13 @@ class Settings(BaseSettings):
     openai_model: str = Field(default="gpt-4o-mini", description="Model name to request.")
     model_timeout: float = Field(
         DEFAULT_MODEL_TIMEOUT_S, gt=0, description="Seconds per model call."
+    )
+    model_max_retries: int = Field(
+        default=2,
+        ge=0,
+        le=10,
+        description="Retries of a model call after a 429, a 5xx, a reset or a timeout, with"
+        " backoff and the server's Retry-After, all within the call's timeout (0: none).",
     )
     run_deadline: float = Field(DEFAULT_DEADLINE_S, gt=0, description="Seconds a run may take.")
     run_commit_interval: float = Field(

@@ -43,7 +43,29 @@ def chat_span(root: SpanData, run_id: UUID, step: Run.AgentModelStep) -> SpanDat
     if step.outcome is not ModelStepOutcome.OK:
         span.status, span.description = "ERROR", step.detail or step.outcome.value
         attributes["error.type"] = step.outcome.value
+    _attempts(span, step)
     return span
+
+
+def _attempts(span: SpanData, step: Run.AgentModelStep) -> None:
+    """Each retried attempt as a span event, placed at the span's start plus the waits so far.
+
+    The attempts' own durations are not recorded, so that time is the earliest the retry began.
+    """
+    if not step.attempts:
+        return
+    span.attributes["harness.model_step.attempts"] = len(step.attempts) + 1
+    retry_at = span.start
+    for number, attempt in enumerate(step.attempts, start=1):
+        retry_at = min(span.end, retry_at + attempt.wait_ms * 1_000_000)
+        attributes: Attributes = {
+            "harness.attempt.number": number,
+            "harness.attempt.failure": attempt.failure.value,
+            "harness.attempt.wait_ms": attempt.wait_ms,
+        }
+        if attempt.status:
+            attributes["http.response.status_code"] = attempt.status
+        span.events.append(SpanEvent("harness.model_retry", retry_at, attributes))
 
 
 def tool_span(root: SpanData, run_id: UUID, invocation: UUID, events: Sequence[object]) -> SpanData:

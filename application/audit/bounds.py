@@ -39,6 +39,13 @@ def check_model_bounds(log: RunLog) -> list[Violation]:
                 f" bound of {step.bound_ms} ms (the model timeout or the deadline)"
             )
             found.append(Violation("design §14", why, entry.record))
+        waited = sum(attempt.wait_ms for attempt in step.attempts)
+        if step.bound_ms > 0 and waited > step.bound_ms:
+            why = (
+                f"waited {waited} ms between the attempts of a {step.purpose.value} call, past"
+                f" its bound of {step.bound_ms} ms (retries must fit in the call's bound)"
+            )
+            found.append(Violation("design §14", why, entry.record))
     return found
 
 

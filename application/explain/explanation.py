@@ -55,7 +55,18 @@ def explain_run(store: HarnessStore, run_id: UUID) -> RunExplanation:
             for k in BudgetKind
         ],
         answers=[answer(log) for answer in _ANSWERS],
+        model_retries=_model_retries(log),
     )
+
+
+def _model_retries(log: _Log) -> list[str]:
+    """Each retried attempt of a model call, in the harness's words, in the order made."""
+    return [
+        f"{step.purpose.value} call: attempt {number} failed {attempt.failure.value}"
+        + (f" (HTTP {attempt.status})" if attempt.status else "")
+        for step in log.of(Run.AgentModelStep)
+        for number, attempt in enumerate(step.attempts, start=1)
+    ]
 
 
 _ANSWERS: tuple[Callable[[_Log], Answer], ...] = (

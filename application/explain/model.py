@@ -70,3 +70,6 @@ class RunExplanation(BaseModel):
     duration_ms: int | None
     budget: list[BudgetUse]
     answers: list[Answer]
+    model_retries: list[str] = []
+    """Each model call's attempt that failed and was retried (a 429, a 5xx, a reset, a
+    timeout), in the harness's words: the model step records each with its wait."""

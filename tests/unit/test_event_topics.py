@@ -34,10 +34,17 @@ from domain.grounding import Citation, JudgedStatement, RejectedCitation
 from domain.release_states import CitationProblem, ReleaseOutcome, SemanticVerdict
 from domain.run import Run
 from domain.session import Session
-from domain.states import BudgetKind, ChatApplicationStatus, DraftOutcome, Intent, ModelStepPurpose
+from domain.states import (
+    BudgetKind,
+    ChatApplicationStatus,
+    DraftOutcome,
+    Intent,
+    ModelAttemptFailure,
+    ModelStepPurpose,
+)
 from domain.tool_invocation import ToolInvocation
 from domain.tool_states import ToolRejectionCode
-from domain.values import Budget
+from domain.values import Budget, ModelAttempt
 
 AGGREGATES: tuple[type[Aggregate], ...] = (
     Run,
@@ -88,6 +95,7 @@ STORED_TOPICS = {
 """Every topic a record may name: the aggregates' and their events' (a record's own class)."""
 
 STORED_ENUM_NAMES = {
+    "ModelAttemptFailure",
     "RunState",
     "ChatApplicationStatus",
     "Intent",
@@ -247,6 +255,45 @@ def test_a_model_step_recorded_before_providers_were_named_still_decodes() -> No
     event = _mapper().to_domain_event(stored)
     assert type(event) is Run.AgentModelStep
     assert (event.bound_ms, event.provider, event.model, event.finish_reason) == (9, "", "", "")
+
+
+def test_a_model_step_of_version_4_reads_as_one_without_retried_attempts() -> None:
+    state = {
+        "timestamp": {"_type_": "datetime_iso", "_data_": DEADLINE.isoformat()},
+        "purpose": {"_type_": "ModelStepPurpose", "_data_": "ROUTE"},
+        "tokens_in": 3,
+        "tokens_out": 4,
+        "latency_ms": 5,
+        "outcome": {"_type_": "ModelStepOutcome", "_data_": "OK"},
+        "detail": "",
+        "bound_ms": 9,
+        "provider": "offline",
+        "model": "",
+        "finish_reason": "stop",
+        "text": "{}",
+        "length": 2,
+        "sha256": "",
+        "originator_topic": "domain.run:Run",
+        "class_version": 4,
+    }
+    stored = StoredEvent(
+        UUID(int=4), 2, "domain.run:Run.AgentModelStep", json.dumps(state).encode()
+    )
+    event = _mapper().to_domain_event(stored)
+    assert type(event) is Run.AgentModelStep
+    assert (event.text, event.attempts) == ("{}", ())
+
+
+def test_a_model_steps_attempts_round_trip_through_the_store() -> None:
+    tried = (ModelAttempt(ModelAttemptFailure.RATE_LIMITED, 429, 1500),)
+    run = Run.start("s", "why?", DEADLINE, limits=LIMITS, run_id=UUID(int=5))
+    run.attempt_routing()
+    run.record_model_step(ModelStepPurpose.ROUTE, 1, 1, 2000, attempts=tried)
+    mapper = _mapper()
+    [step] = [e for e in run.collect_events() if isinstance(e, Run.AgentModelStep)]
+    decoded = mapper.to_domain_event(mapper.to_stored_event(step))
+    assert isinstance(decoded, Run.AgentModelStep)
+    assert tuple(decoded.attempts) == tried  # JSON arrays decode as lists, like `judged`
 
 
 def test_a_tool_begin_of_version_1_reads_as_a_builtin_tool_without_override() -> None:

@@ -29,12 +29,13 @@ from domain.states import (
     CompletionReason,
     FailureCode,
     Intent,
+    ModelAttemptFailure,
     ModelStepOutcome,
     ModelStepPurpose,
     RunState,
 )
 from domain.tool_states import DiagnosisStopReason, ToolRejectionCode
-from domain.values import DEFAULT_LIMITS, Budget, Termination
+from domain.values import DEFAULT_LIMITS, Budget, ModelAttempt, Termination
 from tests.unit.gwt import Payloads, replay, then_events, then_refused
 
 RUN_ID = UUID("00000000-0000-4000-8000-000000000001")
@@ -449,12 +450,39 @@ def test_a_model_step_charges_one_model_call_and_its_tokens() -> None:
                 "text": "",
                 "length": 0,
                 "sha256": hashlib.sha256(b"").hexdigest(),
+                "attempts": (),
             },
         )
     ]
     # the ROUTE step of the given is not recorded as a model step: only this one is charged
     assert run.usage == Budget(model_calls=1, tokens=42)
     assert run.is_active
+
+
+def test_a_retried_model_step_records_its_attempts_and_charges_one_call() -> None:
+    run = given(ROUTE_DIAGNOSIS)
+    tried = (
+        ModelAttempt(ModelAttemptFailure.RATE_LIMITED, 429, 200),
+        ModelAttempt(ModelAttemptFailure.CONNECTION, 0, 300),
+    )
+
+    run.record_model_step(ModelStepPurpose.ROUTE, 3, 4, 900, bound_ms=1000, attempts=tried)
+
+    [(cls, fields)] = then_events(run)
+    assert cls is Run.AgentModelStep
+    assert fields["attempts"] == tried
+    assert run.usage == Budget(model_calls=1, tokens=7)
+
+
+def test_a_model_step_whose_waits_exceed_its_latency_is_refused() -> None:
+    run = given(ROUTE_DIAGNOSIS)
+    waited = (ModelAttempt(ModelAttemptFailure.SERVER_ERROR, 503, 800),)
+
+    then_refused(
+        run,
+        InvalidCommandError,
+        lambda r: r.record_model_step(ModelStepPurpose.ROUTE, 1, 1, 500, attempts=waited),
+    )
 
 
 @pytest.mark.parametrize("outcome", list(ModelStepOutcome), ids=lambda o: o.value)
