@@ -18,20 +18,16 @@ def check() -> None:
     exits 1 when any capability fails, 2 on a configuration error. The offline and scripted
     models need no check.
     """
-    from application.prompts import SCHEMAS
-    from infrastructure.model_check import check_provider
-    from infrastructure.model_openai import OpenAICompatibleProvider
+    from infrastructure.model_check import check_configured
 
     settings = load_settings()
-    if settings.model != "openai":
-        out_console().print(f"HARNESS_MODEL={settings.model}: in-process, nothing to check")
-        return
     try:
-        provider = OpenAICompatibleProvider.from_settings(settings)
+        found = check_configured(settings)
     except ValueError as error:
         fail(str(error))
-    with provider:
-        found = check_provider(provider, SCHEMAS)
+    if found is None:
+        out_console().print(f"HARNESS_MODEL={settings.model}: in-process, nothing to check")
+        return
     console = out_console()
     for capability in found:
         mark = "PASS" if capability.passed else "FAIL"

@@ -19,7 +19,7 @@ from api.deps import Worker
 from api.feed_hub import FeedHub
 from api.http_protocol import set_request_deadline
 from api.metrics import multiprocess_problem
-from api.routes import audit, chat, metrics, runs, sessions, stats, system, tools
+from api.routes import audit, chat, metrics, model, runs, sessions, stats, system, tools
 from api.schemas import document_limits
 from application.dispatch import RunDispatcher
 from application.recovery import RecoveryLoop
@@ -56,6 +56,7 @@ ROUTERS = (
     sessions.router,
     system.router,
     tools.router,
+    model.router,
     audit.router,
     stats.router,
     metrics.router,

@@ -136,3 +136,21 @@ class ToolsPublic(BaseModel):
 
     data: list[ToolPublic]
     count: int
+
+
+class CapabilityPublic(BaseModel):
+    """One capability of the model provider, probed: whether it passed and what was seen."""
+
+    name: str
+    passed: bool
+    detail: str
+
+
+class ModelCheckPublic(BaseModel):
+    """The configured model provider, probed (``checked`` false: an in-process model)."""
+
+    model: str
+    checked: bool
+    passed: bool
+    data: list[CapabilityPublic]
+    count: int

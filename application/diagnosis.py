@@ -19,7 +19,7 @@ from application.drafts import (
 )
 from application.harness import RunAborted
 from application.ports import Message, ModelError, ModelOutputTooLarge, ModelRequest, ToolSpec
-from application.prompts import AGENT_PROMPT, STOP_INSTRUCTION
+from application.prompts import AGENT_PROMPT, AGENT_SCHEMA, STOP_INSTRUCTION
 from application.proposals import propose
 from application.tool_admission import admitted
 from domain.errors import ControlledStopError
@@ -110,7 +110,7 @@ def run_agent(
 def _step(
     ctx: RunContext, messages: list[Message], specs: tuple[ToolSpec, ...]
 ) -> ModelResponse | None:
-    request = ModelRequest(ModelStepPurpose.AGENT, tuple(messages), specs, None)
+    request = ModelRequest(ModelStepPurpose.AGENT, tuple(messages), specs, json_schema=AGENT_SCHEMA)
     try:
         return ctx.call_model(request)
     except RunAborted as aborted:

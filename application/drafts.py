@@ -104,14 +104,33 @@ class ProgressReport(BaseModel):
     gain: Literal["GAINED", "NO_GAIN"]
     facts: list[FactOut] = Field(default_factory=list, max_length=20)
 
+    @field_validator("facts", mode="before")
+    @classmethod
+    def _none_is_empty(cls, value: object) -> object:
+        """Null, as the strict schema allows for a field that may be left out, is no facts."""
+        return [] if value is None else value
+
 
 class AgentStep(BaseModel):
-    """What one agent answer's text may carry besides tool calls."""
+    """What one agent answer's text may carry besides tool calls.
+
+    The draft is kept as data here and validated on its own (:func:`validate_draft`), so a
+    broken draft is recorded as such rather than as a broken step.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     progress: ProgressReport | None = None
     draft: dict[str, Any] | None = None
+
+
+class AgentAnswer(BaseModel):
+    """The shape of an agent answer's text, for its strict schema (:class:`AgentStep` reads it)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    progress: ProgressReport | None = None
+    draft: DiagnosisDraft | None = None
 
 
 DraftFailure = Literal[

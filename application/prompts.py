@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from application.answer_shapes import ChatAnswer, JudgeAnswer, KnowledgeAnswer, RouteAnswer
-from application.drafts import DiagnosisDraft
+from application.drafts import AgentAnswer, DiagnosisDraft
 from application.strict_schema import strict_schema
 
 # -- routing -----------------------------------------------------------------------------------
@@ -39,6 +39,8 @@ AGENT_PROMPT = (
     "it; cite only invocation ids you were given; a result marked NO_EVIDENCE only says its "
     "scope was empty and proves nothing."
 )
+AGENT_SCHEMA = strict_schema(AgentAnswer)
+"""The agent's text when it answers without a tool call: a progress report, a draft, or both."""
 STOP_INSTRUCTION = (
     "STOP_REQUIRED: evidence collection is closed ({reason}). Do not call tools. "
     "Answer now with your draft."
@@ -107,6 +109,7 @@ KNOWLEDGE_SCHEMA = strict_schema(KnowledgeAnswer)
 
 SCHEMAS: dict[str, dict[str, Any]] = {
     "route": ROUTE_SCHEMA,
+    "agent": AGENT_SCHEMA,
     "draft": DRAFT_SCHEMA,
     "judge": JUDGE_SCHEMA,
     "chat": CHAT_SCHEMA,

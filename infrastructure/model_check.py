@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from infrastructure.model_openai import OpenAICompatibleProvider
+    from infrastructure.settings import Settings
 
 PROBE_TOOL = ToolSpec(
     name="get_time",
@@ -43,6 +44,21 @@ class Capability:
     name: str
     passed: bool
     detail: str
+
+
+def check_configured(settings: Settings) -> list[Capability] | None:
+    """Probe the configured provider; None when the model is in-process (nothing to check).
+
+    Raises:
+        ValueError: the provider's configuration is wrong (the message says what to set).
+    """
+    from application.prompts import SCHEMAS
+    from infrastructure.model_openai import OpenAICompatibleProvider
+
+    if settings.model != "openai":
+        return None
+    with OpenAICompatibleProvider.from_settings(settings) as provider:
+        return check_provider(provider, SCHEMAS)
 
 
 def check_provider(

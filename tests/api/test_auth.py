@@ -64,6 +64,7 @@ VERIFY = Route("POST", "/v1/audit/verify")
 DAILY = Route("GET", "/v1/stats/daily")
 WORKERS = Route("GET", "/v1/workers")
 TOOLS = Route("GET", "/v1/tools")
+MODEL_CHECK = Route("GET", "/v1/model/check")
 HEALTHZ = Route("GET", "/healthz")
 READYZ = Route("GET", "/readyz")
 METRICS = Route("GET", "/metrics")
@@ -85,6 +86,7 @@ ROUTES = (
     DAILY,
     WORKERS,
     TOOLS,
+    MODEL_CHECK,
     HEALTHZ,
     READYZ,
     METRICS,
@@ -448,6 +450,9 @@ REFUSED_WRITES = [
     (REBUILD, AUDREY),
     (REBUILD, ANN),
     (REBUILD, BOB),
+    (MODEL_CHECK, AUDREY),  # it calls the model: an admin's to ask for
+    (MODEL_CHECK, ANN),
+    (MODEL_CHECK, BOB),
 ]
 
 

@@ -7,6 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 from application.prompts import SCHEMAS
+from infrastructure.settings import Settings
+from tests.api._serve import served_client
 from tests.integration._audit_helpers import clean_exit, harness_cli
 from tests.integration._conformance import MODEL, Conformance, conformance_server
 
@@ -86,3 +88,40 @@ def test_an_unreachable_server_fails_reachable() -> None:
     result = harness_cli(env, "model", "check")
     assert result.exit_code == 1
     assert result.stdout.startswith("FAIL  reachable")
+
+
+def _served_check(server: Conformance, sqlite_settings: Settings) -> dict[str, object]:
+    """``GET /v1/model/check`` of a served app whose model is the conformance server."""
+    settings = sqlite_settings.model_copy(
+        update={
+            "model": "openai",
+            "openai_base_url": server.url,
+            "openai_model": MODEL,
+            "model_timeout": 10.0,
+        }
+    )
+    with served_client(settings) as served:
+        response = served.client.get("/v1/model/check")
+    assert response.status_code == 200, response.text
+    body: dict[str, object] = response.json()
+    return body
+
+
+def test_operators_can_ask_the_service_to_probe_its_model(
+    server: Conformance, sqlite_settings: Settings
+) -> None:
+    body = _served_check(server, sqlite_settings)
+    assert body["checked"] is True and body["passed"] is True, body
+    assert body["count"] == len(SCHEMAS) + 4
+
+    server.reject_strict = True
+    body = _served_check(server, sqlite_settings)
+    assert body["passed"] is False
+    failed = {c["name"] for c in body["data"] if not c["passed"]}  # type: ignore[attr-defined]
+    assert failed == {f"structured output ({name})" for name in SCHEMAS}
+
+
+def test_an_in_process_model_has_nothing_to_probe(sqlite_settings: Settings) -> None:
+    with served_client(sqlite_settings) as served:
+        body = served.client.get("/v1/model/check").json()
+    assert body == {"model": "offline", "checked": False, "passed": True, "data": [], "count": 0}
