@@ -148,16 +148,31 @@ class Agent:
         return {"conclusion": None, "facts": facts, "missing_info": missing}
 
     def _evidence_for(self, cause: Cause) -> list[tuple[str, str]]:
-        found: list[tuple[str, str]] = []
-        for phrase in (cause.signal, *cause.support):
-            for invocation, lines in self.results:
-                line = next((x for x in lines if phrase in x), None)
-                if invocation and line:
-                    found.append((invocation, _excerpt(line, phrase)))
-                    break
-            if phrase == cause.signal and not found:
-                return []
+        """The cause's first symptom, then for each supporting phrase the line closest before it.
+
+        The change that preceded the first symptom is the one to name, not an older one the
+        wider look-back also found (the day before's deploy did not slow this day's checkout).
+        """
+        first = min(self._lines_with(cause.signal), key=_when, default=None)
+        if first is None:
+            return []
+        found = [(first[0], _excerpt(first[1], cause.signal))]
+        for phrase in cause.support:
+            candidates = self._lines_with(phrase)
+            before = [c for c in candidates if _when(c) <= _when(first)]
+            chosen = max(before, key=_when) if before else next(iter(candidates), None)
+            if chosen is not None:
+                found.append((chosen[0], _excerpt(chosen[1], phrase)))
         return found
+
+    def _lines_with(self, phrase: str) -> list[tuple[str, str]]:
+        """Every (invocation, line) of the results holding ``phrase``, in the order seen."""
+        return [(inv, x) for inv, lines in self.results if inv for x in lines if phrase in x]
+
+
+def _when(found: tuple[str, str]) -> str:
+    """A result line's timestamp (every line kept starts with one: ``_result``)."""
+    return found[1][:20]
 
 
 def _result(content: str) -> tuple[str | None, list[str]]:

@@ -63,7 +63,9 @@ def test_the_example_configuration_over_stdio_gives_the_builtin_diagnosis(
     outcome, content, origins = _diagnosis(tmp_path, EXAMPLE)
     assert (tmp_path / "logs" / "mcp-sample.log").exists()
     assert builtin[:2] == (outcome, content) and outcome == "SUCCESS"
-    assert "deploy v2.13.4" in content and '"kind": "diagnosis"' in content
+    assert "deploy v2.14.0" in content and '"kind": "diagnosis"' in content
+    conclusion = json.loads(content)["conclusion"]
+    assert "v2.14.0" in conclusion and "v2.13.4" not in conclusion  # not the day before's deploy
     assert (builtin[2], origins) == (["builtin"], ["mcp:sample"])
 
 

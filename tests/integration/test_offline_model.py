@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -47,6 +48,24 @@ def test_each_planted_incident_is_diagnosed_citing_its_evidence(
     evidence = "\n".join(c.content for c in cited)
     found = [phrase for phrase in incident.evidence if phrase in evidence]
     assert found, (incident.evidence, evidence[:500])
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["Why was checkout slow on 2026-11-29?", "Why was checkout slow?"],
+)
+def test_the_cause_named_is_the_change_closest_before_the_first_symptom(
+    runtime: Services, question: str
+) -> None:
+    """The look-back also finds the day before's deploy (v2.13.4); the one that preceded the
+    first upstream timeout that morning is v2.14.0, at 09:52."""
+    result = runtime.chat.ask("s", question)
+
+    assert result.release_outcome is ReleaseOutcome.SUCCESS
+    assert result.content is not None
+    conclusion = json.dumps([result.content["conclusion"], result.content["citations"]])
+    assert "deploy v2.14.0" in conclusion
+    assert "v2.13.4" not in conclusion  # it may be listed as a fact seen, never as the cause
 
 
 @pytest.mark.parametrize(
