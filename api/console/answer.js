@@ -1,5 +1,6 @@
 // What a run published, with each citation linked to the evidence excerpt it quotes.
 import { el } from "./api.js";
+import { shown } from "./words.js";
 
 const anchor = (reference) => `evidence-${reference}`;
 
@@ -9,12 +10,12 @@ function citationList(citations) {
     "ol",
     { className: "citations" },
     ...citations.map((c) =>
-      el("li", {}, el("a", { href: `#${anchor(c.reference)}`, className: "citation", "data-reference": c.reference }, `“${c.excerpt}”`)),
+      el("li", {}, el("a", { href: `#${anchor(c.reference)}`, className: "citation", "data-reference": c.reference }, `“${shown(c.excerpt)}”`)),
     ),
   );
 }
 
-function list(title, items, render = (item) => item) {
+function list(title, items, render = (item) => shown(item)) {
   if (!items || items.length === 0) return [];
   return [el("h3", {}, title), el("ul", {}, ...items.map((item) => el("li", {}, render(item))))];
 }
@@ -23,20 +24,20 @@ function list(title, items, render = (item) => item) {
 export function published(content, finished) {
   if (!content) return [el("p", {}, finished ? "Nothing was published." : "Nothing is published yet: the run is still going.")];
   const text = content.conclusion || content.text || content.message || "";
-  const parts = [el("p", { className: `published ${content.kind}` }, text)];
+  const parts = [el("p", { className: `published ${content.kind}` }, shown(text))];
   const cited = citationList(content.citations);
   if (cited) parts.push(el("h3", {}, "Citations"), cited);
-  parts.push(...list("Facts", content.facts, (fact) => el("span", {}, fact.statement, citationList(fact.citations))));
+  parts.push(...list("Facts", content.facts, (fact) => el("span", {}, shown(fact.statement), citationList(fact.citations))));
   // A fallback quotes the evidence records behind the proven statements, in the harness's words
   // (FallbackContent.observations), each linked to the result it comes from.
   parts.push(...list("What the tools returned", content.observations, (o) =>
-    el("a", { href: `#${anchor(o.reference)}`, className: "observation", "data-reference": o.reference }, o.text)));
+    el("a", { href: `#${anchor(o.reference)}`, className: "observation", "data-reference": o.reference }, shown(o.text))));
   // Only a fallback recorded before observations holds the model's statements. As
   // FallbackContent.facts_judged (domain/published.py): only after an UNSUPPORTED conclusion did
   // the judge answer for these statements; otherwise only their quotes were checked.
   const judged = content.fallback_type === "SEMANTIC_UNSUPPORTED";
   const factsTitle = judged ? "Facts the judge found supported" : "The model's statements, not judged (their quotes were found in the cited results)";
-  parts.push(...list(factsTitle, content.verified_facts, (fact) => el("span", {}, fact.statement, citationList(fact.citations))));
+  parts.push(...list(factsTitle, content.verified_facts, (fact) => el("span", {}, shown(fact.statement), citationList(fact.citations))));
   parts.push(...list("Checked, nothing found", content.no_evidence));
   parts.push(...list("Not checked", content.not_checked));
   parts.push(...list("Missing information", content.missing_info));

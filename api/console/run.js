@@ -3,7 +3,7 @@ import { el, getJson, keyForm, say } from "./api.js";
 import { evidence, published } from "./answer.js";
 import { follow } from "./live.js";
 import { draw } from "./timeline.js";
-import { duration, outcome, utc } from "./words.js";
+import { duration, outcome, shown, utc } from "./words.js";
 
 const runId = decodeURIComponent(location.pathname.split("/").pop() || "");
 
@@ -29,7 +29,7 @@ function summary(run) {
 function explained(explanation) {
   return explanation.answers.flatMap((a) => [
     el("dt", { className: a.applies ? "" : "quiet" }, a.asked),
-    el("dd", { className: a.applies ? "" : "quiet", "data-question": a.question }, a.answer),
+    el("dd", { className: a.applies ? "" : "quiet", "data-question": a.question }, shown(a.answer)),
   ]);
 }
 

@@ -39,3 +39,20 @@ export function duration(ms) {
 export function utc(text) {
   return text ? text.replace("T", " ").slice(0, 19) : "—";
 }
+
+// A model's text as the page shows it: every character no reader sees — controls but tab and
+// newline, format characters (bidi overrides, zero-width characters, tags, the soft hyphen),
+// separators, private-use and unassigned code points, default-ignorables — written as its code
+// point, as api/unseen.py spells it for the command line. A bidi override cannot reorder what
+// follows it, nor a hidden word hide.
+const HIDDEN = /[\p{Cc}\p{Cf}\p{Co}\p{Cn}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}]/gu;
+
+export function shown(text) {
+  return String(text ?? "").replace(HIDDEN, (char) => {
+    if (char === "\t" || char === "\n") return char;
+    const point = char.codePointAt(0);
+    return point <= 0xffff
+      ? `\\u${point.toString(16).padStart(4, "0")}`
+      : `\\U${point.toString(16).padStart(8, "0")}`;
+  });
+}
