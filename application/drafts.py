@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from application.storable import NotStorable, storable_json
 from domain.grounding import Citation
+from domain.published import SERVICE_PATTERN
 from domain.states import DraftOutcome, MissingKind
 from domain.values import Fact
 
@@ -59,10 +60,6 @@ class Conclusion(BaseModel):
     def to_fact(self) -> Fact:
         """The conclusion as a statement with citations (how the guards check it)."""
         return Fact(self.statement, tuple(c.to_citation() for c in self.citations))
-
-
-SERVICE_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,62}$"
-"""A service name as the tools take it: lower case, digits and ``._-``."""
 
 
 class MissingOut(BaseModel):

@@ -65,6 +65,10 @@ class DiagnosisReport:
         }
 
 
+SERVICE_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,62}$"
+"""What a service name looks like (lower case, digits, ``._-``): a missing item's, a scope's."""
+
+
 def names_service(service: str, question: str, known: Iterable[str]) -> bool:
     """Whether a fallback may name ``service``: the question names it, or the tools know it.
 

@@ -23,7 +23,7 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from domain.published import names_service
+from domain.published import SERVICE_PATTERN, names_service
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -93,4 +93,4 @@ def _vouched(value: str, question: str, known: tuple[str, ...]) -> bool:
 
 
 def _looks_like_a_service(value: str) -> bool:
-    return re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,62}", value) is not None
+    return re.match(SERVICE_PATTERN, value) is not None

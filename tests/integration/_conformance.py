@@ -26,6 +26,7 @@ from application import prompts
 from application.ports import Message, ModelRequest, ModelResponse, ToolCall
 from domain.states import ModelStepPurpose
 from infrastructure.model_offline import OfflineProvider
+from infrastructure.settings import Settings
 from tests.strict_rules import strict_problems
 
 MODEL = "conformance-model"
@@ -80,6 +81,11 @@ class Conformance:
         """The next queued fault, taken off the queue."""
         with self.lock:
             return self.faults.popleft() if self.faults else None
+
+    def settings_for(self, settings: Settings, **more: Any) -> Settings:
+        """``settings`` with the OpenAI-compatible provider pointed at this server."""
+        update = {"model": "openai", "openai_base_url": self.url, "openai_model": MODEL}
+        return settings.model_copy(update={**update, "model_timeout": 10.0, **more})
 
 
 def purpose_of(messages: list[dict[str, Any]]) -> ModelStepPurpose:

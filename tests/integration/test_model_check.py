@@ -2,21 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
 from application.prompts import SCHEMAS
 from infrastructure.settings import Settings
 from tests.api._serve import served_client
 from tests.integration._audit_helpers import clean_exit, harness_cli
-from tests.integration._conformance import MODEL, Conformance, conformance_server
-
-
-@pytest.fixture
-def server() -> Iterator[Conformance]:
-    with conformance_server() as state:
-        yield state
+from tests.integration._conformance import MODEL, Conformance
 
 
 def _check(server: Conformance, model: str = MODEL) -> tuple[int, dict[str, str]]:
@@ -92,15 +82,7 @@ def test_an_unreachable_server_fails_reachable() -> None:
 
 def _served_check(server: Conformance, sqlite_settings: Settings) -> dict[str, object]:
     """``GET /v1/model/check`` of a served app whose model is the conformance server."""
-    settings = sqlite_settings.model_copy(
-        update={
-            "model": "openai",
-            "openai_base_url": server.url,
-            "openai_model": MODEL,
-            "model_timeout": 10.0,
-        }
-    )
-    with served_client(settings) as served:
+    with served_client(server.settings_for(sqlite_settings)) as served:
         response = served.client.get("/v1/model/check")
     assert response.status_code == 200, response.text
     body: dict[str, object] = response.json()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -24,18 +24,11 @@ from tests.integration._conformance import (
     MODEL,
     Conformance,
     Fault,
-    conformance_server,
     rate_limited,
 )
 
 FAST = RetryPolicy(max_retries=2, base_s=0.01, cap_s=0.02, jitter=lambda: 0.0)
 """Backoff short enough for tests (the waits are real, but bounded and tiny)."""
-
-
-@pytest.fixture
-def server() -> Iterator[Conformance]:
-    with conformance_server() as state:
-        yield state
 
 
 def provider_for(server: Conformance, timeout_s: float = 10.0) -> OpenAICompatibleProvider:

@@ -27,7 +27,6 @@ from tests.integration._conformance import (
     MODEL,
     Conformance,
     Fault,
-    conformance_server,
     rate_limited,
 )
 
@@ -35,22 +34,8 @@ INCIDENT = sample_incidents()[0]
 
 
 @pytest.fixture
-def server() -> Iterator[Conformance]:
-    with conformance_server() as state:
-        yield state
-
-
-@pytest.fixture
 def runtime(sqlite_settings: Settings, server: Conformance) -> Iterator[Services]:
-    settings = sqlite_settings.model_copy(
-        update={
-            "model": "openai",
-            "openai_base_url": server.url,
-            "openai_model": MODEL,
-            "model_timeout": 10.0,
-            "model_max_retries": 2,
-        }
-    )
+    settings = server.settings_for(sqlite_settings, model_max_retries=2)
     with bootstrap(settings, create=True, sample=True) as services:
         yield services
 

@@ -236,51 +236,45 @@ def test_a_record_written_before_the_split_still_decodes() -> None:
     assert (event.kind, event.used) == (BudgetKind.BYTES, 5000)
 
 
-def test_a_model_step_recorded_before_providers_were_named_still_decodes() -> None:
+def _model_step_of_version(version: int, purpose: str, **fields: object) -> Any:
+    """An ``AGENT_MODEL_STEP`` as a version of it recorded it, decoded by today's mapper."""
     state = {
         "timestamp": {"_type_": "datetime_iso", "_data_": DEADLINE.isoformat()},
-        "purpose": {"_type_": "ModelStepPurpose", "_data_": "AGENT"},
+        "purpose": {"_type_": "ModelStepPurpose", "_data_": purpose},
         "tokens_in": 3,
         "tokens_out": 4,
         "latency_ms": 5,
         "outcome": {"_type_": "ModelStepOutcome", "_data_": "OK"},
         "detail": "",
         "bound_ms": 9,
+        **fields,
         "originator_topic": "domain.run:Run",
-        "class_version": 2,
+        "class_version": version,
     }
     stored = StoredEvent(
         UUID(int=4), 2, "domain.run:Run.AgentModelStep", json.dumps(state).encode()
     )
     event = _mapper().to_domain_event(stored)
     assert type(event) is Run.AgentModelStep
+    return event
+
+
+def test_a_model_step_recorded_before_providers_were_named_still_decodes() -> None:
+    event = _model_step_of_version(2, "AGENT")
     assert (event.bound_ms, event.provider, event.model, event.finish_reason) == (9, "", "", "")
 
 
 def test_a_model_step_of_version_4_reads_as_one_without_retried_attempts() -> None:
-    state = {
-        "timestamp": {"_type_": "datetime_iso", "_data_": DEADLINE.isoformat()},
-        "purpose": {"_type_": "ModelStepPurpose", "_data_": "ROUTE"},
-        "tokens_in": 3,
-        "tokens_out": 4,
-        "latency_ms": 5,
-        "outcome": {"_type_": "ModelStepOutcome", "_data_": "OK"},
-        "detail": "",
-        "bound_ms": 9,
-        "provider": "offline",
-        "model": "",
-        "finish_reason": "stop",
-        "text": "{}",
-        "length": 2,
-        "sha256": "",
-        "originator_topic": "domain.run:Run",
-        "class_version": 4,
-    }
-    stored = StoredEvent(
-        UUID(int=4), 2, "domain.run:Run.AgentModelStep", json.dumps(state).encode()
+    event = _model_step_of_version(
+        4,
+        "ROUTE",
+        provider="offline",
+        model="",
+        finish_reason="stop",
+        text="{}",
+        length=2,
+        sha256="",
     )
-    event = _mapper().to_domain_event(stored)
-    assert type(event) is Run.AgentModelStep
     assert (event.text, event.attempts) == ("{}", ())
 
 

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from application.drafts import SERVICE_PATTERN, MissingOut
+from application.drafts import MissingOut
 from application.published import FALLBACK_MESSAGES, missing_item, missing_question, report
 from application.replies import grounded_content, reply_content, ungrounded_content
 from domain.answers import (
@@ -30,7 +30,7 @@ from domain.answers import (
     first_sentence,
 )
 from domain.grounding import SHOWN_EXCERPT, Citation
-from domain.published import FallbackContent, Published
+from domain.published import SERVICE_PATTERN, FallbackContent, Published
 from domain.published_reader import parse_published, published_conclusion
 from domain.recorded import Unreadable, conclusion_of
 from domain.release_states import CitationProblem, FallbackType
