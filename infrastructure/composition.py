@@ -23,7 +23,8 @@ from infrastructure.database import create_sql_engine
 from infrastructure.eventstore import init_store, open_store
 from infrastructure.knowledge import SqlKnowledgeRetriever, create_knowledge_tables, index_runbooks
 from infrastructure.leases import Heartbeat, SqlLeases, start_heartbeat
-from infrastructure.model_scripted import ScriptedProvider, load_scenario
+from infrastructure.model_config import configured_provider
+from infrastructure.model_scripted import ScriptedProvider
 from infrastructure.ops_data import create_ops_tables, load_sample
 from infrastructure.pg_listen import PgNotifyWake, read_channel
 from infrastructure.read_tables import create_read_tables
@@ -137,24 +138,13 @@ class Services:
         return sources.tools
 
     def _provider(self) -> ModelProvider:
-        name = self.settings.model
-        if name.startswith("scripted:"):
-            scripted = ScriptedProvider(load_scenario(name.removeprefix("scripted:")))
-            self.defer(scripted.release)
-            return scripted
-        if name == "openai":
-            from infrastructure.model_openai import OpenAICompatibleProvider
-
-            provider = OpenAICompatibleProvider.from_settings(self.settings)
-            self.defer(provider.close)
-            return provider
-        if name == "offline":
-            from infrastructure.model_offline import OfflineProvider
-
-            return OfflineProvider()
-        raise ConfigurationError(
-            f"HARNESS_MODEL={name!r} is not a model provider: use offline, scripted:PATH or openai"
-        )
+        try:  # checked with the settings; again for settings made without their checks
+            provider, close = configured_provider(self.settings)
+        except ValueError as error:  # a scenario that cannot be played, a refused base URL
+            raise ConfigurationError(str(error)) from None
+        if close is not None:
+            self.defer(close)
+        return provider
 
     def projector(self, batch_size: int | None = None) -> Projector:
         """A projector over this store and engine (it follows nothing until asked)."""

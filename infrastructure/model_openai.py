@@ -22,6 +22,7 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 import openai
 
 from application.ports import ModelError, ModelUnavailableError
+from infrastructure.model_config import CREDENTIAL_IN_URL, credential_in_url
 from infrastructure.model_retries import RetryPolicy
 from infrastructure.openai_errors import Failures
 from infrastructure.openai_wire import message_param, response_format, to_response, tool_param
@@ -54,10 +55,13 @@ class OpenAICompatibleProvider:
     ) -> None:
         """Build the client; an empty ``api_key`` sends no Authorization header.
 
-        ``retries`` says how failed attempts are retried (none when not given).
+        ``retries`` says how failed attempts are retried (none when not given). A ``base_url``
+        with ``user:password@`` is refused (ValueError): the key is the one credential sent.
         """
         if timeout_s <= 0:
             raise ValueError(f"timeout_s must be positive, got {timeout_s!r}")
+        if credential_in_url(base_url):  # httpx would send it as Basic, over the Bearer key
+            raise ValueError(f"HARNESS_OPENAI_BASE_URL {CREDENTIAL_IN_URL}")
         self.model = model
         self.timeout_s = timeout_s
         self.retries = retries or RetryPolicy(max_retries=0)

@@ -14,6 +14,7 @@ from domain.values import DEFAULT_DEADLINE_S, DEFAULT_MODEL_TIMEOUT_S, Budget
 from domain.values import DEFAULT_LIMITS as LIMITS
 from infrastructure.database_target import DatabaseTarget as DatabaseTarget  # re-exported
 from infrastructure.database_target import parse_database_url as parse_database_url
+from infrastructure.model_config import check_base_url, check_model
 from infrastructure.settings_errors import describe_settings_error, describe_validation
 from infrastructure.tool_config import check_tools_config
 
@@ -72,13 +73,15 @@ class Settings(BaseSettings):
     violation_threshold: int = Field(
         default=2, ge=1, description="Consecutive progress-protocol violations that saturate it."
     )
-    model: str = Field(
+    model: Annotated[str, AfterValidator(check_model)] = Field(
         default="offline",
-        description="Model provider: offline (default, no network), scripted:PATH, or openai.",
+        description="Model provider: offline (default, no network), scripted:PATH (a scenario"
+        " file, read and checked with the settings), or openai.",
     )
-    openai_base_url: str = Field(
+    openai_base_url: Annotated[str, AfterValidator(check_base_url)] = Field(
         default="https://api.openai.com/v1",
-        description="Base URL of an OpenAI-compatible server (vLLM, Ollama, OpenAI, DeepSeek, …).",
+        description="Base URL of an OpenAI-compatible server (vLLM, Ollama, OpenAI, DeepSeek, …);"
+        " no user:password@ in it (the key goes in HARNESS_OPENAI_API_KEY).",
     )
     openai_api_key: SecretStr = Field(
         default=SecretStr(""), description="API key for the OpenAI-compatible server."

@@ -20,7 +20,7 @@ def describe_validation(error: ValidationError) -> str:
             inner = inner[1:]
         if inner:
             where += ": " + ".".join(str(part) for part in inner)
-        message = str(item["msg"]).removeprefix("Value error, ")
+        message = " ".join(str(item["msg"]).removeprefix("Value error, ").split())  # one line
         problems.append(f"{where}: {message}")
     return "; ".join(problems)
 

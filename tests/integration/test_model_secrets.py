@@ -1,8 +1,9 @@
 """Secrets in the model configuration never reach a message, the log, ``/trace`` or ``/explain``.
 
-The base URL carries ``user:password@`` and ``?api_key=…``; the server fails in ways that put
-the URL, the query and the Authorization header into the error text (a careless server echoes
-what it got). Each run's whole database is read raw afterwards, the event log included.
+The base URL carries ``?api_key=…`` (a ``user:password@`` in it is refused: see
+test_config_refusals); the server fails in ways that put a URL with a password, the query and the
+Authorization header into the error text (a careless server echoes what it got). Each run's whole
+database is read raw afterwards, the event log included.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ __all__ = ["server"]  # the fake chat-completions server, shared with test_model
 QUERY_SECRET = "qs-7Hq2-never-print-me"
 PASSWORD = "pw-K9d4-never-print-me"
 BASIC = base64.b64encode(f"svc:{PASSWORD}".encode()).decode()
-"""The Authorization the client sends for the URL's ``svc:password@``."""
+"""Basic authorization of ``svc:password``, which a careless server may echo too."""
 SECRETS = (QUERY_SECRET, PASSWORD, API_KEY, BASIC)
 
 
@@ -46,7 +47,7 @@ def _echo_everything(received: Received) -> Reply:
     return error_reply(
         500,
         f"no route for http://svc:{PASSWORD}@127.0.0.1{received.path}"
-        f" (authorization: {received.headers.get('authorization')})",
+        f" (authorization: {received.headers.get('authorization')}, Basic {BASIC})",
     )
 
 
@@ -59,7 +60,7 @@ FAILURES: dict[str, Callable[[Received], Reply] | None] = {
 
 @pytest.fixture(params=list(FAILURES))
 def base_url(request: pytest.FixtureRequest, server: ChatServer) -> str:
-    """A base URL with credentials, at a server failing the chosen way."""
+    """A base URL with a credential in its query, at a server failing the chosen way."""
     reply = FAILURES[request.param]
     if reply is None:
         with socket.socket() as probe:  # closed again below, so connections are refused
@@ -68,7 +69,7 @@ def base_url(request: pytest.FixtureRequest, server: ChatServer) -> str:
     else:
         server.reply = reply
         port = int(server.url.split(":")[2].split("/")[0])
-    return f"http://svc:{PASSWORD}@127.0.0.1:{port}/v1?api_key={QUERY_SECRET}"
+    return f"http://127.0.0.1:{port}/v1?api_key={QUERY_SECRET}"
 
 
 def _assert_no_secret(text: str) -> None:
