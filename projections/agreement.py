@@ -5,7 +5,10 @@ keeps the live tables, and every live table is compared with its rebuild row by 
 column. A difference names the table, the row's key and the column. A projection whose
 tracking position is not the log head is "behind" (it has not applied the newest events) or
 "ahead" (its tables hold events the log does not: the log was cut or restored from an older
-backup). Compare a quiet database: rows of runs in flight change while they are compared.
+backup). Behind only counts when an event it reads is among those it has not applied: the events
+no projection reads (``harness audit checkpoint``'s, written with no service running to move the
+positions past them) leave every table as the log says. Compare a quiet database: rows of runs in
+flight change while they are compared.
 """
 
 from __future__ import annotations
@@ -24,15 +27,21 @@ from infrastructure.read_tables import (
     read_schema,
     schema_fingerprint,
 )
+from projections.base import positioned
 from projections.runner import Projector
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from sqlalchemy import Engine, Table
 
     from application.store import HarnessStore
+    from projections.base import Projection
 
 SHOWN_PER_TABLE = 20
 """Differences named per table; the rest are counted."""
+LOOK_AHEAD = 1000
+"""Log entries read at a time past a projection's position, looking for an event it reads."""
 
 COMPARED = [t for t in metadata.sorted_tables if t not in (projection_tracking, read_schema)]
 """Every read table whose rows are compared (tracking positions are compared to the head)."""
@@ -85,7 +94,8 @@ def check_agreement(store: HarnessStore, live: Engine) -> Agreement:
                 differences += found
         finally:
             rebuilt.dispose()
-    tracking = _tracking(positions, projector.names, head, store.head())
+    unapplied = _unapplied(store, projector.projections, positions, head)
+    tracking = _tracking(positions, projector.names, unapplied, head, store.head())
     return Agreement(head, positions, rows, tracking + differences)
 
 
@@ -114,16 +124,46 @@ def _positions(live: Engine) -> dict[str, int]:
         }
 
 
+def _unapplied(
+    store: HarnessStore, projections: Sequence[Projection], positions: dict[str, int], head: int
+) -> set[str]:
+    """The projections behind ``head`` with an event they read among those not yet applied.
+
+    Reads the log from the earliest position behind, a batch at a time, and stops as soon as
+    every projection behind has one.
+    """
+    behind = {p.name: p for p in projections if positions.get(p.name, head) < head}
+    found: set[str] = set()
+    read = min((positions[name] for name in behind), default=head)
+    while read < head and behind.keys() - found:
+        events = positioned(store.mapper, store.notifications(read, LOOK_AHEAD, stop=head))
+        if not events:
+            break
+        for name, projection in behind.items():
+            after = positions[name]
+            if any(at > after and isinstance(e, projection.interests) for at, e, _ in events):
+                found.add(name)
+        read = events[-1][0]
+    return found
+
+
 def _tracking(
-    positions: dict[str, int], names: tuple[str, ...], head: int, latest: int
+    positions: dict[str, int],
+    names: tuple[str, ...],
+    unapplied: set[str],
+    head: int,
+    latest: int,
 ) -> list[Difference]:
-    """Each projection's position against the head rebuilt (``latest``: the head after)."""
+    """Each projection's position against the head rebuilt (``latest``: the head after).
+
+    A projection behind is named only when it is in ``unapplied`` (an event it reads is past it).
+    """
     found: list[Difference] = []
     for name in names:
         position = positions.get(name)
         if position is None:
             found.append(Difference(projection_tracking.name, f"name={name}", "no tracking row"))
-        elif position < head:
+        elif position < head and name in unapplied:
             why = f"position {position} is behind the log head {head} by {head - position}"
             found.append(Difference(projection_tracking.name, f"name={name}", why))
         elif position > latest:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, text
+from typer.testing import Result
 
 from application.audit.records import store_records
 from domain.run import Run
@@ -189,3 +190,36 @@ def test_invariants_broken_by_raw_events_are_named(settings: Settings, tmp_path:
         (bare,) = named(result, records[at_forged], "SPEC §16.4")
         assert "is READY with evidence status ERROR" in bare.text
         assert not [f for f in violations(result) if f.rule in ("chain", "order")]
+
+
+def _projection_lines(result: Result) -> list[str]:
+    return [line for line in result.stdout.splitlines() if line.startswith("[projection]")]
+
+
+def test_a_checkpoint_recorded_with_no_service_running_is_no_projection_lag(
+    settings: Settings,
+) -> None:
+    """`harness audit checkpoint` appends events no projection reads, and nothing moves the
+    positions past them when no service runs: that is no lag. A run nobody projected still is."""
+    with bootstrap(settings, create=True) as services:
+        run_scenario(services, "conclusion_supported")
+        services.projector().catch_up()
+        caught_up = services.store.head()
+    env = env_of(settings)
+    recorded = harness_cli(env, "audit", "checkpoint")
+    assert recorded.exit_code == 0 and "recorded 1 checkpoint" in recorded.stdout, recorded.stdout
+    with bootstrap(settings) as services:  # behind the head, by the checkpoint alone
+        assert all(p.position == caught_up < p.head for p in services.projector().status())
+
+    verified = harness_cli(env, "audit", "verify", "--db")
+    assert verified.exit_code == 0, verified.stdout
+    assert f"audit checkpoints (up to log position {caught_up})" in verified.stdout
+    assert "no violations" in verified.stdout and _projection_lines(verified) == []
+
+    with bootstrap(settings) as services:  # a run the projections never saw: that is lag
+        run_scenario(services, "conclusion_supported", session_id="session-2")
+    behind = harness_cli(env, "audit", "verify", "--db")
+    assert behind.exit_code == 1
+    lagging = [line for line in _projection_lines(behind) if "projection_tracking" in line]
+    assert len(lagging) == 5, lagging
+    assert all(f"position {caught_up} is behind the log head" in line for line in lagging)
