@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, Request
 
-from api.errors import NotFound
+from api.errors import NotFound, NotShownYet
 from api.event_stream import StreamCount
 from api.metrics import LocalMetrics
 from domain.errors import UnknownAggregateError
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 READ_POLL = 0.05
 """Seconds between looks at the read tables while waiting for a run to appear there."""
+NOT_SHOWN_RETRY = 1
+"""Seconds a client is told to wait before asking again for a run not shown yet."""
 
 
 @dataclass
@@ -56,22 +58,38 @@ class Worker:
     def visible_run(self, run_id: UUID, caller: Principal) -> dict[str, object]:
         """The run's ``diagnosis_run`` row, if it exists and the caller may see it; else 404.
 
-        A run that exists in the log but not yet in the read tables (just started) is waited
-        for, at most ``HARNESS_READ_WAIT`` seconds.
+        A run that exists in the log but not yet in the read tables (just started, or the
+        projections lag) is waited for, at most ``HARNESS_READ_WAIT`` seconds; still not shown
+        then, :class:`~api.errors.NotShownYet` says so (202), never that it does not exist.
         """
         self.fresh("diagnosis_run")
         row = self._row(run_id)
         if row is None:
-            try:
-                owner = self.store.get_run(run_id).owner
-            except UnknownAggregateError:
-                raise NotFound(f"no run {run_id} exists") from None
-            if not caller.owns(owner):
-                raise NotFound(f"no run {run_id} exists")
+            self._owned_in_log(run_id, caller)
             row = self._wait_for_row(run_id)
         if not caller.owns(str(row["owner"])):
             raise NotFound(f"no run {run_id} exists")
         return row
+
+    def owned_run(self, run_id: UUID, caller: Principal) -> None:
+        """404 unless the run exists and the caller may see it: from its row, else from the log.
+
+        For what the log itself answers (a cancel, an explanation, the feed): no wait for the
+        read tables, which may not show the run yet.
+        """
+        row = self._row(run_id)
+        if row is None:
+            self._owned_in_log(run_id, caller)
+        elif not caller.owns(str(row["owner"])):
+            raise NotFound(f"no run {run_id} exists")
+
+    def _owned_in_log(self, run_id: UUID, caller: Principal) -> None:
+        try:
+            owner = self.store.get_run(run_id).owner
+        except UnknownAggregateError:
+            raise NotFound(f"no run {run_id} exists") from None
+        if not caller.owns(owner):
+            raise NotFound(f"no run {run_id} exists")
 
     def fresh(self, *names: str) -> None:
         """Let the named projections reach the log's head as it is now first (bounded).
@@ -93,10 +111,7 @@ class Worker:
         deadline = time.monotonic() + self.settings.read_wait
         while (row := self._row(run_id)) is None:
             if time.monotonic() > deadline:
-                raise NotFound(
-                    f"run {run_id} is not in the read tables yet; the projections lag "
-                    "(see GET /v1/projections): retry shortly"
-                )
+                raise NotShownYet(run_id, NOT_SHOWN_RETRY)
             time.sleep(READ_POLL)
         return row
 

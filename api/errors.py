@@ -18,7 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DataError, SQLAlchemyError
 
-from api.schemas import ProblemPublic
+from api.schemas import ProblemPublic, RunNotShownPublic
 from application.dispatch import AdmissionRefused
 from application.ports import StoreError, StoreNotInitialisedError
 from domain.errors import (
@@ -29,6 +29,7 @@ from domain.errors import (
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
+    from uuid import UUID
 
     from fastapi import FastAPI, Request
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -49,6 +50,19 @@ def no_session(session_id: str) -> NotFound:
         f"no session {session_id!r} of yours exists; to start a new one, send another "
         "session_id or none"
     )
+
+
+class NotShownYet(Exception):
+    """A run the log holds (the caller's) that the read tables do not show yet: 202, retry."""
+
+    def __init__(self, run_id: UUID, retry_after: int) -> None:
+        """Say which run, and in how many seconds to ask again."""
+        super().__init__(
+            f"run {run_id} was accepted but is not shown yet: the read tables have not caught up"
+            f" with the log (see GET /v1/projections); retry in {retry_after} s"
+        )
+        self.run_id = run_id
+        self.retry_after = retry_after
 
 
 class BadRequest(Exception):
@@ -107,6 +121,12 @@ async def _busy(request: Request, error: AdmissionRefused) -> JSONResponse:
     return problem(429, str(error), {"Retry-After": str(error.retry_after)})
 
 
+async def _not_shown_yet(_request: Request, error: NotShownYet) -> JSONResponse:
+    """A 202: the run exists in the log; its row will be there when the projections catch up."""
+    body = RunNotShownPublic(run_id=error.run_id, detail=str(error)).model_dump(mode="json")
+    return JSONResponse(body, status_code=202, headers={"Retry-After": str(error.retry_after)})
+
+
 async def _not_initialised(_request: Request, error: StoreNotInitialisedError) -> JSONResponse:
     """A 503 naming the store that is not initialised."""
     return problem(503, str(error), {"Retry-After": RETRY_AFTER})
@@ -132,6 +152,7 @@ OWN: tuple[tuple[type[Exception], Callable[..., Awaitable[JSONResponse]]], ...] 
     (RequestValidationError, _unprocessable),
     (InvalidCommandError, _invalid),
     (AdmissionRefused, _busy),
+    (NotShownYet, _not_shown_yet),
     (StoreNotInitialisedError, _not_initialised),
 )
 """Errors with a handler of their own."""

@@ -108,6 +108,13 @@ class RunPublic(BaseModel):
     last_position: int
 
 
+class RunNotShownPublic(BaseModel):
+    """A run the service accepted that its read tables do not show yet (202; see Retry-After)."""
+
+    run_id: UUID
+    detail: str
+
+
 class RunsPublic(BaseModel):
     """A page of runs, newest first."""
 

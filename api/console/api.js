@@ -9,7 +9,8 @@ export function storedKey() {
 }
 
 // Fetch a JSON route. Resolves to {ok, status, data} or {ok: false, status, message}, where the
-// message says in words what went wrong and what to do.
+// message says in words what went wrong and what to do. A read answered 202 is a run the service
+// accepted that its read tables do not show yet: not an answer to draw, and not "no such run".
 export function getJson(path, what) {
   return requestJson("GET", path, undefined, what);
 }
@@ -38,8 +39,17 @@ async function requestJson(method, path, body, what) {
   } catch {
     answer = null;
   }
+  if (method === "GET" && response.status === 202) {
+    return { ok: false, status: 202, message: notShownYet(what, response.headers.get("Retry-After")) };
+  }
   if (response.ok) return { ok: true, status: response.status, data: answer };
   return { ok: false, status: response.status, message: explainFailure(response.status, answer, what) };
+}
+
+function notShownYet(what, retryAfter) {
+  const seconds = /^[0-9]{1,4}$/.test(retryAfter || "") ? Number(retryAfter) : 1;
+  const wait = seconds === 1 ? "a second" : `${seconds} seconds`;
+  return `Not shown yet — refresh: the service has ${what}, but its read tables have not caught up with it. Refresh the page in ${wait}.`;
 }
 
 function explainFailure(status, body, what) {

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Any
 from uuid import UUID
 
 import anyio
@@ -20,6 +20,7 @@ from api.schemas import (
     CancelPublic,
     ChatCreate,
     RunCreated,
+    RunNotShownPublic,
     RunPublic,
     RunsPublic,
     TraceEventPublic,
@@ -40,6 +41,14 @@ EVENT_ID = re.compile(r"[0-9]{1,18}")
 MAX_EVENT_ID = 2**31 - 1
 """The largest event id a feed can hold (``sse_event.seq`` is an int4 on PostgreSQL)."""
 TEXT = {"schema": {"type": "string"}}
+NOT_SHOWN: dict[int | str, dict[str, Any]] = {
+    202: {
+        "model": RunNotShownPublic,
+        "description": "The run was accepted but the read tables do not show it yet; ask again"
+        " after Retry-After seconds",
+        "headers": {"Retry-After": {"description": "Seconds to wait", **TEXT}},
+    }
+}
 
 
 @router.post(
@@ -103,9 +112,15 @@ def list_all(
     )
 
 
-@router.get("/{run_id}", summary="One run", responses=error_responses(401, 404, 503))
+@router.get(
+    "/{run_id}", summary="One run", responses={**NOT_SHOWN, **error_responses(401, 404, 503)}
+)
 def get_run(run_id: UUID, worker: WorkerDep, caller: Caller) -> RunPublic:
-    """The run's row: status, release outcome, fallback type, termination, usage (SPEC §12)."""
+    """The run's row: status, release outcome, fallback type, termination, usage (SPEC §12).
+
+    A run the service accepted that its read tables do not show yet answers 202 with
+    Retry-After; 404 means there is no such run of the caller's.
+    """
     return RunPublic.model_validate(worker.visible_run(run_id, caller))
 
 
@@ -140,7 +155,7 @@ async def stream(
     Any number of watchers see the same feed; a watcher leaving never cancels the run.
     """
     after = _event_id(last_event_id)
-    await anyio.to_thread.run_sync(worker.visible_run, run_id, caller)
+    await anyio.to_thread.run_sync(worker.owned_run, run_id, caller)
     if await anyio.to_thread.run_sync(feed_ended, worker.hub.engine, str(run_id), after):
         return Response(status_code=status.HTTP_204_NO_CONTENT)
     slot = worker.streams.take()
@@ -166,7 +181,7 @@ def _event_id(value: str) -> int:
 )
 def cancel(run_id: UUID, worker: WorkerDep, caller: Writer) -> CancelPublic:
     """Cancel (USER_REQUESTED) from any worker; the executing one stops at its next boundary."""
-    worker.visible_run(run_id, caller)
+    worker.owned_run(run_id, caller)
     result = worker.store.cancel(run_id, CancellationReason.USER_REQUESTED)
     termination = result.termination
     return CancelPublic(
@@ -178,9 +193,16 @@ def cancel(run_id: UUID, worker: WorkerDep, caller: Writer) -> CancelPublic:
     )
 
 
-@router.get("/{run_id}/trace", summary="A run's timeline", responses=error_responses(401, 404, 503))
+@router.get(
+    "/{run_id}/trace",
+    summary="A run's timeline",
+    responses={**NOT_SHOWN, **error_responses(401, 404, 503)},
+)
 def trace(run_id: UUID, worker: WorkerDep, caller: Caller) -> TracePublic:
-    """Every event of the run in log order, with its TracePhase and status (SPEC §13)."""
+    """Every event of the run in log order, with its TracePhase and status (SPEC §13).
+
+    A run not shown yet by the read tables answers 202 with Retry-After, as ``GET`` of the run.
+    """
     worker.visible_run(run_id, caller)
     worker.fresh("trace_event")
     with worker.engine.connect() as connection:
@@ -195,5 +217,5 @@ def trace(run_id: UUID, worker: WorkerDep, caller: Caller) -> TracePublic:
 )
 def explain(run_id: UUID, worker: WorkerDep, caller: Caller) -> RunExplanation:
     """Every troubleshooting question of SPEC §15, answered from the log in words and fields."""
-    worker.visible_run(run_id, caller)
+    worker.owned_run(run_id, caller)
     return explain_run(worker.store, run_id)
