@@ -14,13 +14,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from uuid import uuid4
+from uuid import UUID, uuid4
 
 import httpx
 import pytest
 from pydantic import SecretStr
 
 from application.store import HarnessStore
+from domain.session import session_key
 from infrastructure.composition import Overrides, bootstrap
 from infrastructure.settings import ApiKey, Settings
 from tests.api._serve import served_client
@@ -109,6 +110,18 @@ def test_another_users_or_an_unknown_run_stays_404_while_nothing_is_projected(
             assert "Retry-After" not in answer.headers
     cancel = server.client.post(f"/v1/runs/{run_id}/cancel", headers=server.as_("bob"))
     assert cancel.status_code == 404, cancel.text
+
+
+def test_a_stream_of_the_log_that_is_no_run_is_404(server: Lagging) -> None:
+    """Another kind of stream (the claim of the run's session, written with its start) is no run
+    to show, to an admin who reads every run either."""
+    run_id = server.start("ann")
+    claim = session_key(server.store.get_run(UUID(run_id)).session_id)
+    assert server.store.get_session(server.store.get_run(UUID(run_id)).session_id) is not None
+    for path in ("", "/trace", "/explain"):
+        answer = server.client.get(f"/v1/runs/{claim}{path}", headers=server.as_("root"))
+        assert answer.status_code == 404, (path, answer.text)
+        assert answer.json() == {"detail": f"no run {claim} exists"}
 
 
 def test_what_the_log_answers_needs_no_read_table(server: Lagging) -> None:
