@@ -211,11 +211,13 @@ class McpConnection:
                 errlog = stack.enter_context(open(os.devnull, "w"))
             return bounded_stdio_client(parameters, errlog, config.max_message_bytes)
         from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        from infrastructure.mcp_http import bounded_http_client
 
         headers = from_environment(config.headers_from_env, "headers_from_env", self._environ)
-        http = await stack.enter_async_context(create_mcp_http_client(headers=headers))
-        return streamable_http_client(config.url, http_client=http)
+        limit = config.max_message_bytes
+        http = await stack.enter_async_context(bounded_http_client(headers, limit))
+        return streamable_http_client(config.url, http_client=http, max_sse_event_size=limit)
 
     async def _list(self) -> dict[str, Tool]:
         client = self._client

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from infrastructure.mcp_lines import TOO_LARGE
+from infrastructure.mcp_lines import NOT_READ, TOO_LARGE
 
 
 class _NoTraceback(logging.Filter):
@@ -40,9 +40,9 @@ def failure(name: str, error: Exception) -> McpServerError:
     from mcp.shared.exceptions import MCPError
     from pydantic import ValidationError
 
-    if isinstance(error, MCPError) and error.code == TOO_LARGE:  # our transport's, not the server's
-        text = f"MCP server {name!r}: {error.message}"
-        return McpServerError(text, broken=False, code="SIZE")
+    if isinstance(error, MCPError) and (error.code == TOO_LARGE or NOT_READ in error.message):
+        words = error.message[max(error.message.find("the server's answer"), 0) :]
+        return McpServerError(f"MCP server {name!r}: {words}", broken=False, code="SIZE")
     if isinstance(error, MCPError) and error.code not in _TRANSPORT_FAILURES:
         return McpServerError(f"MCP server {name!r} answered: {brief(error)}", broken=False)
     if isinstance(error, ValidationError):

@@ -17,6 +17,7 @@ import mcp_types as types
 
 TOO_LARGE = -32090
 """The harness's own JSON-RPC error code (the server-error range) for a message not read."""
+NOT_READ = "(max_message_bytes); not read"
 KEPT = 512
 """Bytes kept of an oversized line's start and of its end: where a JSON-RPC ``"id"`` sits."""
 _ID = re.compile(rb'"id"\s*:\s*(-?[0-9]{1,18}|"[^"\\]{0,200}")')
@@ -85,11 +86,15 @@ def request_id(line: Oversized) -> int | str | None:
     return value
 
 
+def too_large_words(limit: int) -> str:
+    """What a call whose answer was not read says (stdio and HTTP alike)."""
+    return f"the server's answer was over {limit} bytes {NOT_READ}"
+
+
 def too_large(line: Oversized, limit: int) -> types.JSONRPCError | None:
     """The error that fails the request ``line`` answered; None when it names no request."""
     ident = request_id(line)
     if ident is None:
         return None
-    message = f"the server's answer was over {limit} bytes (max_message_bytes); not read"
-    error = types.ErrorData(code=TOO_LARGE, message=message)
+    error = types.ErrorData(code=TOO_LARGE, message=too_large_words(limit))
     return types.JSONRPCError(jsonrpc="2.0", id=ident, error=error)

@@ -11,7 +11,10 @@ not start, or the call fails with SIZE naming the limit, and the run finishes.
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,7 +33,15 @@ from infrastructure.tool_catalog import summary_lines
 from infrastructure.tool_config import DEFAULT_MAX_MESSAGE_BYTES
 from tests.helpers import ask_scripted, fresh_sqlite
 from tests.integration._cli import harness
-from tests.integration._mcp import calls, configured, hostile, one_call, starts, write_config
+from tests.integration._mcp import (
+    HOSTILE,
+    calls,
+    configured,
+    hostile,
+    one_call,
+    starts,
+    write_config,
+)
 
 ARGS = {"service": "checkout"}
 SECRET = "sk-hostile-7f3a9c2e51d84b6f-DO-NOT-LEAK"
@@ -233,3 +244,35 @@ def test_v1_tools_shows_the_refusals_without_the_file_or_a_raw_name(
     assert shown["'bad\\nname'"] == "invalid name" and "bad\nname" not in shown
     with pytest.raises(BlockingIOError):
         silent_port.accept()
+
+
+@pytest.fixture
+def http_server(tmp_path: Path) -> Iterator[str]:
+    """The hostile server in ``big`` mode over Streamable HTTP (JSON answers); its URL."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        env = {**os.environ, "HOSTILE_HTTP_FD": str(listener.fileno())}
+        env |= hostile(tmp_path, "big")["env"]
+        command = [sys.executable, str(HOSTILE), "big"]
+        with subprocess.Popen(command, env=env, pass_fds=[listener.fileno()]) as process:
+            try:
+                yield f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
+            finally:
+                process.terminate()
+                process.wait(30)
+
+
+def test_an_http_answer_over_the_limit_is_not_read_and_fails_the_call_with_size(
+    services: Services, tmp_path: Path, http_server: str
+) -> None:
+    server = {"transport": "http", "url": http_server, "max_message_bytes": 1 << 20}
+    config = write_config(tmp_path / "tools.toml", {"web": server})
+    with configured(services, config) as sources:
+        ask_scripted(services, one_call("big", ARGS), tools=sources.tools)
+        ask_scripted(services, one_call("refuses", ARGS), tools=sources.tools)
+    failed = _events(services, ToolInvocation.ToolInvocationFailed)
+    assert [(f.error_code, f.message[:60]) for f in failed] == [
+        ("SIZE", "MCP server 'web': the server's answer was over 1048576 bytes"),
+        ("EXECUTION", "refuses failed: permission denied for checkout zzzzzzzzzzzzz"),
+    ]  # the session was still sound for the next call

@@ -15,7 +15,9 @@ answers; a ``file://`` ref to ``$HOSTILE_SECRET_FILE``; a relative ref under an 
 too deep or too large, tools with bad names (a newline, markup, 5,000 characters) and one good
 tool; ``huge_listing`` lists a tool whose schema is 6 MB; ``flood`` answers ``flood`` with 100 MB
 in one line (written lazily onto the wire, in 1 MiB pieces) and ``flood_anon`` with a 10 MB
-notification that names no request (then never answers), and ``fine`` as usual.
+notification that names no request (then never answers), and ``fine`` as usual. With
+``HOSTILE_HTTP_FD`` set (a listening socket's descriptor), it serves Streamable HTTP with JSON
+answers on that socket instead of stdio.
 """
 
 from __future__ import annotations
@@ -169,6 +171,15 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
 
 async def main() -> None:
     server = Server("hostile", on_list_tools=list_tools, on_call_tool=call_tool)
+    if "HOSTILE_HTTP_FD" in os.environ:  # Streamable HTTP, JSON answers, on a socket bound for it
+        import socket
+
+        import uvicorn
+
+        sock = socket.socket(fileno=int(os.environ["HOSTILE_HTTP_FD"]))
+        app = server.streamable_http_app(json_response=True)
+        await uvicorn.Server(uvicorn.Config(app, log_level="warning")).serve(sockets=[sock])
+        return
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())
 
