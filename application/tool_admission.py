@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from application.ports import Tool
 
-VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+VALID_NAME = re.compile(r"\A[A-Za-z0-9_-]{1,64}\Z")
 """A function name every model provider accepts (OpenAI's rule; a dot is refused by some)."""
 
 
@@ -47,6 +47,10 @@ class Refusal(StrEnum):
     NAME_CLASH = "name clash"
     """An earlier source already offers the name (the first keeps it)."""
     INVALID_NAME = "invalid name"
+    """Not 1 to 64 letters, digits, ``_`` or ``-`` (a newline, markup or 5,000 characters)."""
+    SCHEMA = "bad schema"
+    """An MCP tool's schema cannot be checked safely: not a JSON schema, a reference outside
+    itself (a URL, a file) or one that does not resolve, too large or too deep."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +85,27 @@ class Admission:
 
 
 READ_ONLY = Admission(AdmittedBy.READ_ONLY)
-_NOT_READ_ONLY = frozenset(Refusal) - {Refusal.NOT_LISTED, Refusal.NAME_CLASH, Refusal.INVALID_NAME}
+_NOT_READ_ONLY = frozenset(Refusal) - {
+    Refusal.NOT_LISTED,
+    Refusal.NAME_CLASH,
+    Refusal.INVALID_NAME,
+    Refusal.SCHEMA,
+}
+SHOWN_NAME_CHARS = 80
+"""The most of a refused name any view shows (a server may send 5,000 characters)."""
+
+
+def shown_name(name: str) -> str:
+    """``name`` as every view shows it: as it is when valid, else quoted, escaped and cut.
+
+    An invalid name may hold a newline, markup or thousands of characters: ``ascii`` spells out
+    every control and non-ASCII character, so the shown form is one line of at most
+    SHOWN_NAME_CHARS characters (markup stays text: every view prints it as text).
+    """
+    if VALID_NAME.match(name):
+        return name
+    quoted = ascii(name)
+    return quoted if len(quoted) <= SHOWN_NAME_CHARS else f"{quoted[: SHOWN_NAME_CHARS - 1]}…"
 
 
 def admission_of(tool: Tool, clash: str | None = None) -> Admission:

@@ -3,7 +3,8 @@
 The official SDK's client is async (anyio). The harness calls tools from worker threads, so each
 server gets one background thread running an asyncio loop: a supervisor task opens the
 transport and the session (stdio child process, or Streamable HTTP) and holds them until the
-connection closes or breaks; calls are submitted to that loop and awaited with the call's
+connection closes or breaks (a stdio server through ``infrastructure.mcp_stdio``, which reads no
+message over ``max_message_bytes``); calls are submitted to that loop and awaited with the call's
 timeout. A call that fails because the connection broke, hung or answered garbage marks the
 connection broken; the next call (or the next listing) starts it again and lists its tools anew.
 A stdio server's stderr goes to its log file (``infrastructure.mcp_stderr``), or nowhere.
@@ -197,21 +198,26 @@ class McpConnection:
         config = self.config
         if isinstance(config, StdioServer):
             from mcp import StdioServerParameters
-            from mcp.client.stdio import stdio_client
+
+            from infrastructure.mcp_stdio import bounded_stdio_client
 
             env = server_environment(config, self._environ)
             parameters = StdioServerParameters(
                 command=config.command, args=list(config.args), env=env, cwd=config.cwd
             )
             if self._stderr is not None:
-                return stdio_client(parameters, errlog=self._stderr.writer)
-            return stdio_client(parameters, errlog=stack.enter_context(open(os.devnull, "w")))
+                errlog = self._stderr.writer
+            else:
+                errlog = stack.enter_context(open(os.devnull, "w"))
+            return bounded_stdio_client(parameters, errlog, config.max_message_bytes)
         from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        from infrastructure.mcp_http import bounded_http_client
 
         headers = from_environment(config.headers_from_env, "headers_from_env", self._environ)
-        http = await stack.enter_async_context(create_mcp_http_client(headers=headers))
-        return streamable_http_client(config.url, http_client=http)
+        limit = config.max_message_bytes
+        http = await stack.enter_async_context(bounded_http_client(headers, limit))
+        return streamable_http_client(config.url, http_client=http, max_sse_event_size=limit)
 
     async def _list(self) -> dict[str, Tool]:
         client = self._client

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 
+from infrastructure.mcp_lines import NOT_READ, TOO_LARGE
+
 
 class _NoTraceback(logging.Filter):
     """The SDK logs a server's garbled line with a traceback; the harness says it in one line."""
@@ -38,6 +40,9 @@ def failure(name: str, error: Exception) -> McpServerError:
     from mcp.shared.exceptions import MCPError
     from pydantic import ValidationError
 
+    if isinstance(error, MCPError) and (error.code == TOO_LARGE or NOT_READ in error.message):
+        words = error.message[max(error.message.find("the server's answer"), 0) :]
+        return McpServerError(f"MCP server {name!r}: {words}", broken=False, code="SIZE")
     if isinstance(error, MCPError) and error.code not in _TRANSPORT_FAILURES:
         return McpServerError(f"MCP server {name!r} answered: {brief(error)}", broken=False)
     if isinstance(error, ValidationError):

@@ -6,7 +6,8 @@ refused (:func:`annotation_admission` says why): it is never offered to the mode
 boundary refuses a request for it at preflight with NOT_READ_ONLY naming the setting that would
 admit it — ``allow_not_read_only``, which the run's events record on each invocation. The rule is
 checked again after every re-listing (a restarted server may answer differently), and a tool
-that no longer passes is never called.
+that no longer passes is never called. Its schemas are checked and compiled once, at admission
+(``infrastructure.tool_schemas``): checking arguments never fetches anything.
 """
 
 from __future__ import annotations
@@ -16,15 +17,17 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from jsonschema import exceptions as schema_errors
-from jsonschema import validators
+from referencing.exceptions import Unresolvable
 
 from application.ports import JSON, ToolArgumentsError, ToolExecutionError, ToolOutput
 from application.tool_admission import READ_ONLY, Admission, AdmittedBy, Refusal
 from domain.tokens import inside_a_token
 from domain.tool_states import ToolErrorCode
 from infrastructure.mcp_client import McpServerError
+from infrastructure.tool_schemas import SchemaRefused, compiled
 
 if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
     from mcp_types import CallToolResult, ContentBlock
     from mcp_types import Tool as McpToolSpec
 
@@ -80,31 +83,46 @@ class McpTool:
         prefix: str = "",
         max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
     ) -> None:
-        """Offer the server's tool ``spec`` as ``prefix + spec.name``; ValueError if unusable."""
+        """Offer the server's tool ``spec`` as ``prefix + spec.name``, its schemas compiled now.
+
+        A schema that cannot be checked safely (``infrastructure.tool_schemas``) refuses the
+        tool (Refusal.SCHEMA, with the reason): it is never offered, never called, and its
+        schema is not shown.
+        """
         self.connection = connection
         self.remote_name = spec.name
         self.name = prefix + spec.name
         self.description = (spec.description or spec.title or spec.name)[:2000]
-        self.parameters: JSON = spec.input_schema
+        self.parameters: JSON = {}
         self.required_scope = options.scope
         self.max_result_bytes = max_result_bytes
         self.allow_not_read_only = options.allow_not_read_only
         self.origin = f"mcp:{connection.name}"
-        kind = validators.validator_for(spec.input_schema)
+        self._schemas = (spec.input_schema, spec.output_schema)
+        """The schemas as admitted: a re-listing that changes them refuses the tool."""
+        self._validator: Validator | None = None
+        self._refused: Admission | None = None
         try:
-            kind.check_schema(spec.input_schema)
-        except schema_errors.SchemaError as error:
-            raise ValueError(
-                f"its inputSchema is not a JSON schema: {error.message[:200]}"
-            ) from None
-        self._validator = kind(spec.input_schema)
+            self._validator = compiled(spec.input_schema)
+            if spec.output_schema is not None:
+                compiled(spec.output_schema, "outputSchema")
+        except SchemaRefused as error:
+            self._refused = Admission(refusal=Refusal.SCHEMA, why=str(error))
+            return
+        self.parameters = spec.input_schema
 
     @property
     def admission(self) -> Admission:
-        """Admitted or refused by the read-only rule, over the server's latest listing."""
+        """Refused for its schemas, else the read-only rule over the server's latest listing."""
+        listed = self._listed()
+        if listed is not None and self._refused is not None:
+            return self._refused
+        if listed is not None and (listed.input_schema, listed.output_schema) != self._schemas:
+            why = "the server changed its schemas since it was admitted; restart the harness"
+            return Admission(refusal=Refusal.SCHEMA, why=why)
         table = f"[servers.{self.connection.name}.tools.{self.remote_name}]"
         setting = f"{table} of HARNESS_TOOLS_CONFIG"
-        return annotation_admission(self._listed(), self.allow_not_read_only, setting)
+        return annotation_admission(listed, self.allow_not_read_only, setting)
 
     @property
     def annotations(self) -> dict[str, Any]:
@@ -124,8 +142,19 @@ class McpTool:
         return self.admission.by is AdmittedBy.ALLOW_NOT_READ_ONLY
 
     def normalize_scope(self, arguments: JSON) -> str:
-        """The arguments as canonical JSON, once they satisfy the tool's ``inputSchema``."""
-        problem = schema_errors.best_match(self._validator.iter_errors(dict(arguments)))
+        """The arguments as canonical JSON, once they satisfy the tool's ``inputSchema``.
+
+        The validator was compiled at admission and fetches nothing; a schema that recurses
+        without end for these arguments refuses them (it never reaches the server).
+        """
+        if self._validator is None:
+            raise ToolArgumentsError(f"{self.name} is refused: {self.admission.why}")
+        try:
+            problem = schema_errors.best_match(self._validator.iter_errors(dict(arguments)))
+        except (RecursionError, Unresolvable):
+            raise ToolArgumentsError(
+                "the tool's inputSchema cannot check these arguments (a reference loops)"
+            ) from None
         if problem is not None:
             field = ".".join(str(p) for p in problem.absolute_path) or "arguments"
             raise ToolArgumentsError(f"{field}: {problem.message}"[:MAX_ERROR_CHARS])

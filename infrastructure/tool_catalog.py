@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from application.tool_admission import AdmittedBy, admission_of
+from application.tool_admission import AdmittedBy, admission_of, shown_name
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -27,6 +27,8 @@ class ToolView:
     """One tool as a reader sees it."""
 
     name: str
+    """The name, as :func:`~application.tool_admission.shown_name` shows it (an invalid one is
+    quoted, escaped and cut: it cannot split a line)."""
     origin: str
     """``builtin``, ``plugin:NAME`` or ``mcp:SERVER`` (a scripted tool says ``builtin``)."""
     description: str
@@ -40,7 +42,7 @@ def view_of(tool: Tool, origin: str | None = None, clash: str | None = None) -> 
     """The view of ``tool`` (``origin``: its source, by default its own word or ``builtin``)."""
     notes = getattr(tool, "annotations", None)
     return ToolView(
-        name=tool.name,
+        name=shown_name(tool.name),
         origin=origin or str(getattr(tool, "origin", "builtin")),
         description=tool.description,
         input_schema=tool.parameters if isinstance(tool.parameters, Mapping) else {},

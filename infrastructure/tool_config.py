@@ -22,7 +22,10 @@ if TYPE_CHECKING:
 
 DEFAULT_SCOPE = "ops:read"
 DEFAULT_CALL_TIMEOUT_S = 30.0
-_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+"""``max_message_bytes`` unless set: far above a real tool listing or the 8,000 bytes of a result
+the harness keeps, far below what would swell a worker (``infrastructure.mcp_lines`` says it)."""
+_NAME = re.compile(r"\A[A-Za-z0-9_.-]{1,64}\Z")
 
 
 def _tool_name(value: str) -> str:
@@ -55,6 +58,10 @@ class _Server(_Strict):
     call_timeout: float = Field(DEFAULT_CALL_TIMEOUT_S, gt=0, le=3600)
     """Seconds one call may take (the run's deadline bounds it too); the start-up and its listing
     get this or 15 s, whichever is longer."""
+    max_message_bytes: int = Field(DEFAULT_MAX_MESSAGE_BYTES, ge=1024, le=1 << 30)
+    """The largest message read from the server (a stdio line): a longer one is skipped while
+    it streams, the call it answered fails with SIZE, and a tool listing that long stops the
+    start; 4 MiB by default."""
     tools: dict[ToolName, ToolOptions] = Field(default_factory=dict)
     """Per-tool settings, by the server's own tool name."""
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from application.ports import JSON, Tool, ToolOutput, stays_local
-from application.tool_admission import VALID_NAME
+from application.tool_admission import Refusal, admission_of, shown_name
 from infrastructure.mcp_client import McpConnection, McpServerError
 from infrastructure.mcp_tools import McpTool
 from infrastructure.settings import ConfigurationError
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 PLUGIN_GROUP = "harness.tools"
 
 log = logging.getLogger(__name__)
+_LEFT_OUT = (Refusal.INVALID_NAME, Refusal.SCHEMA)
 
 
 @dataclass
@@ -51,10 +52,14 @@ class ToolSources:
     """Each stdio MCP server's stderr log, by origin."""
 
     def add(self, tool: Tool, origin: str) -> None:
-        """Consider ``tool``; a name already offered (or a name models refuse) is refused."""
+        """Consider ``tool``; a name already offered, one models refuse, or a bad schema is refused.
+
+        Those three are left out of the tools by name (a request for one is an unknown tool);
+        a tool refused for not being read-only stays, so preflight can name the setting.
+        """
         clash = self.origins.get(tool.name)
         self.offered.append((tool, origin, clash))
-        if clash is None and VALID_NAME.match(tool.name):
+        if clash is None and admission_of(tool).refusal not in _LEFT_OUT:
             self.tools[tool.name] = tool
             self.origins[tool.name] = origin
 
@@ -143,7 +148,8 @@ def _add_server(
     wanted = list(listed) if server.expose == "all" else server.expose
     for tool_name in [*wanted, *server.tools]:
         if tool_name not in listed:
-            offered = ", ".join(sorted(listed)) or "none"
+            names = [shown_name(n) for n in sorted(listed)]
+            offered = ", ".join(names[:50]) + (", …" if len(names) > 50 else "") or "none"
             raise ConfigurationError(
                 f"servers.{name}: the server has no tool {tool_name!r}; it offers {offered}"
             )
@@ -152,13 +158,9 @@ def _add_server(
                 f"servers.{name}.tools.{tool_name}: configured but not in expose"
             )
     for tool_name in dict.fromkeys(wanted):
-        try:
-            tool = McpTool(
-                connection, listed[tool_name], server.options(tool_name), prefix=server.prefix
-            )
-        except ValueError as error:
-            raise ConfigurationError(f"servers.{name}: tool {tool_name!r}: {error}") from None
-        sources.add(tool, f"mcp:{name}")
+        options = server.options(tool_name)
+        tool = McpTool(connection, listed[tool_name], options, prefix=server.prefix)
+        sources.add(tool, f"mcp:{name}")  # a bad schema is a refusal with its reason
 
 
 def load_plugin(name: str) -> list[Tool]:

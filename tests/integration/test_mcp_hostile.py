@@ -163,7 +163,8 @@ def test_a_hanging_server_is_bounded_by_the_run_deadline(
 def test_ten_megabytes_leave_bounded_evidence(
     services: Services, tmp_path: Path, tool: str
 ) -> None:
-    config = write_config(tmp_path / "tools.toml", {"b": hostile(tmp_path, "big")})
+    server = hostile(tmp_path, "big", max_message_bytes=16 * 1024 * 1024)  # read, then cut
+    config = write_config(tmp_path / "tools.toml", {"b": server})
     with configured(services, config) as sources:
         ask_scripted(services, one_call(tool, ARGS), tools=sources.tools)
         limit = sources.tools[tool].max_result_bytes
@@ -222,7 +223,8 @@ def test_arguments_the_schema_refuses_and_scopes_not_granted_never_reach_the_ser
 def test_a_tool_error_fails_the_invocation_with_the_servers_words_bounded(
     services: Services, tmp_path: Path
 ) -> None:
-    config = write_config(tmp_path / "tools.toml", {"b": hostile(tmp_path, "big")})
+    server = hostile(tmp_path, "big", max_message_bytes=16 * 1024 * 1024)
+    config = write_config(tmp_path / "tools.toml", {"b": server})
     with configured(services, config) as sources:
         ask_scripted(services, one_call("refuses", ARGS), tools=sources.tools)
         ask_scripted(services, one_call("big", ARGS), tools=sources.tools)
