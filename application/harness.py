@@ -17,15 +17,16 @@ the service, at the commit interval, or at the run's end, one transaction for al
 from __future__ import annotations
 
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from application.port_calls import PortBusy
 from application.ports import (
     ModelError,
     ModelOutputTooLarge,
     ModelTimeoutError,
+    ModelUnavailableError,
     StoreUnavailableError,
 )
 from application.run_writes import RunAborted, RunWrites
@@ -35,8 +36,10 @@ from domain.run_steps import text_sha256
 from domain.states import MAX_MODEL_OUTPUT_CHARS, BudgetKind, ModelStepOutcome, RunState
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
     from uuid import UUID
 
+    from application.port_calls import PortCalls
     from application.ports import Clock, ModelProvider, ModelRequest, ModelResponse
     from application.store import HarnessStore
     from domain.collection import Collection
@@ -78,7 +81,9 @@ class RunContext(RunWrites):
     clock: Clock
     provider: ModelProvider
     run: Run
-    pool: ThreadPoolExecutor
+    pool: PortCalls
+    """Where blocking port calls run, each abandoned at the end of its wait (a port that never
+    returns holds no thread another call needs)."""
     model_timeout_s: float
     """The longest any one model call is waited for (HARNESS_MODEL_TIMEOUT), within the deadline."""
     commit_interval_s: float = 0.0
@@ -203,11 +208,14 @@ class RunContext(RunWrites):
         bound = bounded.timeout_s
         if not self.provider.blocking:
             return self.provider.complete(bounded)  # cannot hang: no watchdog thread needed
-        future = self.pool.submit(self.provider.complete, bounded)
+        try:
+            future = self.pool.submit(model_where(self.provider), self.provider.complete, bounded)
+        except PortBusy as busy:  # earlier calls still hang: this one would queue behind them
+            raise ModelUnavailableError(str(busy)) from None
         try:
             return self.wait_for(future, bound)
         except FutureTimeout:
-            future.cancel()  # not promised to stop physically; its result is discarded (SPEC §5)
+            # not promised to stop physically; its result is discarded (SPEC §5)
             self.check_active()  # the deadline may have passed: TIMED_OUT
             raise ModelTimeoutError(f"no answer within {bound:.1f}s ({why})") from None
 
@@ -216,22 +224,25 @@ class RunContext(RunWrites):
 
         The wait looks at the run every :data:`CANCEL_POLL` seconds: once it has ended (a cancel
         from any process, say) the call is abandoned and :class:`RunAborted` raised, so a run
-        whose port hangs still finishes at once instead of at its deadline.
+        whose port hangs still finishes at once instead of at its deadline. However the wait
+        ends without the result (the timeout, a cancel, a store that fails the look), the call
+        is abandoned to :attr:`pool`: its thread is not waited for, its late result is dropped.
         """
-        end = time.monotonic() + timeout
+        try:
+            return self._wait(future, time.monotonic() + timeout)
+        except BaseException:
+            self.pool.abandon(future)
+            raise
+
+    def _wait(self, future: Future[T], end: float) -> T:
         while True:
             try:
                 return future.result(timeout=max(0.0, min(CANCEL_POLL, end - time.monotonic())))
             except FutureTimeout:
                 if time.monotonic() >= end:
                     raise
-            try:
-                self._look()
-            except RunAborted:
-                future.cancel()
-                raise
+            self._look()  # RunAborted when a commit of the queue meets a cancel
             if self.run.termination is not None:
-                future.cancel()
                 raise RunAborted(self.run.termination)
 
     def _look(self) -> None:

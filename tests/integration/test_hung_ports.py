@@ -1,0 +1,165 @@
+"""Ports that never return: the run still ends, and nothing else waits on them (issue 28).
+
+A tool whose argument check never returns (an MCP schema that fetches a URL that never answers)
+is asked within the call's bound like its ``run``: the deadline or a cancel ends the run, the
+request is rejected INVALID_RUN and no invocation begins; whatever the check answers later is
+never recorded. An abandoned call holds only its own thread: more of them than the old shared
+pool had threads leave model calls answered at once, and a tool with ``HARNESS_MAX_STUCK_CALLS``
+calls still stuck is refused UNAVAILABLE instead of being asked again. Threads meet on the
+scripted tool's ``hanging`` event; each hang is released when its test is over.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from application.chat import ChatResult
+from application.store import HarnessStore
+from domain.catalogue import event_type_name
+from domain.published import FallbackContent
+from domain.release_states import FallbackType, ReleaseOutcome
+from domain.run import Run
+from domain.states import CancellationReason, RunState
+from domain.tool_invocation import ToolInvocation
+from domain.tool_states import ToolRejectionCode
+from infrastructure.composition import Services
+from tests.helpers import Scripted, fresh_sqlite, scripted
+
+QUERY = "why is checkout slow?"
+LINE = "2026-11-29T10:05:00Z checkout ERROR upstream timeout after 30s"
+WAIT_S = 60.0
+"""A bound on waiting for a port to start hanging, never reached when it works."""
+OLD_POOL_THREADS = 8
+"""The threads the runs' port calls shared before (``ThreadPoolExecutor(8)``)."""
+
+
+def _scenario(**tool: Any) -> dict[str, Any]:
+    """Diagnose with one call to search_logs (configured by ``tool``), then ask for a symptom."""
+    return {
+        "route": "DIAGNOSIS",
+        "deadline_s": 600,
+        "tools": {"search_logs": {"lines": [LINE], **tool}},
+        "steps": [
+            {"tool": "search_logs", "arguments": {"service": "checkout"}},
+            {"draft": {"conclusion": None, "facts": [], "missing_info": [{"kind": "SYMPTOM"}]}},
+        ],
+    }
+
+
+@pytest.fixture
+def services() -> Iterator[Services]:
+    with fresh_sqlite() as opened:
+        yield opened
+
+
+def _events(store: HarnessStore) -> list[Any]:
+    notifications = store.recorder.select_notifications(start=1, limit=100_000)
+    return [store.mapper.to_domain_event(n) for n in notifications]
+
+
+def _of(events: list[Any], cls: type[Any]) -> list[Any]:
+    return [e for e in events if isinstance(e, cls)]
+
+
+def _drained(made: Scripted) -> None:
+    """Let every hung call answer, late, and wait until its thread is done with it."""
+    made.release()
+    made.service.pool.shutdown(wait=True)
+
+
+def _cancelled_while_hanging(made: Scripted) -> ChatResult:
+    """Execute a run in a worker thread; cancel it once the tool hangs; its result."""
+    hanging = made.tools["search_logs"].hanging
+    hanging.clear()  # set again by this run's call
+    run, _ = made.service.begin("session-1", QUERY)
+    results: list[ChatResult] = []
+    worker = threading.Thread(target=lambda: results.append(made.service.execute(run)))
+    worker.start()
+    try:
+        assert hanging.wait(WAIT_S), "the tool never hung"
+        made.service.store.cancel(run.id, CancellationReason.USER_REQUESTED)
+    finally:
+        worker.join(WAIT_S)  # the tool still hangs: nothing but the cancel ends the run
+    assert len(results) == 1  # execute returned (no exception escaped it) before any release
+    return results[0]
+
+
+def test_an_argument_check_that_never_returns_ends_at_the_deadline_unrecorded(
+    services: Services,
+) -> None:
+    with scripted(services, {**_scenario(scope_hang=True), "deadline_s": 0.5}) as made:
+        result = made.service.ask("session-1", QUERY)
+        assert made.tools["search_logs"].hanging.is_set()  # still checking when the run ended
+        before = [event_type_name(type(e)) for e in _events(services.store)]
+        _drained(made)
+    events = _events(services.store)
+    assert [event_type_name(type(e)) for e in events] == before  # the late scope is dropped
+    assert (result.termination.state, result.release_outcome) == (
+        RunState.TIMED_OUT,
+        ReleaseOutcome.FAILED,
+    )
+    assert before[-1] == "RUN_FINISHED"
+    (rejected,) = _of(events, Run.ToolRequestRejected)
+    assert (rejected.code, rejected.detail) == (
+        ToolRejectionCode.INVALID_RUN,
+        "the run ended while search_logs read the arguments",
+    )
+    assert not _of(events, ToolInvocation.ToolInvocationStarted)
+
+
+@pytest.mark.parametrize("where", ["argument check", "run"])
+def test_a_cancel_ends_a_run_whose_tool_never_returns(services: Services, where: str) -> None:
+    tool = {"scope_hang": True} if where == "argument check" else {"hang": True}
+    with scripted(services, _scenario(**tool)) as made:
+        try:
+            result = _cancelled_while_hanging(made)
+        finally:
+            made.release()
+        before = [event_type_name(type(e)) for e in _events(services.store)]
+        _drained(made)
+    events = _events(services.store)
+    assert [event_type_name(type(e)) for e in events] == before  # the late answer is dropped
+    assert (result.termination.state, result.termination.reason) == (
+        RunState.CANCELLED,
+        CancellationReason.USER_REQUESTED,
+    )
+    assert before[-1] == "RUN_FINISHED"
+    if where == "run":
+        (failed,) = _of(events, ToolInvocation.ToolInvocationFailed)
+        assert failed.error_code == "ABANDONED"
+        assert not _of(events, ToolInvocation.ToolInvocationReady)
+    else:
+        (rejected,) = _of(events, Run.ToolRequestRejected)
+        assert rejected.code is ToolRejectionCode.INVALID_RUN
+        assert not _of(events, ToolInvocation.ToolInvocationStarted)
+
+
+def test_calls_that_never_return_leave_the_model_answered_and_are_capped_per_tool() -> None:
+    stuck = OLD_POOL_THREADS + 1
+    with fresh_sqlite(max_stuck_calls=stuck) as services:
+        with scripted(services, _scenario(hang=True)) as made:
+            hung = [_cancelled_while_hanging(made) for _ in range(stuck)]
+            assert [r.termination.state for r in hung] == [RunState.CANCELLED] * stuck
+            assert made.service.pool.stuck() == {"tool search_logs": stuck}  # a thread each
+
+            result = made.service.ask("after", QUERY)  # the model is asked at once, as usual
+            assert made.service.pool.stuck() == {"tool search_logs": stuck}  # not asked again
+            _drained(made)
+        refused = [
+            e
+            for e in _of(_events(services.store), Run.ToolRequestRejected)
+            if e.originator_id == result.run_id
+        ]
+    assert (result.termination.state, result.release_outcome) == (
+        RunState.SUCCESS,
+        ReleaseOutcome.FALLBACK,
+    )
+    assert isinstance(result.published, FallbackContent)
+    assert result.published.fallback_type is FallbackType.MISSING_REQUIRED_CONTEXT
+    assert [e.code for e in refused] == [ToolRejectionCode.UNAVAILABLE]
+    assert refused[0].detail.startswith(f"tool search_logs was not asked: {stuck} of its")
+    assert "HARNESS_MAX_STUCK_CALLS" in refused[0].detail
