@@ -163,3 +163,30 @@ def test_calls_that_never_return_leave_the_model_answered_and_are_capped_per_too
     assert [e.code for e in refused] == [ToolRejectionCode.UNAVAILABLE]
     assert refused[0].detail.startswith(f"tool search_logs was not asked: {stuck} of its")
     assert "HARNESS_MAX_STUCK_CALLS" in refused[0].detail
+
+
+def test_a_model_with_its_stuck_calls_at_the_cap_fails_at_once_naming_the_setting() -> None:
+    hangs = {"route": "DIAGNOSIS", "steps": [{"hang": True, "text": "never sent"}]}
+    with fresh_sqlite(max_stuck_calls=1) as services:
+        with scripted(services, hangs) as made:
+            run, _ = made.service.begin("session-1", QUERY)
+            worker = threading.Thread(target=made.service.execute, args=(run,))
+            worker.start()
+            try:
+                assert made.provider.hanging.wait(WAIT_S), "the model never hung"
+                made.service.store.cancel(run.id, CancellationReason.USER_REQUESTED)
+            finally:
+                worker.join(WAIT_S)
+            assert len(made.service.pool.stuck()) == 1  # the agent's call, abandoned
+
+            refused = made.service.ask("after", QUERY)  # not queued behind it: refused
+            _drained(made)
+        steps = [
+            e
+            for e in _of(_events(services.store), Run.AgentModelStep)
+            if e.originator_id == refused.run_id
+        ]
+    assert refused.termination.state is RunState.FAILED
+    assert [s.outcome.value for s in steps] == ["FAILED"]
+    assert "was not asked: 1 of its earlier calls never answered" in steps[0].detail
+    assert "HARNESS_MAX_STUCK_CALLS" in steps[0].detail
