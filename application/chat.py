@@ -126,6 +126,7 @@ class ChatService:
         """The live handle of ``run`` in this worker, current with the log it was begun in."""
         timeout, interval = self.config.model_timeout_s, self.config.commit_interval_s
         ctx = RunContext(self.store, self.clock, self.provider, run, self.pool, timeout, interval)
+        ctx.span_s = max(0.0, (run.deadline - self.clock.now()).total_seconds())
         ctx.mark_current()
         return ctx
 

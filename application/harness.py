@@ -21,6 +21,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from application.deadline import time_left
 from application.port_calls import PortBusy
 from application.ports import (
     ModelError,
@@ -82,8 +83,7 @@ class RunContext(RunWrites):
     provider: ModelProvider
     run: Run
     pool: PortCalls
-    """Where blocking port calls run, each abandoned at the end of its wait (a port that never
-    returns holds no thread another call needs)."""
+    """Where blocking port calls run (:mod:`application.port_calls`)."""
     model_timeout_s: float
     """The longest any one model call is waited for (HARNESS_MODEL_TIMEOUT), within the deadline."""
     commit_interval_s: float = 0.0
@@ -105,6 +105,8 @@ class RunContext(RunWrites):
     :meth:`mark_current`)."""
     committed_at: float = field(default_factory=time.monotonic)
     heard: object | None = None
+    span_s: float = 0.0
+    """The seconds the run had left when this worker took it (the publish reserve is a share)."""
 
     # -- boundaries ------------------------------------------------------------------------------
 
@@ -188,13 +190,16 @@ class RunContext(RunWrites):
 
     def _bound(self, request: ModelRequest) -> tuple[float, str]:
         """The longest to wait for this call, and which limit sets it."""
-        limits = {
-            "the model timeout": self.model_timeout_s,
-            "the call's own timeout": request.timeout_s,
-            "the run's deadline": (self.run.deadline - self.clock.now()).total_seconds(),
-        }
+        left, deadline = self.time_left()
+        limits = {"the model timeout": self.model_timeout_s, "the call's own timeout": 0.0}
+        limits["the call's own timeout"], limits[deadline] = request.timeout_s, left
         why = min(limits, key=limits.__getitem__)
         return max(0.0, limits[why]), why
+
+    def time_left(self) -> tuple[float, str]:
+        """The seconds a port call may still take, and what sets them (:mod:`.deadline`)."""
+        collection = self.collection if self.collecting else None
+        return time_left(self.run.deadline, self.clock.now(), self.span_s, collection)
 
     def _bounded_call(self, bounded: ModelRequest, why: str) -> ModelResponse:
         """The provider's answer within the model timeout and the run's remaining deadline.
@@ -210,12 +215,11 @@ class RunContext(RunWrites):
             return self.provider.complete(bounded)  # cannot hang: no watchdog thread needed
         try:
             future = self.pool.submit(model_where(self.provider), self.provider.complete, bounded)
-        except PortBusy as busy:  # earlier calls still hang: this one would queue behind them
+        except PortBusy as busy:  # earlier calls still hang: refused, not queued
             raise ModelUnavailableError(str(busy)) from None
         try:
             return self.wait_for(future, bound)
-        except FutureTimeout:
-            # not promised to stop physically; its result is discarded (SPEC §5)
+        except FutureTimeout:  # not promised to stop; its result is discarded (SPEC §5)
             self.check_active()  # the deadline may have passed: TIMED_OUT
             raise ModelTimeoutError(f"no answer within {bound:.1f}s ({why})") from None
 
@@ -223,10 +227,8 @@ class RunContext(RunWrites):
         """The result of a port call running in another thread, waited for at most ``timeout``.
 
         The wait looks at the run every :data:`CANCEL_POLL` seconds: once it has ended (a cancel
-        from any process, say) the call is abandoned and :class:`RunAborted` raised, so a run
-        whose port hangs still finishes at once instead of at its deadline. However the wait
-        ends without the result (the timeout, a cancel, a store that fails the look), the call
-        is abandoned to :attr:`pool`: its thread is not waited for, its late result is dropped.
+        from any process, say) :class:`RunAborted` is raised, so a run whose port hangs finishes
+        at once. A wait that ends without the result abandons the call to :attr:`pool`.
         """
         try:
             return self._wait(future, time.monotonic() + timeout)

@@ -127,9 +127,8 @@ class ToolBoundary:
         """
         if not tool.blocking:
             return ask(*args)
-        remaining = (self.ctx.run.deadline - self.ctx.clock.now()).total_seconds()
         future = self.ctx.pool.submit(f"tool {name}", ask, *args)
-        return self.ctx.wait_for(future, max(0.0, remaining))
+        return self.ctx.wait_for(future, max(0.0, self.ctx.time_left()[0]))
 
     def _invoke(self, call: ToolCall, tool: Tool, view: PortView, scope: str) -> ToolResult:
         """Begin, run and project a call that passed the preflight."""

@@ -11,6 +11,7 @@ scripted tool's ``hanging`` event; each hang is released when its test is over.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -190,3 +191,57 @@ def test_a_model_with_its_stuck_calls_at_the_cap_fails_at_once_naming_the_settin
     assert [s.outcome.value for s in steps] == ["FAILED"]
     assert "was not asked: 1 of its earlier calls never answered" in steps[0].detail
     assert "HARNESS_MAX_STUCK_CALLS" in steps[0].detail
+
+
+PROGRESS: dict[str, Any] = {
+    "gain": "GAINED",
+    "facts": [
+        {
+            "statement": "the checkout upstream timed out",
+            "citations": [{"reference": "$1", "excerpt": "upstream timeout after 30s"}],
+        }
+    ],
+}
+STALLS: dict[str, list[dict[str, Any]]] = {
+    "the next model step": [{"hang": True, "text": "never sent"}],
+    "the next tool call": [{"draft": {"conclusion": None, "facts": [], "missing_info": []}}],
+}
+"""Where the agent stalls after the step that carried its progress report."""
+
+
+@pytest.mark.parametrize("stall", sorted(STALLS))
+def test_a_stalled_step_falls_back_with_the_progress_that_had_arrived(
+    services: Services, stall: str
+) -> None:
+    then = {"tool": "search_logs", "arguments": {"service": "payments"}}
+    scenario = {
+        **_scenario(results=[{"lines": [LINE]}, {"hang": True, "lines": [LINE]}]),
+        "deadline_s": 3,
+        "steps": [_scenario()["steps"][0], {"progress": PROGRESS, **then}, *STALLS[stall]],
+    }
+    with scripted(services, scenario) as made:
+        result = made.service.ask("session-1", QUERY)
+        hung = made.provider if stall == "the next model step" else made.tools["search_logs"]
+        assert hung.hanging.is_set()  # it never answered: the reserve cut it, not an answer
+        _drained(made)
+    assert (result.termination.state, result.release_outcome) == (
+        RunState.SUCCESS,
+        ReleaseOutcome.FALLBACK,
+    )
+    assert isinstance(result.published, FallbackContent)
+    assert result.published.fallback_type is FallbackType.INSUFFICIENT_EVIDENCE
+    assert "upstream timeout after 30s" in json.dumps(result.content)
+
+
+def test_a_step_that_stalls_before_any_progress_arrived_still_times_out(
+    services: Services,
+) -> None:
+    stalls: list[dict[str, Any]] = [{"hang": True, "progress": PROGRESS, "text": "never sent"}]
+    scenario = {**_scenario(), "deadline_s": 1, "steps": [_scenario()["steps"][0], *stalls]}
+    with scripted(services, scenario) as made:
+        result = made.service.ask("session-1", QUERY)
+        _drained(made)
+    assert (result.termination.state, result.release_outcome) == (
+        RunState.TIMED_OUT,
+        ReleaseOutcome.FAILED,
+    )  # its progress never arrived: there is nothing to publish
