@@ -10,7 +10,6 @@ logged; when the store itself fails, the run is ended that way once the store an
 from __future__ import annotations
 
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -21,6 +20,7 @@ from application.diagnosis import AgentFailure, AgentFault, run_agent
 from application.guards import NoSafeContent, Publication, release
 from application.harness import RunAborted, RunContext
 from application.outage import end_after_outage, resync
+from application.port_calls import PortCalls
 from application.ports import (
     ModelError,
     StoreClosedError,
@@ -91,7 +91,8 @@ class ChatService:
     clock: Clock
     retriever: KnowledgeRetriever | None = None
     config: ChatConfig = field(default_factory=ChatConfig)
-    pool: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(8, "harness"))
+    pool: PortCalls = field(default_factory=PortCalls)
+    """Where the runs' blocking model and tool calls run (see :mod:`application.port_calls`)."""
 
     def begin(
         self,
@@ -125,6 +126,7 @@ class ChatService:
         """The live handle of ``run`` in this worker, current with the log it was begun in."""
         timeout, interval = self.config.model_timeout_s, self.config.commit_interval_s
         ctx = RunContext(self.store, self.clock, self.provider, run, self.pool, timeout, interval)
+        ctx.span_s = max(0.0, (run.deadline - self.clock.now()).total_seconds())
         ctx.mark_current()
         return ctx
 

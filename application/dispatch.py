@@ -139,6 +139,11 @@ class RunDispatcher:
         with self._lock:
             return len(self._running)
 
+    def execution(self, run_id: UUID) -> Future[ChatResult] | None:
+        """The execution of ``run_id`` while this process runs it: done once its slot is free."""
+        with self._lock:
+            return self._running.get(run_id)
+
     def executing(self) -> frozenset[UUID]:
         """The ids of the runs this process is executing now (the recovery sweep spares them)."""
         with self._lock:

@@ -17,15 +17,17 @@ the service, at the commit interval, or at the run's end, one transaction for al
 from __future__ import annotations
 
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from application.deadline import time_left
+from application.port_calls import PortBusy
 from application.ports import (
     ModelError,
     ModelOutputTooLarge,
     ModelTimeoutError,
+    ModelUnavailableError,
     StoreUnavailableError,
 )
 from application.run_writes import RunAborted, RunWrites
@@ -35,8 +37,10 @@ from domain.run_steps import text_sha256
 from domain.states import MAX_MODEL_OUTPUT_CHARS, BudgetKind, ModelStepOutcome, RunState
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
     from uuid import UUID
 
+    from application.port_calls import PortCalls
     from application.ports import Clock, ModelProvider, ModelRequest, ModelResponse
     from application.store import HarnessStore
     from domain.collection import Collection
@@ -78,7 +82,8 @@ class RunContext(RunWrites):
     clock: Clock
     provider: ModelProvider
     run: Run
-    pool: ThreadPoolExecutor
+    pool: PortCalls
+    """Where blocking port calls run (:mod:`application.port_calls`)."""
     model_timeout_s: float
     """The longest any one model call is waited for (HARNESS_MODEL_TIMEOUT), within the deadline."""
     commit_interval_s: float = 0.0
@@ -100,6 +105,8 @@ class RunContext(RunWrites):
     :meth:`mark_current`)."""
     committed_at: float = field(default_factory=time.monotonic)
     heard: object | None = None
+    span_s: float = 0.0
+    """The seconds the run had left when this worker took it (the publish reserve is a share)."""
 
     # -- boundaries ------------------------------------------------------------------------------
 
@@ -183,13 +190,16 @@ class RunContext(RunWrites):
 
     def _bound(self, request: ModelRequest) -> tuple[float, str]:
         """The longest to wait for this call, and which limit sets it."""
-        limits = {
-            "the model timeout": self.model_timeout_s,
-            "the call's own timeout": request.timeout_s,
-            "the run's deadline": (self.run.deadline - self.clock.now()).total_seconds(),
-        }
+        left, deadline = self.time_left()
+        limits = {"the model timeout": self.model_timeout_s, "the call's own timeout": 0.0}
+        limits["the call's own timeout"], limits[deadline] = request.timeout_s, left
         why = min(limits, key=limits.__getitem__)
         return max(0.0, limits[why]), why
+
+    def time_left(self) -> tuple[float, str]:
+        """The seconds a port call may still take, and what sets them (:mod:`.deadline`)."""
+        collection = self.collection if self.collecting else None
+        return time_left(self.run.deadline, self.clock.now(), self.span_s, collection)
 
     def _bounded_call(self, bounded: ModelRequest, why: str) -> ModelResponse:
         """The provider's answer within the model timeout and the run's remaining deadline.
@@ -203,11 +213,13 @@ class RunContext(RunWrites):
         bound = bounded.timeout_s
         if not self.provider.blocking:
             return self.provider.complete(bounded)  # cannot hang: no watchdog thread needed
-        future = self.pool.submit(self.provider.complete, bounded)
+        try:
+            future = self.pool.submit(model_where(self.provider), self.provider.complete, bounded)
+        except PortBusy as busy:  # earlier calls still hang: refused, not queued
+            raise ModelUnavailableError(str(busy)) from None
         try:
             return self.wait_for(future, bound)
-        except FutureTimeout:
-            future.cancel()  # not promised to stop physically; its result is discarded (SPEC §5)
+        except FutureTimeout:  # not promised to stop; its result is discarded (SPEC §5)
             self.check_active()  # the deadline may have passed: TIMED_OUT
             raise ModelTimeoutError(f"no answer within {bound:.1f}s ({why})") from None
 
@@ -215,23 +227,24 @@ class RunContext(RunWrites):
         """The result of a port call running in another thread, waited for at most ``timeout``.
 
         The wait looks at the run every :data:`CANCEL_POLL` seconds: once it has ended (a cancel
-        from any process, say) the call is abandoned and :class:`RunAborted` raised, so a run
-        whose port hangs still finishes at once instead of at its deadline.
+        from any process, say) :class:`RunAborted` is raised, so a run whose port hangs finishes
+        at once. A wait that ends without the result abandons the call to :attr:`pool`.
         """
-        end = time.monotonic() + timeout
+        try:
+            return self._wait(future, time.monotonic() + timeout)
+        except BaseException:
+            self.pool.abandon(future)
+            raise
+
+    def _wait(self, future: Future[T], end: float) -> T:
         while True:
             try:
                 return future.result(timeout=max(0.0, min(CANCEL_POLL, end - time.monotonic())))
             except FutureTimeout:
                 if time.monotonic() >= end:
                     raise
-            try:
-                self._look()
-            except RunAborted:
-                future.cancel()
-                raise
+            self._look()  # RunAborted when a commit of the queue meets a cancel
             if self.run.termination is not None:
-                future.cancel()
                 raise RunAborted(self.run.termination)
 
     def _look(self) -> None:

@@ -5,17 +5,14 @@ from __future__ import annotations
 import logging
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from application.harness import RunAborted
-from application.ports import (
-    StoreUnavailableError,
-    ToolArgumentsError,
-    ToolExecutionError,
-    ToolOutput,
-)
+from application.port_calls import PortBusy
+from application.ports import StoreUnavailableError, ToolExecutionError, ToolOutput
 from application.storable import NotStorable, storable_output, storable_text
-from application.tool_admission import admission_of, admitted
+from application.tool_admission import admitted
+from application.tool_port import PortView, read_port
 from application.tool_projection import mark_ready, project, shown_notes
 from domain.run import Run
 from domain.states import BudgetKind
@@ -29,7 +26,7 @@ from domain.tool_states import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from uuid import UUID
 
     from application.harness import RunContext
@@ -37,6 +34,8 @@ if TYPE_CHECKING:
     from domain.collection import Collection
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -81,52 +80,80 @@ class ToolBoundary:
             return self._reject(
                 call, ToolRejectionCode.INVALID_ID, f"no tool {call.name!r}; known: {known}"
             )
-        admission = admission_of(tool)
-        if not admission.admitted:  # never offered; its reason and the setting that admits it
-            detail = admission.rejection(tool.name)
+        view = self._preflight(tool, call)
+        if isinstance(view, ToolResult):
+            return view
+        if not view.admission.admitted:  # never offered; its reason and the setting that admits it
+            detail = view.admission.rejection(view.name)
             return self._reject(call, ToolRejectionCode.NOT_READ_ONLY, detail)
-        if tool.required_scope not in self.granted_scopes:
+        if not view.granted:
             return self._reject(
-                call, ToolRejectionCode.AUTH, f"scope {tool.required_scope} not granted"
+                call, ToolRejectionCode.AUTH, f"scope {view.required_scope} not granted"
             )
-        try:
-            if call.raw_arguments is not None:
-                raise ToolArgumentsError(
-                    f"arguments are not a JSON object: {call.raw_arguments[:200]!r}"
-                )
-            scope = _scope(tool, call)
-        except ToolArgumentsError as error:
-            return self._reject(call, ToolRejectionCode.INVALID_REQUEST, str(error))
+        if view.scope is None:
+            return self._reject(call, ToolRejectionCode.INVALID_REQUEST, view.problem or "")
         if self.ctx.run.would_exceed(BudgetKind.TOOL_CALLS, 1):
             self._reject(call, ToolRejectionCode.BUDGET, "the tool-call budget is spent")
             self.ctx.run.exhaust_budget(BudgetKind.TOOL_CALLS)
             self.ctx.save(self.collection)
-        return self._invoke(call, tool, scope)
+        return self._invoke(call, tool, view, view.scope)
 
-    def _invoke(self, call: ToolCall, tool: Tool, scope: str) -> ToolResult:
+    def _preflight(self, tool: Tool, call: ToolCall) -> PortView | ToolResult:
+        """The tool's answers, asked within the call's bound; a rejection when none came.
+
+        Raises RunAborted (recording INVALID_RUN) when the run ended while the tool was asked:
+        a cancel, or the deadline, which the check times the run out at.
+        """
+        try:
+            try:
+                return self._ask(tool, call.name, read_port, tool, call, self.granted_scopes)
+            except FutureTimeout:  # the deadline passed while the tool read the arguments
+                self.ctx.check_active()
+        except PortBusy as busy:
+            return self._reject(call, ToolRejectionCode.UNAVAILABLE, str(busy))
+        except RunAborted:
+            detail = f"the run ended while {call.name} read the arguments"
+            self._reject(call, ToolRejectionCode.INVALID_RUN, detail)
+            raise
+        detail = f"{call.name} did not read the arguments before the deadline"
+        return self._reject(call, ToolRejectionCode.INVALID_REQUEST, detail)
+
+    def _ask(self, tool: Tool, name: str, ask: Callable[..., T], *args: Any) -> T:
+        """``ask(*args)``: inline for a tool that cannot block, else bounded by the deadline.
+
+        A blocking tool's call runs in a port thread, waited for until the run's deadline or
+        its end (a cancel): then FutureTimeout or RunAborted, and the call is abandoned (its
+        late answer is dropped). PortBusy when too many of its calls are stuck already.
+        """
+        if not tool.blocking:
+            return ask(*args)
+        future = self.ctx.pool.submit(f"tool {name}", ask, *args)
+        return self.ctx.wait_for(future, max(0.0, self.ctx.time_left()[0]))
+
+    def _invoke(self, call: ToolCall, tool: Tool, view: PortView, scope: str) -> ToolResult:
         """Begin, run and project a call that passed the preflight."""
         invocation = ToolInvocation.begin(
             self.ctx.run.id,
-            tool.name,
+            view.name,
             scope,
             dict(call.arguments),
-            origin=str(getattr(tool, "origin", "builtin")),
-            read_only_override=getattr(tool, "read_only_override", False) is True,
+            origin=view.origin,
+            read_only_override=view.read_only_override,
         )
         self.ctx.run.charge(BudgetKind.TOOL_CALLS, 1, str(invocation.id))
-        refused = self._record_begin(call, tool, invocation)
+        refused = self._record_begin(call, view, invocation)
         if refused is not None:
             return refused
         self.ctx.invocations[invocation.id] = invocation
-        repeat = (tool.name, scope) in self.seen
-        self.seen.add((tool.name, scope))
+        repeat = (view.name, scope) in self.seen
+        self.seen.add((view.name, scope))
         try:
             output = self._run_or_abandon(tool, call, invocation)
         except ToolExecutionError as error:
             return self._failed(call, invocation, error.code, str(error))
         if not output.scope_description.strip():  # NO_EVIDENCE must always name its scope
-            output = ToolOutput(output.lines, f"{tool.name} with {scope}", output.notes)
-        content, size, output = project(output, tool.max_result_bytes)
+            output = ToolOutput(output.lines, f"{view.name} with {scope}", output.notes)
+        content, size, output = project(output, view.max_result_bytes)
         self._check_still_active(invocation, output, content, size)
         if content is None:
             too_big = f"one record exceeds {size} bytes"
@@ -139,11 +166,11 @@ class ToolBoundary:
         return self._ready(call, invocation, output, content, repeat)
 
     def _record_begin(
-        self, call: ToolCall, tool: Tool, invocation: ToolInvocation
+        self, call: ToolCall, view: PortView, invocation: ToolInvocation
     ) -> ToolResult | None:
         """Record the begin and charge (committed unless the tool is local); STORE if it failed."""
         try:
-            self.ctx.before_call(invocation, port=tool)
+            self.ctx.before_call(invocation, port=view)
         except RunAborted:  # another writer ended the run first: the begin was not recorded
             self._reject(call, ToolRejectionCode.INVALID_RUN, "the run ended before the tool began")
             raise
@@ -151,7 +178,7 @@ class ToolBoundary:
             # No canonical begin: the tool never runs, nothing is charged (SPEC §8), the rest of
             # the commit is queued again; a store that refuses even that ends the run.
             log.warning(
-                "run %s: the begin of %s was not recorded: %s", self.ctx.run.id, tool.name, error
+                "run %s: the begin of %s was not recorded: %s", self.ctx.run.id, view.name, error
             )
             self.ctx.rewind(lambda event: not _of_begin(event, invocation))
             detail = f"the invocation could not be recorded: {error}"[:500]
@@ -187,11 +214,7 @@ class ToolBoundary:
 
     def _run(self, tool: Tool, call: ToolCall) -> ToolOutput:
         try:
-            if not tool.blocking:
-                return storable_output(tool.run(call.arguments))
-            remaining = (self.ctx.run.deadline - self.ctx.clock.now()).total_seconds()
-            future = self.ctx.pool.submit(tool.run, call.arguments)
-            return storable_output(self.ctx.wait_for(future, max(0.0, remaining)))
+            return storable_output(self._ask(tool, call.name, tool.run, call.arguments))
         except NotStorable as error:  # a result of the wrong shape is the tool's failure
             raise ToolExecutionError(ToolErrorCode.MALFORMED.value, str(error)) from error
         except FutureTimeout:
@@ -200,6 +223,8 @@ class ToolBoundary:
             raise ToolExecutionError(
                 ToolErrorCode.TIMEOUT.value, "the tool did not answer before the deadline"
             ) from None
+        except PortBusy as busy:
+            raise ToolExecutionError(ToolErrorCode.UNAVAILABLE.value, str(busy)) from None
         except (ToolExecutionError, RunAborted):
             raise  # RunAborted: the run ended while the tool ran, the call is abandoned
         except Exception as error:  # a tool that raises is a recorded failure, never a crash
@@ -261,17 +286,3 @@ def _of_begin(event: object, invocation: ToolInvocation) -> bool:
     """True for the events of ``invocation``'s begin: its start and the run's charge for it."""
     charge = isinstance(event, Run.BudgetCharged) and event.ref == str(invocation.id)
     return charge or getattr(event, "originator_id", None) == invocation.id
-
-
-def _scope(tool: Tool, call: ToolCall) -> str:
-    """The tool's canonical scope of the call; a tool that cannot give one rejects the request."""
-    try:
-        scope = tool.normalize_scope(call.arguments)
-    except ToolArgumentsError:
-        raise
-    except Exception as error:  # a tool that fails to read its arguments cannot be run
-        detail = f"{tool.name} could not read the arguments: {type(error).__name__}: {error}"
-        raise ToolArgumentsError(detail[:500]) from error
-    if not isinstance(scope, str):
-        raise ToolArgumentsError(f"{tool.name} gave a {type(scope).__name__} as scope, not text")
-    return storable_text(scope)

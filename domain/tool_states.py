@@ -65,6 +65,8 @@ class ToolRejectionCode(Enum):
     INVALID_REQUEST = "INVALID_REQUEST"
     BUDGET = "BUDGET"
     STORE = "STORE"
+    UNAVAILABLE = "UNAVAILABLE"
+    """Too many earlier calls of the tool never returned and still run: it is not asked now."""
 
 
 class ToolErrorCode(Enum):
@@ -80,3 +82,5 @@ class ToolErrorCode(Enum):
     SIZE = "SIZE"
     BUDGET = "BUDGET"
     ABANDONED = "ABANDONED"
+    UNAVAILABLE = "UNAVAILABLE"
+    """Too many earlier calls of the tool never returned and still run: it was not asked."""

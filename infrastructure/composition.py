@@ -15,6 +15,7 @@ from functools import cached_property, partial
 from typing import TYPE_CHECKING
 
 from application.chat import ChatService
+from application.port_calls import PortCalls
 from application.ports import StoreUnavailableError
 from application.recovery import RecoverySweep
 from application.turns import PreviousTurns
@@ -116,10 +117,9 @@ class Services:
             tools |= provider.tools()  # their results, like the steps, start afresh per run
             config = chat_config(provider.scenario, config)
         retriever = given.knowledge or SqlKnowledgeRetriever(self.engine)
-        service = ChatService(
-            self.store, provider, tools, given.clock or SystemClock(), retriever, config
-        )
-        self.defer(lambda: service.pool.shutdown(wait=False, cancel_futures=True))
+        clock, threads = given.clock or SystemClock(), PortCalls(self.settings.max_stuck_calls)
+        service = ChatService(self.store, provider, tools, clock, retriever, config, threads)
+        self.defer(lambda: service.pool.shutdown(wait=False))
         if (stop_hearing := hear_run_ends(self.settings, self.store)) is not None:
             self.defer(stop_hearing)  # a run hears of a cancel instead of reading (PostgreSQL)
         if given.heartbeat:

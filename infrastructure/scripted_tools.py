@@ -1,7 +1,8 @@
 """Scripted tools: each answers from the scenario's ``tools`` section, result by result.
 
 A product feature like the scripted model provider: a scenario can make a tool return lines,
-fail, raise, wait, hang or return too much, to drive the tool boundary through the real runtime.
+fail, raise, wait, hang (in its run, or in its argument check) or return too much, to drive the
+tool boundary through the real runtime.
 """
 
 from __future__ import annotations
@@ -50,7 +51,12 @@ class ScriptedTool:
         self.known_services = tuple(str(s) for s in self.config.get("known_services", ()))
 
     def normalize_scope(self, arguments: JSON) -> str:
-        """Arguments as canonical JSON; anything but an object is invalid."""
+        """Arguments as canonical JSON; anything but an object is invalid.
+
+        ``scope_hang: true`` makes the check itself block until :meth:`release` (an argument
+        check that never returns: a schema that fetches a URL, a lock held elsewhere).
+        """
+        hold({"hang": self.config.get("scope_hang", False)}, self.hanging, self._released)
         if not isinstance(arguments, dict):
             raise ToolArgumentsError("arguments must be a JSON object")
         missing = [k for k in self.config.get("required", []) if k not in arguments]

@@ -138,6 +138,13 @@ class Settings(BaseSettings):
     max_runs_per_key: int | None = Field(
         default=None, ge=1, le=1000, description="Runs one key may execute at once on a worker."
     )
+    max_stuck_calls: int = Field(
+        default=16,
+        ge=1,
+        le=1000,
+        description="Calls to one tool (or to the model) a worker leaves running after their runs"
+        " stopped waiting, before it refuses that port until one returns.",
+    )
     worker_lease_ttl: float = Field(
         default=30.0,
         ge=1,

@@ -23,8 +23,9 @@ SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 HANGING = {
     "model": SCENARIOS / "timed_out.yaml",  # routes DIAGNOSIS, then the agent's call never answers
     "tool": SCENARIOS / "paths" / "late_tool_answer.yaml",  # search_logs never answers
+    "argument check": SCENARIOS / "paths" / "argument_check_hangs.yaml",  # never checks them
 }
-"""Both scenarios give the run a 0.5 s deadline."""
+"""Every scenario gives the run a 0.5 s deadline."""
 
 
 @contextmanager
@@ -59,11 +60,10 @@ def test_a_hanging_port_is_ended_by_the_run_deadline_through_the_service(
         assert trace.count("RUN_TERMINATED") == 1
         assert trace[-1] == "RUN_FINISHED"
         worker = app.state.worker
-        hung = (
-            worker.dispatcher.service.provider
-            if where == "model"
-            else worker.dispatcher.service.tools["search_logs"]
-        )
+        service = worker.dispatcher.service
+        hung = service.provider if where == "model" else service.tools["search_logs"]
         assert hung.hanging.is_set()  # the port really was still waiting when the run ended
         if where == "tool":
             assert "TOOL_INVOCATION_FAILED" in trace  # its invocation closed, not left open
+        if where == "argument check":  # rejected before any invocation began
+            assert "TOOL_REQUEST_REJECTED" in trace and "TOOL_INVOCATION_STARTED" not in trace

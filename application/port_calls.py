@@ -1,0 +1,114 @@
+"""Threads for the port calls a run waits for: a call that never returns holds nobody else's.
+
+A blocking port call (a model request, a tool's argument check or run) runs in a thread of its
+own while the run waits for it within its bound (:meth:`~application.harness.RunContext.wait_for`).
+When the wait ends first (the deadline, a cancel) the call is *abandoned*: its thread is left to
+finish on its own and its result, whenever it comes, is dropped. A shared pool of a few threads
+would let a handful of such calls (a tool server that accepts and never answers) take every
+thread, and every later call of every run, model calls included, would queue behind them until
+its own deadline. Here each call gets a fresh daemon thread (nothing queues, and a hung call never
+keeps the process from exiting), and each port (the model, each tool by name) may leave at most
+``max_stuck`` abandoned calls running: beyond that, that port is not asked again until one of
+them returns (:class:`PortBusy`), while every other port is asked as usual.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+DEFAULT_MAX_STUCK = 16
+"""Abandoned calls of one port still running before it is refused (HARNESS_MAX_STUCK_CALLS)."""
+
+
+class PortBusy(Exception):
+    """The port already has as many abandoned calls still running as it may: not asked now."""
+
+    def __init__(self, port: str, stuck: int) -> None:
+        """Name the port and how many of its calls are stuck."""
+        super().__init__(
+            f"{port} was not asked: {stuck} of its earlier calls never answered and are still"
+            " running (HARNESS_MAX_STUCK_CALLS); it is asked again once one of them returns"
+        )
+        self.port = port
+
+
+class PortCalls:
+    """Runs blocking port calls, each in a daemon thread; counts the abandoned ones per port."""
+
+    def __init__(self, max_stuck: int = DEFAULT_MAX_STUCK) -> None:
+        """At most ``max_stuck`` abandoned calls of one port may still run."""
+        self.max_stuck = max_stuck
+        self._lock = threading.Lock()
+        self._threads: set[threading.Thread] = set()
+        self._owner: dict[Future[Any], str] = {}
+        """The port of every call still running."""
+        self._abandoned: set[Future[Any]] = set()
+        self._closed = False
+
+    def submit(self, port: str, call: Callable[..., T], *args: Any) -> Future[T]:
+        """Start ``call(*args)`` for ``port`` in a thread; PortBusy when it has too many stuck."""
+        future: Future[T] = Future()
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("cannot call a port after the service has shut down")
+            stuck = self._stuck(port)
+            if stuck >= self.max_stuck:
+                raise PortBusy(port, stuck)
+            thread = threading.Thread(
+                target=self._work, args=(future, call, args), name=f"port {port}", daemon=True
+            )
+            self._threads.add(thread)
+            self._owner[future] = port
+        thread.start()
+        return future
+
+    def abandon(self, future: Future[Any]) -> None:
+        """The caller stopped waiting: the call, if still running, is stuck until it returns."""
+        future.cancel()
+        with self._lock:
+            if future in self._owner and not future.done():
+                self._abandoned.add(future)
+                log.warning("a call to %s was abandoned still running", self._owner[future])
+
+    def stuck(self) -> Counter[str]:
+        """The abandoned calls still running, by port."""
+        with self._lock:
+            return Counter(self._owner[f] for f in self._abandoned)
+
+    def _stuck(self, port: str) -> int:
+        return sum(1 for f in self._abandoned if self._owner[f] == port)
+
+    def _work(self, future: Future[T], call: Callable[..., T], args: tuple[Any, ...]) -> None:
+        try:
+            if future.set_running_or_notify_cancel():
+                try:
+                    result = call(*args)
+                except BaseException as error:  # handed to the waiter, if any is left
+                    future.set_exception(error)
+                else:
+                    future.set_result(result)  # dropped when nobody waits any more
+        finally:
+            with self._lock:
+                self._owner.pop(future, None)
+                self._abandoned.discard(future)
+                self._threads.discard(threading.current_thread())
+
+    def shutdown(self, wait: bool = True) -> None:
+        """Take no more calls; with ``wait``, join the calls still running (late ones too)."""
+        with self._lock:
+            self._closed = True
+            threads = list(self._threads)
+        if wait:
+            for thread in threads:
+                thread.join()
