@@ -11,7 +11,7 @@ from application.harness import RunAborted
 from application.port_calls import PortBusy
 from application.ports import StoreUnavailableError, ToolExecutionError, ToolOutput
 from application.storable import NotStorable, storable_output, storable_text
-from application.tool_admission import admitted
+from application.tool_admission import admitted, shown_name
 from application.tool_port import PortView, read_port
 from application.tool_projection import mark_ready, project, shown_notes
 from domain.run import Run
@@ -78,7 +78,9 @@ class ToolBoundary:
         if tool is None:
             known = ", ".join(sorted(t.name for t in admitted(self.tools.values()))) or "none"
             return self._reject(
-                call, ToolRejectionCode.INVALID_ID, f"no tool {call.name!r}; known: {known}"
+                call,
+                ToolRejectionCode.INVALID_ID,
+                f"no tool {shown_name(call.name)}; known: {known}",
             )
         view = self._preflight(tool, call)
         if isinstance(view, ToolResult):

@@ -702,3 +702,15 @@ def test_a_tool_answer_after_the_deadline_is_never_recorded(
     assert failed.error_code == "TIMEOUT"
     assert not _of(events, ToolInvocation.ToolInvocationReady)
     assert len(_agent_steps(events)) == 1
+
+
+def test_a_made_up_tool_name_is_named_on_one_short_line(
+    services: Services, store: HarnessStore
+) -> None:
+    with _harness(services, "reject_hostile_tool_name") as harness:
+        harness.service.ask("session-1", QUERY)
+    (rejected,) = _of(_events(store), Run.ToolRequestRejected)
+    assert rejected.code is ToolRejectionCode.INVALID_ID
+    named = rejected.detail.split(";")[0]
+    assert "\n" not in rejected.detail and "<b>" in named and len(named) <= 90, named
+    assert named.startswith("no tool 'drop_database\\n") and named.endswith("…")
