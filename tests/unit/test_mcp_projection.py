@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from application.ports import ToolArgumentsError
+from application.tool_admission import Refusal
 from infrastructure.mcp_client import McpConnection
 from infrastructure.mcp_tools import (
     MAX_SCOPE_CHARS,
@@ -143,8 +144,11 @@ def test_an_override_is_reported_only_when_it_made_the_difference() -> None:
 def test_a_tool_whose_schema_is_not_a_schema_is_refused() -> None:
     server = StdioServer(transport="stdio", command="unused")
     spec = types.Tool(name="bad", input_schema={"type": "object", "properties": {"x": {"type": 5}}})
-    with pytest.raises(ValueError, match="inputSchema is not a JSON schema"):
-        McpTool(McpConnection("ops", server), spec, ToolOptions())
+    connection = McpConnection("ops", server)
+    connection.tools = {"bad": spec}  # as the server listed it
+    tool = McpTool(connection, spec, ToolOptions())
+    assert tool.admission.refusal is Refusal.SCHEMA and not tool.read_only
+    assert "inputSchema" in tool.admission.why and tool.parameters == {}
 
 
 def test_yaml_reads_like_toml_and_errors_name_the_file_and_field(tmp_path: Path) -> None:
