@@ -160,6 +160,16 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(
         default=65_536, ge=1024, description="Largest request body the API reads (bytes)."
     )
+    max_header_bytes: int = Field(
+        default=32_768,
+        ge=1024,
+        le=1_048_576,
+        description="Largest request head (request line and header fields) the API reads, counted"
+        " as it arrives (bytes; 431 beyond).",
+    )
+    max_headers: int = Field(
+        default=100, ge=8, le=10_000, description="Header fields a request may have (431 beyond)."
+    )
     max_streams: int = Field(default=1000, ge=1, description="Streams one worker sends at once.")
     request_read_timeout: float = Field(
         default=15.0, gt=0, le=3600, description="Seconds a client has to send a whole request."
