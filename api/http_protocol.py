@@ -3,10 +3,12 @@
 * Time (:mod:`api.request_clock`): each request must arrive whole within
   ``HARNESS_REQUEST_READ_TIMEOUT`` (``408`` and closed beyond); the answer is not timed.
 * Head (:mod:`api.request_head`): its bytes are counted before the parser holds them, and a head
-  over ``HARNESS_MAX_HEADER_BYTES`` bytes or ``HARNESS_MAX_HEADERS`` fields is answered ``431``.
-  The connection then closes once the client stops sending, at the latest after the read
-  deadline; what it still sends is read and dropped meanwhile, so that it reads the answer (a
-  socket closed with unread data resets the connection, and the client may see only the reset).
+  over ``HARNESS_MAX_HEADER_BYTES`` bytes or ``HARNESS_MAX_HEADERS`` fields is answered ``431``,
+  after the answers to the requests before it on the connection (pipelined: nothing may go
+  between an answer's bytes). The connection then closes once the client stops sending, at the
+  latest after the read deadline; what it still sends is read and dropped meanwhile, so that it
+  reads the answer (a socket closed with unread data resets the connection, and the client may
+  see only the reset).
 
 Both parsers uvicorn has are covered: httptools (:class:`HttpToolsGuarded`, what uvicorn itself
 prefers) and h11 (:class:`H11Guarded`). Serve with ``http=PROTOCOL`` (an import string, which
@@ -46,6 +48,11 @@ class Guarded(Protocol):
     loop: asyncio.AbstractEventLoop
     transport: asyncio.Transport
     cycle: Any
+    """The latest request/response cycle (None before the first request's head came whole)."""
+
+    def head_arriving(self) -> bool:
+        """Whether the bytes that come now are a request's head, for the parser to read now."""
+        ...
 
 
 class RequestGuard:
@@ -59,6 +66,7 @@ class RequestGuard:
         self.cause: str | None = None
         """Why the parser stopped at a bound (a hook raised), for :meth:`refused`."""
         self.refusal: str | None = None
+        """Why the request being read was refused; its 431 is sent once (:attr:`linger`)."""
         self.linger: asyncio.TimerHandle | None = None
         self.clock.update(None, received=False)  # a client that sends nothing is timed too
 
@@ -67,7 +75,7 @@ class RequestGuard:
         if self.refusal is not None:
             return  # answered: what still comes is dropped until the client stops
         while data and self._parsing():
-            room = self.meter.room(self.protocol.cycle)
+            room = self.meter.room(self.protocol.head_arriving(), self.protocol.cycle)
             if room is None:  # a body: HARNESS_MAX_BODY_BYTES and uvicorn's flow control bound it
                 parse(data)
                 break
@@ -90,17 +98,33 @@ class RequestGuard:
         return True
 
     def refuse(self, why: str) -> None:
-        """Answer 431 saying ``why``; close when the client stops sending (or at the deadline)."""
+        """Answer 431 saying ``why`` once no answer is being sent; nothing more is parsed."""
         log.info("answering 431: %s", why)
         self.refusal = why
         self.clock.stop()
+        if not self._answering():  # else after the answers being sent (pipelining), in order
+            self._answer()
+
+    def response_complete(self) -> None:
+        """An answer was sent whole: a refusal kept until then goes now."""
+        if self.refusal is not None and not self._answering():
+            self._answer()
+
+    def _answering(self) -> bool:
+        cycle = self.protocol.cycle  # the latest request's: the answers go in order
+        return cycle is not None and not cycle.response_complete
+
+    def _answer(self) -> None:
+        """The 431, then the end; close when the client stops sending (or at the deadline)."""
         transport = self.protocol.transport
-        transport.write(too_large(why))
-        if not transport.can_write_eof():  # pragma: no cover - TCP and Unix sockets can
-            transport.close()
+        if self.linger is not None or transport.is_closing():  # sent, or the connection ends
             return
-        transport.write_eof()  # the answer, then the end: the client's EOF closes (uvicorn's)
+        transport.write(too_large(self.refusal or ""))
         self.linger = self.protocol.loop.call_later(RequestClock.seconds, transport.close)
+        if transport.can_write_eof():  # what the client still sends is dropped; its EOF closes
+            transport.write_eof()
+        else:  # pragma: no cover - TCP and Unix sockets can
+            transport.close()
 
     def stop(self) -> None:
         """The connection is gone: no clock, no lingering."""
@@ -156,6 +180,15 @@ class H11Guarded(H11Protocol):
         """Parse as uvicorn does, within the guard's bounds."""
         self.guard.receive(data, super().data_received)
 
+    def head_arriving(self) -> bool:
+        """h11 waits for a request (a pipelined one it keeps unread, bounded by its own limit)."""
+        return self.conn.their_state is h11.IDLE
+
+    def on_response_complete(self) -> None:
+        """uvicorn's, then a refusal kept until the answer being sent was whole."""
+        super().on_response_complete()
+        self.guard.response_complete()
+
     def send_400_response(self, msg: str) -> None:
         """A head over a bound is a 431 naming it; anything else malformed, uvicorn's 400."""
         self.guard.cause = self.conn.cause if isinstance(self.conn, _H11Connection) else None
@@ -183,6 +216,15 @@ if HttpToolsProtocol is not None:
         def data_received(self, data: bytes) -> None:
             """Parse as uvicorn does, within the guard's bounds."""
             self.guard.receive(data, super().data_received)
+
+        def head_arriving(self) -> bool:
+            """No body is arriving: httptools reads a request's head (pipelined ones too)."""
+            return self.cycle is None or not self.cycle.more_body
+
+        def on_response_complete(self) -> None:
+            """uvicorn's, then a refusal kept until the answers being sent were whole."""
+            super().on_response_complete()
+            self.guard.response_complete()
 
         def on_header(self, name: bytes, value: bytes) -> None:
             """Keep the field, unless the request already has as many as it may."""

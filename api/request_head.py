@@ -9,7 +9,9 @@ that many bytes have come, and so is a request with more than ``HARNESS_MAX_HEAD
 fields. Bodies are not heads: ``HARNESS_MAX_BODY_BYTES`` bounds them (``api.errors.BodyLimit``).
 
 A head that begins in the same read as the end of the request before it (HTTP pipelining) is
-counted from the next read on: the parser holds at most one read more than the limit.
+counted from the next read on: httptools holds at most one read more than the limit. h11 keeps
+pipelined requests unread until the answers before them are sent, and its own bound on what it
+keeps, set to the same limit, cuts them then.
 
 The limits are set by :func:`api.main.create_app` for the process (:func:`set_head_limits`).
 """
@@ -17,7 +19,7 @@ The limits are set by :func:`api.main.create_app` for the process (:func:`set_he
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import ClassVar
 
 from infrastructure.settings import Settings
 
@@ -59,13 +61,6 @@ def too_large(why: str) -> bytes:
     )
 
 
-class Cycle(Protocol):
-    """What the meter reads of uvicorn's request/response cycle (httptools' or h11's)."""
-
-    more_body: bool
-    """Whether the request's body is still arriving (its head came whole)."""
-
-
 class HeadMeter:
     """The bytes of the head now arriving on one connection, against :attr:`limits`."""
 
@@ -75,16 +70,18 @@ class HeadMeter:
     def __init__(self) -> None:
         """Nothing counted: the connection's first head comes next."""
         self.used = 0
-        self.after: Cycle | None = None
+        self.after: object = None
         """The cycle of the request the head being counted follows (None: the first head)."""
 
-    def room(self, cycle: Cycle | None) -> int | None:
-        """Bytes the parser may be given now, or None while a body arrives (not counted).
+    def room(self, arriving: bool, cycle: object) -> int | None:
+        """Bytes the parser may be given now, or None when no head is arriving (not counted).
 
-        ``cycle`` is the protocol's latest request/response cycle: None before the first head
-        has come whole; a new one once a head has, so the next head is counted from nothing.
+        ``arriving`` says whether the parser is reading a head (not a body, nor requests it
+        keeps for later); ``cycle`` is the protocol's latest request/response cycle: None before
+        the first head has come whole, a new one once a head has, so the next head is counted
+        from nothing.
         """
-        if cycle is not None and cycle.more_body:
+        if not arriving:
             return None
         if cycle is not self.after:
             self.after, self.used = cycle, 0

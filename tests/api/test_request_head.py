@@ -7,6 +7,7 @@ parsers (httptools, h11), raw sockets: nothing is simulated.
 
 from __future__ import annotations
 
+import re
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -107,6 +108,27 @@ def test_heads_are_counted_per_request_on_a_kept_alive_connection(bounded: Serve
             sock.sendall(get(LIMIT * 6 // 10).replace(b"Connection: close", b"X-Keep: alive"))
             answer = sock.recv(65536)  # the whole small answer comes in one segment on loopback
             assert answer.startswith(b"HTTP/1.1 200 "), answer
+
+
+def test_pipelined_requests_are_each_counted_and_a_huge_one_cut_without_garbling_an_answer(
+    bounded: Served, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Ten small requests, then a 1 MB head, all in one send (HTTP pipelining).
+
+    The small ones are served whole and in order; the huge one is cut at the limit, and its 431
+    waits until they are (nothing may go between an answer's bytes: uvloop raised on them).
+    """
+    small = get(LIMIT * 6 // 10).replace(b"Connection: close", b"X-Keep: alive")
+    with raw(bounded) as sock:
+        sock.sendall(small * 10 + get(MB))
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    statuses = re.findall(rb"HTTP/1\.1 (\d{3}) ", answer)
+    assert statuses == [b"200"] * 10 + [b"431"], (statuses, answer[-300:])
+    assert answer.count(b'{"status":"ok"}') == 10  # each answer whole, in order
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")], caplog.text
+    assert bounded.client.get("/healthz").status_code == 200
 
 
 def test_a_body_in_the_same_read_as_its_head_is_not_counted_as_head(bounded: Served) -> None:
