@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from functools import cache
 from importlib.resources import files
+from typing import TYPE_CHECKING
 
 from fastapi import APIRouter, HTTPException, Response
 from fastapi.openapi.docs import (
@@ -19,7 +20,22 @@ from fastapi.openapi.docs import (
     get_swagger_ui_oauth2_redirect_html,
 )
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from fastapi.types import DecoratedCallable
+
 router = APIRouter(include_in_schema=False)
+
+
+def serves(path: str) -> Callable[[DecoratedCallable], DecoratedCallable]:
+    """A GET route that answers HEAD too (its headers, no body), as a static file server does.
+
+    FastAPI's routes answer only the methods named (HEAD on a GET route was a 405): a link
+    checker, a proxy's health probe or ``curl -I`` asks with HEAD.
+    """
+    return router.api_route(path, methods=["GET", "HEAD"])
+
 
 HTML = "text/html; charset=utf-8"
 JS = "text/javascript; charset=utf-8"
@@ -110,55 +126,55 @@ def _asset(table: dict[str, str], folder: str, name: str) -> Response:
     return Response(packaged(folder, name), media_type=media_type, headers=HEADERS)
 
 
-@router.get("/console")
+@serves("/console")
 def console_runs() -> Response:
     """The runs page: newest first, with filters and paging."""
     return _page("runs")
 
 
-@router.get("/console/chat")
+@serves("/console/chat")
 def console_chat() -> Response:
     """The chat page: ask, watch the statuses and the answer arrive, cancel."""
     return _page("chat")
 
 
-@router.get("/console/sessions/{session_id}")
+@serves("/console/sessions/{session_id}")
 def console_session(session_id: str) -> Response:
     """A session's page: its turns and what each published."""
     return _page("session")
 
 
-@router.get("/console/system")
+@serves("/console/system")
 def console_system() -> Response:
     """The system page: projections' lag; for auditors and admins, workers and audit verify."""
     return _page("system")
 
 
-@router.get("/console/overview")
+@serves("/console/overview")
 def console_overview() -> Response:
     """The overview page: daily runs by outcome and latency percentiles (auditors, admins)."""
     return _page("overview")
 
 
-@router.get("/console/runs/{run_id}")
+@serves("/console/runs/{run_id}")
 def console_run(run_id: str) -> Response:
     """One run's page (its script reads the id from the address and asks the API)."""
     return _page("run")
 
 
-@router.get("/console/assets/{name}")
+@serves("/console/assets/{name}")
 def console_asset(name: str) -> Response:
     """A script or style sheet of the console."""
     return _asset(CONSOLE_ASSETS, "", name)
 
 
-@router.get("/docs/assets/{name}")
+@serves("/docs/assets/{name}")
 def docs_asset(name: str) -> Response:
     """A vendored file of Swagger UI or Redoc."""
     return _asset(VENDOR_ASSETS, "vendor", name)
 
 
-@router.get("/docs")
+@serves("/docs")
 def swagger_ui() -> Response:
     """Swagger UI over ``/openapi.json``, its files served from the package."""
     return get_swagger_ui_html(
@@ -172,13 +188,13 @@ def swagger_ui() -> Response:
     )
 
 
-@router.get(OAUTH2_REDIRECT)
+@serves(OAUTH2_REDIRECT)
 def swagger_ui_redirect() -> Response:
     """Swagger UI's OAuth2 redirect page (part of the page set FastAPI serves)."""
     return get_swagger_ui_oauth2_redirect_html()
 
 
-@router.get("/redoc")
+@serves("/redoc")
 def redoc() -> Response:
     """Redoc over ``/openapi.json``, its script served from the package, no web fonts."""
     page = get_redoc_html(

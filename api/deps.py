@@ -49,11 +49,21 @@ class Worker:
     local_metrics: LocalMetrics = field(default_factory=LocalMetrics)
     """This process's admission refusals and open streams (``GET /metrics``)."""
     streams: StreamCount = field(init=False)
-    """The event streams this worker sends, capped at ``HARNESS_MAX_STREAMS``."""
+    """The event streams this worker sends, capped at ``HARNESS_MAX_STREAMS`` (and per key)."""
 
     def __post_init__(self) -> None:
-        """Count the streams into the metrics' gauge."""
-        self.streams = StreamCount(self.local_metrics.streams, self.settings.max_streams)
+        """Count the streams into the metrics' gauges; show the worker's limits there."""
+        settings, metrics = self.settings, self.local_metrics
+        gauges = (metrics.streams, metrics.streams_by_key)
+        self.streams = StreamCount(gauges, settings.max_streams, settings.streams_per_key)
+        metrics.show_limits(
+            settings.max_concurrent_runs,
+            min(
+                settings.runs_per_key or settings.max_concurrent_runs, settings.max_concurrent_runs
+            ),
+            settings.max_streams,
+            min(settings.streams_per_key or settings.max_streams, settings.max_streams),
+        )
 
     def visible_run(self, run_id: UUID, caller: Principal) -> dict[str, object]:
         """The run's ``diagnosis_run`` row, if it exists and the caller may see it; else 404.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NoReturn, Protocol
 
 from fastapi import HTTPException
 from starlette.responses import Response
@@ -36,57 +36,87 @@ class OpenStreams(Protocol):
         ...
 
 
+class OpenStreamsByKey(Protocol):
+    """A gauge of the streams being sent, labelled by the key they are sent to."""
+
+    def labels(self, *values: str) -> OpenStreams:
+        """The gauge of one key."""
+        ...
+
+
 STREAMS_RETRY_AFTER = 5
 """Seconds a client refused a stream waits before asking again."""
 
 
 class StreamCount:
-    """The event streams this worker sends now: counted into the gauge, and capped.
+    """The event streams this worker sends now: counted into the gauges, and capped.
 
     A stream is counted from the moment it is admitted (:meth:`take`), not when its body starts:
     a burst of requests that all passed a check before any of them had started sending would
     overrun the cap. Counted in the event loop only, so the check and the count are one step.
+    Each key has a share too (``per_key``), so one key's streams cannot take every place.
     """
 
-    def __init__(self, gauge: OpenStreams, cap: int) -> None:
-        """Count into ``gauge``; refuse new streams beyond ``cap``."""
-        self.gauge = gauge
+    def __init__(
+        self, gauges: tuple[OpenStreams, OpenStreamsByKey], cap: int, per_key: int | None = None
+    ) -> None:
+        """Count into ``gauges`` (all; by key); refuse beyond ``cap``, or one key's ``per_key``."""
+        self.gauge, self.by_key = gauges
         self.cap = cap
+        self.per_key = per_key
         self.open = 0
+        self.owners: dict[str, int] = {}
 
-    def take(self) -> StreamSlot:
-        """Admit one more stream, or refuse it (429, Retry-After) while the worker is full.
+    def take(self, owner: str) -> StreamSlot:
+        """Admit one more stream of ``owner``'s, or refuse it (429, Retry-After).
 
-        The slot is given back by the stream once it ends, or by the route if it fails first.
+        Refused while the key has its share open, or while the worker is full. The slot is
+        given back by the stream once it ends, or by the route if it fails first.
         """
-        if self.open >= self.cap:
-            raise HTTPException(
-                429,
-                f"this worker already sends its {self.cap} event streams (HARNESS_MAX_STREAMS);"
-                f" retry in {STREAMS_RETRY_AFTER}s",
-                headers={"Retry-After": str(STREAMS_RETRY_AFTER)},
+        mine = self.owners.get(owner, 0)
+        if self.per_key is not None and mine >= self.per_key:
+            _refuse(
+                f"{owner} already has {mine} event streams open on this worker, as many as one key"
+                " may (HARNESS_MAX_STREAMS_PER_KEY)"
             )
+        if self.open >= self.cap:
+            _refuse(f"this worker already sends its {self.cap} event streams (HARNESS_MAX_STREAMS)")
         self.open += 1
+        self.owners[owner] = mine + 1
         self.gauge.inc()
-        return StreamSlot(self)
+        self.by_key.labels(owner).inc()
+        return StreamSlot(self, owner)
 
-    def _give_back(self) -> None:
+    def _give_back(self, owner: str) -> None:
         self.open -= 1
+        self.owners[owner] -= 1
+        if not self.owners[owner]:
+            del self.owners[owner]
         self.gauge.dec()
+        self.by_key.labels(owner).dec()
+
+
+def _refuse(why: str) -> NoReturn:
+    raise HTTPException(
+        429,
+        f"{why}; retry in {STREAMS_RETRY_AFTER}s",
+        headers={"Retry-After": str(STREAMS_RETRY_AFTER)},
+    )
 
 
 class StreamSlot:
     """One admitted stream's place in the count; released once, however often it is asked."""
 
-    def __init__(self, count: StreamCount) -> None:
-        """Held in ``count`` until :meth:`release`."""
+    def __init__(self, count: StreamCount, owner: str) -> None:
+        """Held in ``count`` for ``owner`` until :meth:`release`."""
         self._count: StreamCount | None = count
+        self.owner = owner
 
     def release(self) -> None:
         """Give the place back (again: nothing)."""
         count, self._count = self._count, None
         if count is not None:
-            count._give_back()
+            count._give_back(self.owner)
 
 
 class EventStream(Response):

@@ -17,8 +17,9 @@ from api.access_log import redact_access_log
 from api.auth import LoopbackOnly, is_loopback
 from api.deps import Worker
 from api.feed_hub import FeedHub
-from api.http_protocol import set_request_deadline
 from api.metrics import multiprocess_problem
+from api.request_clock import set_request_deadline
+from api.request_head import HeadLimits, set_head_limits
 from api.routes import audit, chat, metrics, model, runs, sessions, stats, system, tools
 from api.schemas import document_limits
 from application.dispatch import RunDispatcher
@@ -67,6 +68,7 @@ ROUTERS = (
 def create_app(settings: Settings, store: HarnessStore | None = None) -> FastAPI:
     """The service app; opens the store at start-up unless one is given."""
     set_request_deadline(settings.request_read_timeout)  # this process's (api.http_protocol)
+    set_head_limits(HeadLimits(settings.max_header_bytes, settings.max_headers))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -6,7 +6,8 @@ Two sources, so that ``harness serve --workers N`` answers the same numbers from
   ``metrics`` projection's few rows (``metric_sample``), the projections' positions and the
   log's head. Every worker reads the same rows; they survive restarts; a scrape costs three
   small queries whatever the number of runs.
-* :class:`LocalMetrics`: what only a process knows (admission refusals, open event streams).
+* :class:`LocalMetrics`: what only a process knows (admission refusals, open event streams,
+  its limits).
   Alone, a worker serves its own values; with ``PROMETHEUS_MULTIPROC_DIR`` set (``harness
   serve --workers N`` sets it to a private directory it creates and removes) prometheus_client's
   multiprocess mode sums every worker's values, so each worker serves the totals.
@@ -33,12 +34,14 @@ from prometheus_client.multiprocess import MultiProcessCollector, mark_process_d
 from projections.metric_families import (
     ADMISSION_REFUSALS,
     INF,
+    LIMITS,
     LOG_FAMILIES,
     PROJECTION_LAG,
     RUNS,
     RUNS_IN_PROGRESS,
     RUNS_STARTED,
     SSE_STREAMS,
+    SSE_STREAMS_BY_KEY,
     SUM,
     TOTAL,
     Family,
@@ -154,21 +157,38 @@ def multiprocess_problem(environ: Mapping[str, str]) -> str | None:
 
 
 class LocalMetrics:
-    """This process's admission refusals and open event streams (summed across workers)."""
+    """This process's admission refusals, open event streams and limits (across workers)."""
 
     def __init__(self) -> None:
-        """Make the two metrics; in multiprocess mode their values go to this pid's files."""
+        """Make the metrics; in multiprocess mode their values go to this pid's files."""
         disable_created_metrics()  # type: ignore[no-untyped-call]  # no ``_created`` series beside the counter
         self.directory = os.environ.get(MULTIPROC_ENV) or None
         self.refusals = Counter(ADMISSION_REFUSALS.name, ADMISSION_REFUSALS.help, registry=None)
         self.streams = Gauge(
             SSE_STREAMS.name, SSE_STREAMS.help, registry=None, multiprocess_mode="livesum"
         )
+        self.streams_by_key = Gauge(
+            SSE_STREAMS_BY_KEY.name,
+            SSE_STREAMS_BY_KEY.help,
+            SSE_STREAMS_BY_KEY.labels,
+            registry=None,
+            multiprocess_mode="livesum",
+        )
+        # a worker's own limits: the same in every worker, so the largest live one is the value
+        self.limits = [
+            Gauge(f.name, f.help, registry=None, multiprocess_mode="livemax") for f in LIMITS
+        ]
+
+    def show_limits(self, *values: int) -> None:
+        """Serve the worker's limits, in the order of :data:`LIMITS`."""
+        for gauge, value in zip(self.limits, values, strict=True):
+            gauge.set(value)
 
     def collect(self) -> Iterable[Metric]:
-        """The two metrics: every live worker's together in multiprocess mode, else this one's."""
+        """The metrics: every live worker's together in multiprocess mode, else this one's."""
         if self.directory is None:
-            return [*self.refusals.collect(), *self.streams.collect()]
+            mine = [self.refusals, self.streams, self.streams_by_key, *self.limits]
+            return [family for metric in mine for family in metric.collect()]
         _forget_dead(self.directory)
         collector = MultiProcessCollector(None, self.directory)  # type: ignore[no-untyped-call]
         return collector.collect()  # type: ignore[no-any-return,no-untyped-call]

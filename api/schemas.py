@@ -7,7 +7,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
 from uuid import UUID  # noqa: TC003
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 
 from api.params import SessionId, as_utc
 from domain.release_states import FallbackType, ReleaseOutcome
@@ -24,15 +25,46 @@ UtcDatetime = Annotated[datetime, AfterValidator(as_utc)]
 """Every time the API shows: RFC 3339 with its offset, in UTC."""
 
 
+def _json_number(value: object) -> object:
+    """Only what JSON calls a number: pydantic's lax mode took ``true`` for 1 and ``"5"`` for 5.
+
+    Not pydantic's strict mode, which refuses ``16.0`` for an integer (JSON Schema's "integer"
+    allows it, and so does the document) and, for a whole model in FastAPI's validation (Python
+    mode), an ISO time or a UUID given as JSON text.
+    """
+    if isinstance(value, bool):
+        raise PydanticCustomError("number_type", "Input should be a number, not true or false")
+    if not isinstance(value, int | float):
+        raise PydanticCustomError(
+            "number_type",
+            "Input should be a number, not {kind}",
+            {"kind": "text" if isinstance(value, str) else type(value).__name__},
+        )
+    return value
+
+
+JSON_NUMBER = BeforeValidator(_json_number)
+"""Beside ``int`` (``2.0`` is 2; ``2.5`` is refused) or ``float``, after its bounds (which then
+stay in the document as ``minimum``, not beside it)."""
+
+
 class BudgetCreate(BaseModel):
     """Limits for one run; each at most the configured one (omitted: the configured one)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    model_calls: int | None = Field(None, ge=1, description="Model calls.")
-    tool_calls: int | None = Field(None, ge=0, description="Tool calls.")
-    tokens: int | None = Field(None, ge=1, description="Tokens, in and out.")
-    bytes: int | None = Field(None, ge=0, description="Bytes of tool output.")
+    model_calls: Annotated[int, Field(ge=1), JSON_NUMBER] | None = Field(
+        None, description="Model calls."
+    )
+    tool_calls: Annotated[int, Field(ge=0), JSON_NUMBER] | None = Field(
+        None, description="Tool calls."
+    )
+    tokens: Annotated[int, Field(ge=1), JSON_NUMBER] | None = Field(
+        None, description="Tokens, in and out."
+    )
+    bytes: Annotated[int, Field(ge=0), JSON_NUMBER] | None = Field(
+        None, description="Bytes of tool output."
+    )
 
 
 QUERY_PATTERN = r"^[^\x00]*[^\s\x00][^\x00]*$"
@@ -61,8 +93,8 @@ class ChatCreate(BaseModel):
         None, description="Continue a session of yours; omitted: a new session."
     )
     budget: BudgetCreate | None = Field(None, description="Tighter limits for this run.")
-    deadline_s: float | None = Field(
-        None, gt=0, description="Seconds this run may take (at most HARNESS_RUN_DEADLINE)."
+    deadline_s: Annotated[float, Field(gt=0), JSON_NUMBER] | None = Field(
+        None, description="Seconds this run may take (at most HARNESS_RUN_DEADLINE)."
     )
 
 

@@ -170,7 +170,22 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(
         default=65_536, ge=1024, description="Largest request body the API reads (bytes)."
     )
+    max_header_bytes: int = Field(
+        default=32_768,
+        ge=1024,
+        le=1_048_576,
+        description="Largest request head (request line and header fields) the API reads, counted"
+        " as it arrives (bytes; 431 beyond).",
+    )
+    max_headers: int = Field(
+        default=100, ge=8, le=10_000, description="Header fields a request may have (431 beyond)."
+    )
     max_streams: int = Field(default=1000, ge=1, description="Streams one worker sends at once.")
+    max_streams_per_key: int | None = Field(
+        default=None,
+        ge=1,
+        description="Event streams one key may have open at once on a worker (429 beyond).",
+    )
     request_read_timeout: float = Field(
         default=15.0, gt=0, le=3600, description="Seconds a client has to send a whole request."
     )
@@ -237,6 +252,12 @@ class Settings(BaseSettings):
         starters = sum(key.role != "auditor" for key in self.api_keys)
         half = (self.max_concurrent_runs + 1) // 2  # rounded up
         return self.max_runs_per_key or (half if starters > 1 else None)
+
+    @property
+    def streams_per_key(self) -> int | None:
+        """HARNESS_MAX_STREAMS_PER_KEY; unset, half a worker's streams once there are two keys."""
+        half = (self.max_streams + 1) // 2  # rounded up
+        return self.max_streams_per_key or (half if len(self.api_keys) > 1 else None)
 
     @property
     def limits(self) -> Budget:

@@ -112,6 +112,38 @@ ADMISSION_REFUSALS = Family(
     "Requests refused because the worker ran its maximum of concurrent runs (HTTP 429).",
 )
 SSE_STREAMS = Family("harness_sse_streams_open", "gauge", "Event streams open now.")
+SSE_STREAMS_BY_KEY = Family(
+    "harness_sse_streams_open_by_key",
+    "gauge",
+    "Event streams open now, by the name of the API key they are sent to.",
+    ("key",),
+)
+LIMITS = (
+    Family(
+        "harness_runs_limit",
+        "gauge",
+        "Runs one worker executes at once (HARNESS_MAX_CONCURRENT_RUNS).",
+    ),
+    Family(
+        "harness_runs_per_key_limit",
+        "gauge",
+        "Runs one API key may execute at once on a worker (HARNESS_MAX_RUNS_PER_KEY, or as it"
+        " defaults; the worker's limit when there is none of its own).",
+    ),
+    Family(
+        "harness_sse_streams_limit",
+        "gauge",
+        "Event streams one worker sends at once (HARNESS_MAX_STREAMS).",
+    ),
+    Family(
+        "harness_sse_streams_per_key_limit",
+        "gauge",
+        "Event streams one API key may have open at once on a worker"
+        " (HARNESS_MAX_STREAMS_PER_KEY, or as it defaults; the worker's limit when there is none"
+        " of its own).",
+    ),
+)
+"""A worker's admission limits, as configured (the same in every worker)."""
 
 TOTAL = "total"
 """The ``part`` of a counter's row."""

@@ -42,7 +42,9 @@ async def chat(body: ChatCreate, worker: WorkerDep, caller: Writer) -> EventStre
     run ends with a ``failure`` and no ``done``. Use ``POST /v1/runs`` to start a run that
     outlives its first watcher.
     """
-    slot = worker.streams.take()  # before the run starts: a run nobody may watch is not started
+    slot = worker.streams.take(
+        caller.name
+    )  # before the run starts: a run nobody may watch is not started
     try:
         started = await anyio.to_thread.run_sync(start_run, worker, body, caller)
     except BaseException:

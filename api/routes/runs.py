@@ -158,7 +158,7 @@ async def stream(
     await anyio.to_thread.run_sync(worker.owned_run, run_id, caller)
     if await anyio.to_thread.run_sync(feed_ended, worker.hub.engine, str(run_id), after):
         return Response(status_code=status.HTTP_204_NO_CONTENT)
-    slot = worker.streams.take()
+    slot = worker.streams.take(caller.name)
     feed = follow(worker.hub, str(run_id), after, worker.settings.sse_keepalive)
     return EventStream(feed, slot=slot)
 

@@ -25,6 +25,8 @@ from infrastructure.composition import bootstrap
 from infrastructure.settings import Settings
 
 STARTUP_TIMEOUT = 30.0
+GUARDED = {"httptools": "api.http_protocol:HttpToolsGuarded", "h11": "api.http_protocol:H11Guarded"}
+"""Our protocol on each of uvicorn's parsers (``harness serve`` uses httptools')."""
 TIMEOUT = httpx.Timeout(60.0)
 """How long a test's client waits for an answer (a run's whole stream included)."""
 
@@ -40,17 +42,22 @@ class Served:
 
 @contextmanager
 def served_client(
-    settings: Settings, *, sample: bool = True, headers: Mapping[str, str] | None = None
+    settings: Settings,
+    *,
+    sample: bool = True,
+    headers: Mapping[str, str] | None = None,
+    http: str = PROTOCOL,
 ) -> Iterator[Served]:
     """The app over real uvicorn on ``settings``' store, and a client of it.
 
     The composition root makes the store as ``harness db init`` does (with ``--sample`` unless
-    ``sample`` is false) and hands it to the app: the test reads what the app wrote.
+    ``sample`` is false) and hands it to the app: the test reads what the app wrote. ``http``
+    is uvicorn's protocol class (``harness serve``'s by default).
     """
     with bootstrap(settings, create=True, sample=sample) as services:
         app = create_app(settings, services.store)
         with (
-            serving_app(app) as base,
+            serving_app(app, http=http) as base,
             httpx.Client(base_url=base, timeout=TIMEOUT, headers=headers) as client,
         ):
             yield Served(client, services.store, app)
@@ -65,14 +72,14 @@ def serving(settings: Settings, store: HarnessStore | None = None) -> Iterator[s
 
 @contextmanager
 def serving_app(
-    app: FastAPI, *, uds: Path | None = None, log_level: str = "warning"
+    app: FastAPI, *, uds: Path | None = None, log_level: str = "warning", http: str = PROTOCOL
 ) -> Iterator[str]:
     """Serve an app already built on a free loopback port, or on the Unix socket ``uds``.
 
     Yields its base URL (on a socket, a client needs ``httpx.HTTPTransport(uds=...)`` too).
     """
     where: dict[str, Any] = {"uds": str(uds)} if uds else {"host": "127.0.0.1", "port": 0}
-    config = uvicorn.Config(app, log_level=log_level, http=PROTOCOL, **where)  # as harness serve
+    config = uvicorn.Config(app, log_level=log_level, http=http, **where)  # as harness serve
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
     thread.start()

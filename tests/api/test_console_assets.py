@@ -120,3 +120,21 @@ def test_an_unknown_file_is_a_404_in_json(served: Served, url: str) -> None:
     assert response.status_code == 404
     assert response.headers["content-type"] == "application/json"
     assert "detail" in response.json()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [*PAGES, "/docs/oauth2-redirect", *(f"{prefix}/{name}" for prefix, _, name, _ in ASSETS)],
+)
+def test_head_answers_what_get_would_without_the_body(served: Served, url: str) -> None:
+    """A link checker, a proxy's probe or ``curl -I`` asks with HEAD: it was a 405."""
+    got, head = served.client.get(url), served.client.head(url)
+    assert head.status_code == got.status_code == 200, (head.status_code, head.text)
+    assert head.content == b""
+    for name in ("content-type", "content-length", "x-content-type-options"):
+        assert head.headers.get(name) == got.headers.get(name), name
+    assert int(head.headers["content-length"]) == len(got.content)
+
+
+def test_head_of_an_unknown_file_is_a_404_too(served: Served) -> None:
+    assert served.client.head("/console/assets/nope.js").status_code == 404

@@ -55,6 +55,14 @@ def _fields(detail: list[dict[str, Any]]) -> set[tuple[Any, ...]]:
         ({"query": "q", "budget": {"tokens": 0}}, ("body", "budget", "tokens")),
         ({"query": "q", "budget": {"tool_calls": 10**9}}, ("body", "budget", "tool_calls")),
         ({"query": "q", "budget": {"dollars": 1}}, ("body", "budget", "dollars")),
+        # JSON's numbers only: true is not 1 and "3" is not 3; 2.5 is no whole number
+        ({"query": "q", "budget": {"tokens": True}}, ("body", "budget", "tokens")),
+        ({"query": "q", "budget": {"model_calls": False}}, ("body", "budget", "model_calls")),
+        ({"query": "q", "budget": {"tool_calls": "3"}}, ("body", "budget", "tool_calls")),
+        ({"query": "q", "budget": {"bytes": 2.5}}, ("body", "budget", "bytes")),
+        ({"query": "q", "budget": {"tokens": [1]}}, ("body", "budget", "tokens")),
+        ({"query": "q", "deadline_s": True}, ("body", "deadline_s")),
+        ({"query": "q", "deadline_s": "30"}, ("body", "deadline_s")),
     ],
 )
 def test_a_bad_run_request_names_its_field_and_records_nothing(
@@ -66,6 +74,29 @@ def test_a_bad_run_request_names_its_field_and_records_nothing(
         detail = _problem(client.post(path, json=body), 422)
         assert field in _fields(detail), (path, detail)
     assert store.head() == head
+
+
+def test_a_boolean_number_is_refused_naming_its_field_and_a_json_number_is_taken(
+    served: Served,
+) -> None:
+    """``{"budget": {"tokens": true}}`` was taken as a budget of 1 token."""
+    client = served.client
+    for body, field in (
+        ({"budget": {"tokens": True}}, ["body", "budget", "tokens"]),
+        ({"deadline_s": False}, ["body", "deadline_s"]),
+    ):
+        answer = client.post("/v1/runs", json={"query": "hello", **body})
+        (error,) = _problem(answer, 422)
+        assert error["loc"] == field
+        assert error["msg"] == "Input should be a number, not true or false"
+    text = client.post("/v1/runs", json={"query": "hello", "budget": {"bytes": "10"}})
+    assert _problem(text, 422)[0]["msg"] == "Input should be a number, not text"
+    for budget, deadline in (({"tokens": 5000}, 30), ({"tokens": 5000.0}, 30.5)):
+        # what JSON Schema calls an integer, as the document says: 5000.0 too
+        taken = client.post(
+            "/v1/runs", json={"query": "hello", "budget": budget, "deadline_s": deadline}
+        )
+        assert taken.status_code == 202, taken.text
 
 
 def test_a_body_that_is_not_json_is_a_422(served: Served) -> None:

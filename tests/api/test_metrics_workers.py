@@ -116,6 +116,12 @@ def test_both_workers_report_the_same_totals(pg_settings: Settings, tmp_path: Pa
             assert value(series, "harness_admission_refusals_total") == refused
             assert value(series, "harness_sse_streams_open") == STREAMS
             assert log_derived(series) == log_derived(scrapes[0])
+            # each worker's limits, not their sum (no keys: no share of one key's own)
+            assert value(series, "harness_runs_limit") == 1
+            assert value(series, "harness_runs_per_key_limit") == 1
+            assert value(series, "harness_sse_streams_limit") == 1000
+            assert value(series, "harness_sse_streams_per_key_limit") == 1000
+            assert value(series, "harness_sse_streams_open_by_key", key="local") == STREAMS
         assert value(scrapes[0], "harness_runs_in_progress") == 2
         for run_id in runs:
             httpx.post(f"{base}/v1/runs/{run_id}/cancel", timeout=30)

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from infrastructure.settings import Settings
-from tests.api._serve import TIMEOUT, Served, events, served_client
+from tests.api._serve import GUARDED, TIMEOUT, Served, events, served_client
 from tests.api.test_streams import HANGS, QUESTION
 
 DEADLINE = 0.5
@@ -24,11 +24,11 @@ GUARD = TIMEOUT.read
 """How long a socket read waits before the test fails (the server must act well before)."""
 
 
-@pytest.fixture
-def hurried(sqlite_settings: Settings) -> Iterator[Served]:
-    """The service with a short deadline and a model that hangs (a run lasts until cancelled)."""
+@pytest.fixture(params=list(GUARDED.values()), ids=list(GUARDED))
+def hurried(sqlite_settings: Settings, request: pytest.FixtureRequest) -> Iterator[Served]:
+    """The service with a short deadline and a model that hangs, on each of uvicorn's parsers."""
     settings = sqlite_settings.model_copy(update={"model": HANGS, "request_read_timeout": DEADLINE})
-    with served_client(settings) as served:
+    with served_client(settings, http=request.param) as served:
         yield served
 
 

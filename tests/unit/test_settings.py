@@ -123,3 +123,20 @@ def test_runs_per_key_is_half_a_workers_once_two_keys_start_runs(
 ) -> None:
     settings = Settings(api_keys=_keys(*keys), max_concurrent_runs=cap, max_runs_per_key=explicit)
     assert settings.runs_per_key == per_key
+
+
+@pytest.mark.parametrize(
+    ("keys", "cap", "explicit", "per_key"),
+    [
+        ([], 1000, None, None),  # keyless: one local user, who may use every stream
+        (["user"], 1000, None, None),  # one key: no one to share with
+        (["user", "auditor"], 5, None, 3),  # an auditor watches streams too: half, rounded up
+        (["user", "user"], 1, None, 1),
+        ([], 8, 2, 2),  # set: as set, keys or not
+    ],
+)
+def test_streams_per_key_is_half_a_workers_once_there_are_two_keys(
+    keys: list[str], cap: int, explicit: int | None, per_key: int | None
+) -> None:
+    settings = Settings(api_keys=_keys(*keys), max_streams=cap, max_streams_per_key=explicit)
+    assert settings.streams_per_key == per_key
