@@ -20,9 +20,11 @@ from jsonschema import validators
 
 from application.ports import JSON, ToolArgumentsError, ToolExecutionError, ToolOutput
 from application.tool_admission import READ_ONLY, Admission, AdmittedBy, Refusal
+from application.tool_secrets import NO_SECRETS
 from domain.tokens import inside_a_token
 from domain.tool_states import ToolErrorCode
 from infrastructure.mcp_client import McpServerError
+from infrastructure.mcp_secrets import redacted_result
 
 if TYPE_CHECKING:
     from mcp_types import CallToolResult, ContentBlock
@@ -70,6 +72,8 @@ class McpTool:
     """One tool of one MCP server, as the harness's ``Tool`` port."""
 
     blocking = True
+    redactor = NO_SECRETS
+    """The secrets its server was handed (set by the tool sources): redacted before any cut."""
 
     def __init__(
         self,
@@ -143,15 +147,19 @@ class McpTool:
             result = self.connection.call(
                 self.remote_name, dict(arguments), self.connection.timeout
             )
-        except McpServerError as error:
-            raise ToolExecutionError(error.code, str(error)[:MAX_ERROR_CHARS]) from None
+        except McpServerError as error:  # its text may quote the server: redacted, then cut
+            said = self.redactor.redact(str(error))
+            raise ToolExecutionError(error.code, said.text[:MAX_ERROR_CHARS], said.count) from None
+        result, hidden = redacted_result(self.redactor, result)
         if result.is_error:
             text = " ".join(_text_of(result.content)).strip() or "no message"
             raise ToolExecutionError(
-                ToolErrorCode.EXECUTION.value, f"{self.name} failed: {text}"[:MAX_ERROR_CHARS]
+                ToolErrorCode.EXECUTION.value,
+                f"{self.name} failed: {text}"[:MAX_ERROR_CHARS],
+                hidden,
             )
         lines, notes = project(result, self.max_result_bytes)
-        return ToolOutput(lines, "", notes)
+        return ToolOutput(lines, "", notes, hidden)
 
     def _listed(self) -> McpToolSpec | None:
         return self.connection.tools.get(self.remote_name)

@@ -158,6 +158,8 @@ def _add_server(
             )
         except ValueError as error:
             raise ConfigurationError(f"servers.{name}: tool {tool_name!r}: {error}") from None
+        tool.redactor = connection.redactor  # what it was handed, hidden before any cut
+        tool.description = connection.redactor.hide(tool.description)
         sources.add(tool, f"mcp:{name}")
 
 
