@@ -114,6 +114,17 @@ class Redactor:
             count += found
         return Redacted(text, count)
 
+    def hide_known(self, text: str) -> str:
+        """``text`` with the known secrets replaced (not the shapes: a caller has its own)."""
+        for secret in self.secrets:
+            text = text.replace(secret, MARK)
+        return text
+
+    def joined(self, other: Redactor) -> Redactor:
+        """A redactor of the secrets of both."""
+        both = set(self.secrets) | set(other.secrets)
+        return Redactor(tuple(sorted(both, key=lambda s: (-len(s), s))))
+
     def hide(self, text: str) -> str:
         """Only the redacted text (where no count is kept: a diagnostics line, a message)."""
         return self.redact(text).text
@@ -182,7 +193,7 @@ def _parts(value: str) -> list[str]:
 
 
 def url_secrets(url: str) -> list[str]:
-    """What a configured URL carries that is secret: its password and its query values.
+    """What a configured URL carries that is secret: its password and its query values (set).
 
     A user name alone is often a token (``https://TOKEN@host``); beside a password it is not.
     """
@@ -191,16 +202,21 @@ def url_secrets(url: str) -> list[str]:
         found = [parts.password or parts.username or ""]
     except ValueError:  # not a URL (an invalid port, a broken IPv6 host): nothing to read
         return []
-    return [*found, *(value for _, value in parse_qsl(parts.query, keep_blank_values=True))]
+    found += [value for _, value in parse_qsl(parts.query, keep_blank_values=True)]
+    return [value for value in found if value]
 
 
 def shown_url(url: str, mark: str = MARK) -> str:
     """``url`` as a message may show it: no ``user:password@``, every query value hidden."""
+    text = url.strip()
     try:
-        parts = urlsplit(url.strip())
+        parts = urlsplit(text)
+        bare = not parts.netloc  # no scheme:// (a mistake): read it as [user:password@]host…
+        parts = urlsplit(f"//{text}") if bare else parts
         query = "&".join(f"{name}={mark}" for name, _ in parse_qsl(parts.query, True))
         netloc = parts.netloc.rpartition("@")[2]
-        return urlunsplit(parts._replace(netloc=netloc, query=query, fragment=""))
+        shown = urlunsplit(parts._replace(netloc=netloc, query=query, fragment=""))
+        return shown.removeprefix("//") if bare else shown
     except ValueError:
         return NO_SECRETS_BUT_SHAPES.redact(url).text
 
