@@ -36,21 +36,25 @@ MIN_SECRET_CHARS = 8
 
 _NOT_MARKED = rf"(?![\"']?{re.escape(MARK)})"
 """Not a value already redacted (a second pass finds nothing, so counts are not doubled)."""
-_QUERY_NAME = r"[\w.-]*(?:key|token|secret|passw(?:or)?d|pwd|credential|signature|auth)[\w.-]*"
-_PAIR_NAME = r"[\w.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key)"
-_CREDENTIAL_KEY = re.compile(rf"(?i){_PAIR_NAME}|authorization")
+# Every repetition before a fixed word is bounded, and a name is matched by its last word (what
+# precedes it is kept as it is): a hostile server's text cannot make a pattern take quadratic time.
+_QUERY_NAME = r"[\w.-]{0,64}?(?:key|token|secret|passw(?:or)?d|pwd|credential|signature|auth)"
+_PAIR_WORD = r"(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key)"
+_CREDENTIAL_KEY = re.compile(rf"(?i)[\w.-]*{_PAIR_WORD}|authorization")
 _SCHEMES = re.compile(r"(?i)^(bearer|basic|token)\s+(\S+)$")
 
 _URL_USERINFO = re.compile(
-    rf"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@:\"'<>]*:(?!{re.escape(MARK)}@)[^/\s@\"'<>]*@"
+    rf"(?<=://)[^/\s@:\"'<>]{{0,256}}:(?!{re.escape(MARK)}@)[^/\s@\"'<>]{{0,256}}@"
 )
-_QUERY_VALUE = re.compile(rf"(?i)([?&]{_QUERY_NAME}=){_NOT_MARKED}[^&#\s\"'<>]+")
-_VALUE = r"(?:\"[^\"]*\"|'[^']*'|[^\s&\"',;)}\]]+)"
+_QUERY_VALUE = re.compile(rf"(?i)([?&]{_QUERY_NAME}[\w.-]{{0,64}}=){_NOT_MARKED}[^&#\s\"'<>]+")
+_VALUE = r"(?:\"[^\"\n]{0,4096}\"|'[^'\n]{0,4096}'|[^\s&\"',;)}\]]+)"
 """A value: quoted (spaces and all), else up to a separator."""
-_PAIR = re.compile(rf"(?i)\b({_PAIR_NAME}\s*=\s*){_NOT_MARKED}{_VALUE}")
-_JSON_PAIR = re.compile(rf"(?i)([\"']{_PAIR_NAME}[\"']\s*:\s*){_NOT_MARKED}\"[^\"]*\"")
-_BEARER = re.compile(rf"(?i)\b(bearer)\s+{_NOT_MARKED}[\w.~+/=-]{{8,}}")
-_BASIC = re.compile(r"(?i)\b(basic)\s+([A-Za-z0-9+/]{6,}={0,2})(?![\w+/=])")
+_PAIR = re.compile(rf"(?i)({_PAIR_WORD}[ \t]{{0,8}}=[ \t]{{0,8}}){_NOT_MARKED}{_VALUE}")
+_JSON_PAIR = re.compile(
+    rf"(?i)({_PAIR_WORD}[\"'][ \t]{{0,8}}:[ \t]{{0,8}}){_NOT_MARKED}\"[^\"\n]{{0,4096}}\""
+)
+_BEARER = re.compile(rf"(?i)\b(bearer)[ \t]{{1,8}}{_NOT_MARKED}[\w.~+/=-]{{8,}}")
+_BASIC = re.compile(r"(?i)\b(basic)[ \t]{1,8}([A-Za-z0-9+/]{6,2048}={0,2})(?![\w+/=])")
 
 
 def _basic(found: re.Match[str]) -> str | None:
@@ -63,7 +67,7 @@ def _basic(found: re.Match[str]) -> str | None:
 
 
 _SHAPES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str | None]], ...] = (
-    (_URL_USERINFO, lambda m: f"{m[1]}{MARK}@"),
+    (_URL_USERINFO, lambda m: f"{MARK}@"),
     (_QUERY_VALUE, lambda m: f"{m[1]}{MARK}"),
     (_PAIR, lambda m: f"{m[1]}{MARK}"),
     (_JSON_PAIR, lambda m: f'{m[1]}"{MARK}"'),

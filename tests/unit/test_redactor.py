@@ -107,3 +107,13 @@ def test_a_url_shows_no_credentials_and_gives_them_up_as_secrets() -> None:
     assert url_secrets(url) == [PASSWORD, KEY, "1"]
     assert url_secrets("https://[broken") == []
     assert KEY not in shown_url(f"localhost:4318?token={KEY}")
+
+
+@pytest.mark.parametrize(
+    "unit", ["a.", "?a", '"', "a:", "http://a:b", 'password="', '"token": "', "?key", "bearer "]
+)
+def test_a_hostile_text_is_redacted_in_one_pass_not_quadratic_time(unit: str) -> None:
+    """Patterns bound every repetition before a fixed word: 200,000 units finish (a quadratic
+    pattern would take hours on them)."""
+    text = unit * 200_000
+    assert REDACTOR.redact(text + KEY).text.endswith(MARK)
