@@ -196,4 +196,5 @@ def test_harness_ask_prints_no_echoed_secret(diagnosed: Diagnosed) -> None:
     asked = harness("ask", "why is checkout slow?", env=env, cwd=diagnosed.tmp_path)
     assert asked.returncode == 0, asked.stderr
     assert "Checkout timed out calling pricing-service." in asked.stdout
+    assert "bytes, 5 secrets redacted" in asked.stdout  # the echo's result, as the log says
     _assert_absent("harness ask", asked.stdout + asked.stderr)
