@@ -2,8 +2,10 @@
 
 The service reads keys only from ``Authorization``; a client that puts one in the URL is refused,
 but uvicorn would still write the URL to its access log. A filter on the ``uvicorn.access``
-logger replaces the value of every credential-looking query parameter before any handler sees
-the line, whichever way uvicorn was started (``harness serve`` or ``uvicorn --factory``).
+logger replaces the value of every credential-looking query parameter, and every known secret
+wherever it appears (``?x=<an API key>``, :mod:`infrastructure.known_secrets`), before any
+handler sees the line, whichever way uvicorn was started (``harness serve`` or ``uvicorn
+--factory``).
 """
 
 from __future__ import annotations
@@ -12,8 +14,12 @@ import logging
 import re
 from urllib.parse import unquote_plus
 
+from domain.redactor import MARK, Redactor
+
+NO_SECRETS = Redactor()
+
 ACCESS_LOGGER = "uvicorn.access"
-REDACTED = "[redacted]"
+REDACTED = MARK
 CREDENTIAL_NAME = re.compile(r"key|token|passw|pwd|secret|auth|credential|signature", re.I)
 """What a query parameter's name holds when its value may be a credential (api_key, Token, …)."""
 _PARAMETER = re.compile(r"(?<=[?&;])([^=&;?#\s\"]+)=([^&;#\s\"]*)")
@@ -30,21 +36,36 @@ def redact_query(text: str) -> str:
 
 
 class RedactQueryCredentials(logging.Filter):
-    """Rewrites a log record's message and arguments with :func:`redact_query`."""
+    """Rewrites a log record's message and arguments: query credentials and known secrets."""
+
+    def __init__(self, secrets: Redactor = NO_SECRETS) -> None:
+        """Hide the values of ``secrets`` too, wherever they are in a line."""
+        super().__init__()
+        self.secrets = secrets
+
+    def redact(self, text: str) -> str:
+        """``text`` with known secrets, then credential-looking query values, replaced."""
+        return redact_query(self.secrets.hide_known(text))
 
     def filter(self, record: logging.LogRecord) -> bool:
         """Redact, and always let the record through."""
         if isinstance(record.msg, str):
-            record.msg = redact_query(record.msg)
+            record.msg = self.redact(record.msg)
         if isinstance(record.args, tuple):
             record.args = tuple(
-                redact_query(arg) if isinstance(arg, str) else arg for arg in record.args
+                self.redact(arg) if isinstance(arg, str) else arg for arg in record.args
             )
         return True
 
 
-def redact_access_log() -> None:
-    """Install the filter on uvicorn's access logger (once per process)."""
+def redact_access_log(secrets: Redactor = NO_SECRETS) -> None:
+    """Install the filter on uvicorn's access logger (once per process), knowing ``secrets``.
+
+    An app built later in the same process adds its secrets: none is ever forgotten.
+    """
     logger = logging.getLogger(ACCESS_LOGGER)
-    if not any(isinstance(f, RedactQueryCredentials) for f in logger.filters):
-        logger.addFilter(RedactQueryCredentials())
+    for installed in logger.filters:
+        if isinstance(installed, RedactQueryCredentials):
+            installed.secrets = installed.secrets.joined(secrets)
+            return
+    logger.addFilter(RedactQueryCredentials(secrets))

@@ -179,6 +179,12 @@ def _requested(e: Any) -> str:
     return escape(e.tool)
 
 
+def _redacted(e: Any) -> str:
+    """How many secrets the result held, replaced by [redacted] (old logs: none)."""
+    count = getattr(e, "redactions", 0)
+    return f", {count} secret{'s' if count != 1 else ''} redacted" if count else ""
+
+
 def _evidence(e: Any) -> str:
     return f"  evidence check: {'valid' if e.valid else 'invalid references'}"
 
@@ -187,7 +193,9 @@ _LINES: dict[str, Callable[[Any], str]] = {
     "RUN_STARTED": lambda e: f"[dim]run {e.originator_id} started[/]",
     "APPLICATION_STATUS_CHANGED": lambda e: f"[bold cyan]▸ {e.status.value}[/]",
     "ROUTING_DECISION": _routing,
-    "TOOL_INVOCATION_READY": lambda e: f"    → {e.evidence_status.value}, {e.byte_size} bytes",
+    "TOOL_INVOCATION_READY": lambda e: (
+        f"    → {e.evidence_status.value}, {e.byte_size} bytes{_redacted(e)}"
+    ),
     "TOOL_INVOCATION_FAILED": lambda e: (
         f"    → [red]ERROR {escape(e.error_code)}[/]: {escape(e.message)}"
     ),

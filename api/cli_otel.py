@@ -15,6 +15,7 @@ from rich.text import Text
 
 from api.cli_common import err_console, fail, opened, out_console
 from api.cli_reads import lookup_run_id
+from domain.redactor import shown_url
 
 if TYPE_CHECKING:
     from uuid import UUID
@@ -77,7 +78,7 @@ def _target(endpoint: str | None) -> str:
 
     if endpoint is not None:
         if not endpoint.strip().startswith(("http://", "https://")):
-            fail(f"--endpoint {endpoint!r} is not an http:// or https:// URL")
+            fail(f"--endpoint {shown_url(endpoint)!r} is not an http:// or https:// URL")
         return endpoint.strip()
     try:
         return configured_endpoint(os.environ) or DEFAULT_ENDPOINT
@@ -127,13 +128,16 @@ def _every(export: TraceExport, target: str) -> None:
 
 
 def _down(where: str, done: int = 0) -> NoReturn:
-    """The receiver did not take the spans: say so in one line, exit 1."""
+    """The receiver did not take the spans: say so in one line, exit 1.
+
+    The URL is shown without its ``user:password@`` and with every query value hidden.
+    """
     sent = f" after {done} runs" if done else ""
     err_console().print(
         Text.assemble(
             ("error:", "bold red"),
-            f" the OTLP receiver at {where} did not accept the trace{sent} (unreachable, refused"
-            " or failing); nothing was lost: export again when it is up",
+            f" the OTLP receiver at {shown_url(where)} did not accept the trace{sent}"
+            " (unreachable, refused or failing); nothing was lost: export again when it is up",
         )
     )
     raise typer.Exit(code=1)

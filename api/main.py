@@ -25,6 +25,7 @@ from api.schemas import document_limits
 from application.dispatch import RunDispatcher
 from application.recovery import RecoveryLoop
 from infrastructure.composition import Overrides, Services, bootstrap
+from infrastructure.known_secrets import known_secrets
 from infrastructure.pg_listen import PgNotifyWake, read_channel
 from infrastructure.tool_sources import tool_views
 from projections.feed_ahead import FeedAhead
@@ -97,7 +98,7 @@ def create_app(settings: Settings, store: HarnessStore | None = None) -> FastAPI
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
-    redact_access_log()
+    redact_access_log(known_secrets(settings, os.environ))
     errors.install(app)
     app.add_middleware(errors.BodyLimit, limit=settings.max_body_bytes)
     if not settings.api_keys:  # the local admin: for this machine only, however it is bound

@@ -29,6 +29,7 @@ from application.ports import (
 from application.routing import RoutingFailed, route
 from application.run_writes import DEFAULT_COMMIT_INTERVAL_S
 from application.tool_boundary import ToolBoundary
+from application.tool_secrets import NO_SECRETS
 from domain.grounding import DEFAULT_RULES, GroundingRules
 from domain.redaction import describe_error
 from domain.release import PUBLISHED
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from application.ports import Clock, KnowledgeRetriever, ModelProvider, Tool
     from application.store import HarnessStore
     from domain.published import Published
+    from domain.redactor import Redactor
     from domain.release_states import ReleaseOutcome
     from domain.run import Run
     from domain.values import Termination
@@ -61,6 +63,8 @@ class ChatConfig:
     """The longest a run's events wait uncommitted at local calls (0: every call commits)."""
     grounding: GroundingRules = DEFAULT_RULES
     """How informative a citation's excerpt must be (design §10.1)."""
+    redactor: Redactor = NO_SECRETS
+    """The known secrets, hidden in whatever a tool says before it is recorded or shown."""
 
 
 @dataclass(frozen=True)
@@ -201,7 +205,7 @@ class ChatService:
         ctx.run.change_status(ChatApplicationStatus.DIAGNOSIS_RUNNING)
         collection = ctx.collection = self.store.new_collection(ctx.run.id, self.known_services())
         ctx.save(collection)  # one boundary: the status and COLLECTION_STARTED together
-        boundary = ToolBoundary(ctx, collection, self.tools)
+        boundary = ToolBoundary(ctx, collection, self.tools, redactor=self.config.redactor)
         try:
             outcome: Any = run_agent(ctx, boundary, ctx.run.query, context)
         except AgentFailure as failure:

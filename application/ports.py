@@ -195,10 +195,10 @@ class ToolArgumentsError(ValueError):
 class ToolExecutionError(Exception):
     """The tool's backend failed; ``code`` is recorded on the invocation."""
 
-    def __init__(self, code: str, message: str) -> None:
-        """Keep a stable code for the audit record."""
+    def __init__(self, code: str, message: str, redactions: int = 0) -> None:
+        """Keep a stable code for the audit record, and the secrets already hidden in it."""
         super().__init__(message)
-        self.code = code
+        self.code, self.redactions = code, redactions  # secrets replaced by [redacted]
 
 
 @dataclass(frozen=True)
@@ -211,6 +211,7 @@ class ToolOutput:
     notes: tuple[str, ...] = ()
     """The tool's own words about the result (limits, counts, what was left out): shown to the
     model apart from the records, recorded beside them, never quotable as evidence."""
+    redactions: int = 0  # secrets already replaced by [redacted] in lines and notes (recorded)
 
 
 @runtime_checkable

@@ -98,8 +98,11 @@ def storable_output(output: object) -> ToolOutput:
         raise NotStorable(f"its notes are {type(notes).__name__}, not a list of text")
     if not all(isinstance(note, str) for note in notes):
         raise NotStorable("its notes include something other than text")
+    if type(output.redactions) is not int or output.redactions < 0:
+        raise NotStorable(f"its redaction count is {output.redactions!r}, not a count")
     return ToolOutput(
         tuple(storable_text(line) for line in lines),
         storable_text(output.scope_description),
         tuple(storable_text(str(note)) for note in notes),
+        output.redactions,
     )

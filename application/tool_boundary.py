@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from application.harness import RunAborted
@@ -14,6 +14,7 @@ from application.storable import NotStorable, storable_output, storable_text
 from application.tool_admission import admitted, shown_name
 from application.tool_port import PortView, read_port
 from application.tool_projection import mark_ready, project, shown_notes
+from application.tool_secrets import NO_SECRETS, redacted_error, redacted_output
 from domain.run import Run
 from domain.states import BudgetKind
 from domain.tool_invocation import ToolInvocation
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from application.harness import RunContext
     from application.ports import Tool, ToolCall
     from domain.collection import Collection
+    from domain.redactor import Redactor
 
 log = logging.getLogger(__name__)
 
@@ -58,12 +60,17 @@ class ToolBoundary:
         collection: Collection,
         tools: Mapping[str, Tool],
         granted_scopes: frozenset[str] = frozenset({"ops:read"}),
+        redactor: Redactor = NO_SECRETS,
     ) -> None:
-        """Bind the boundary to a run, its collection and the tools it may use."""
+        """Bind the boundary to a run, its collection and the tools it may use.
+
+        ``redactor`` hides the known secrets in what tools say (:mod:`application.tool_secrets`).
+        """
         self.ctx = ctx
         self.collection = collection
         self.tools = tools
         self.granted_scopes = granted_scopes
+        self.redactor = redactor
         self.seen: set[tuple[str, str]] = set()
 
     def execute(self, call: ToolCall) -> ToolResult:
@@ -152,9 +159,11 @@ class ToolBoundary:
         try:
             output = self._run_or_abandon(tool, call, invocation)
         except ToolExecutionError as error:
-            return self._failed(call, invocation, error.code, str(error))
+            error = redacted_error(self.redactor, error)
+            return self._failed(call, invocation, error.code, str(error), error.redactions)
+        output = redacted_output(self.redactor, output)  # before anything is cut or recorded
         if not output.scope_description.strip():  # NO_EVIDENCE must always name its scope
-            output = ToolOutput(output.lines, f"{view.name} with {scope}", output.notes)
+            output = replace(output, scope_description=f"{view.name} with {scope}")
         content, size, output = project(output, view.max_result_bytes)
         self._check_still_active(invocation, output, content, size)
         if content is None:
@@ -262,19 +271,19 @@ class ToolBoundary:
         )
 
     def _failed(
-        self, call: ToolCall, invocation: ToolInvocation, code: str, message: str
+        self, call: ToolCall, invocation: ToolInvocation, code: str, message: str, hidden: int = 0
     ) -> ToolResult:
         # the tool's own words (ToolExecutionError's code is text: a tool may name its own)
         code = storable_text(str(code)).strip() or ToolErrorCode.EXECUTION.value
         message = storable_text(message)
-        invocation.fail(code, message)
+        invocation.fail(code, message, hidden)
         self.ctx.save(invocation)
         return ToolResult(
             call.id, f"invocation {invocation.id} ERROR {code}: {message}", invocation.id
         )
 
     def _reject(self, call: ToolCall, code: ToolRejectionCode, detail: str) -> ToolResult:
-        detail = storable_text(detail)  # it may quote the tool's own words
+        detail = storable_text(self.redactor.hide(detail))  # it may quote the tool's own words
         self.ctx.run.reject_tool_request(call.name, code, detail)
         try:
             self.ctx.save()

@@ -8,21 +8,26 @@ beside the content, shown to the model under a heading, never evidence (design Â
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from application.ports import ToolOutput
 from domain.tool_states import EvidenceStatus
 
 if TYPE_CHECKING:
+    from application.ports import ToolOutput
     from domain.tool_invocation import ToolInvocation
 
 
 def mark_ready(invocation: ToolInvocation, output: ToolOutput, content: str) -> EvidenceStatus:
     """READY with the projected content, or NO_EVIDENCE with the scope that held nothing."""
     if content.strip():  # blank records are no candidate content (EVIDENCE_FOUND needs some)
-        invocation.mark_ready(EvidenceStatus.EVIDENCE_FOUND, content, output.notes)
+        invocation.mark_ready(
+            EvidenceStatus.EVIDENCE_FOUND, content, output.notes, output.redactions
+        )
         return EvidenceStatus.EVIDENCE_FOUND
-    invocation.mark_ready(EvidenceStatus.NO_EVIDENCE, output.scope_description, output.notes)
+    invocation.mark_ready(
+        EvidenceStatus.NO_EVIDENCE, output.scope_description, output.notes, output.redactions
+    )
     return EvidenceStatus.NO_EVIDENCE
 
 
@@ -52,5 +57,4 @@ def project(output: ToolOutput, limit: int) -> tuple[str | None, int, ToolOutput
             break
         kept.append(line)
         used += size
-    projected = ToolOutput(output.lines, output.scope_description, notes)
-    return "\n".join(kept), used, projected
+    return "\n".join(kept), used, replace(output, notes=notes)

@@ -49,7 +49,7 @@ class ToolInvocation(Aggregate):
     class ToolInvocationReady(Aggregate.Event):
         """The result was projected into bounded evidence content."""
 
-        class_version = 2
+        class_version = 3
         evidence_status: EvidenceStatus
         content: str
         """The records the tool returned, projected: what a citation may quote."""
@@ -59,11 +59,19 @@ class ToolInvocation(Aggregate):
         notes: tuple[str, ...]
         """The harness's and the tool's notes about the result (truncation, limits): shown to
         the model, never evidence."""
+        redactions: int
+        """Secrets replaced by ``[redacted]`` in the content and notes before they were recorded
+        (:mod:`domain.redactor`): their number, never their value."""
 
         @staticmethod
         def upcast_v1_v2(state: dict[str, Any]) -> None:
             """Version 1 wrote its notes into the content (the guard refuses quotes of them)."""
             state["notes"] = ()
+
+        @staticmethod
+        def upcast_v2_v3(state: dict[str, Any]) -> None:
+            """Version 2 redacted nothing (secrets were recorded as the tool gave them)."""
+            state["redactions"] = 0
 
         def apply(self, aggregate: ToolInvocation) -> None:
             """Make the invocation referenceable."""
@@ -71,20 +79,29 @@ class ToolInvocation(Aggregate):
             aggregate.evidence_status = self.evidence_status
             aggregate.content = self.content
             aggregate.notes = tuple(self.notes)
+            aggregate.redactions = self.redactions
 
     class ToolInvocationFailed(Aggregate.Event):
         """Execution, projection, size, budget or store failed."""
 
-        class_version = 1
+        class_version = 2
         error_code: str
         """A :class:`ToolErrorCode`'s value, or the tool's own code (text, so old logs read)."""
         message: str
+        redactions: int
+        """Secrets replaced by ``[redacted]`` in the message before it was recorded."""
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            """Version 1 redacted nothing."""
+            state["redactions"] = 0
 
         def apply(self, aggregate: ToolInvocation) -> None:
             """Close the invocation as ERROR."""
             aggregate.status = InvocationStatus.ERROR
             aggregate.evidence_status = EvidenceStatus.ERROR
             aggregate.error_code = self.error_code
+            aggregate.redactions = self.redactions
 
     def __init__(self) -> None:
         """Fields are assigned by the events' ``apply`` methods."""
@@ -99,6 +116,7 @@ class ToolInvocation(Aggregate):
         self.content = ""
         self.notes: tuple[str, ...] = ()
         self.error_code = ""
+        self.redactions = 0
 
     @classmethod
     def begin(
@@ -137,10 +155,18 @@ class ToolInvocation(Aggregate):
         return self.status is InvocationStatus.READY
 
     def mark_ready(
-        self, evidence: ReadyEvidence, content: str, notes: tuple[str, ...] = ()
+        self,
+        evidence: ReadyEvidence,
+        content: str,
+        notes: tuple[str, ...] = (),
+        redactions: int = 0,
     ) -> None:
-        """Record the projected evidence, its notes kept apart (``TOOL_INVOCATION_READY``)."""
+        """Record the projected evidence, its notes kept apart (``TOOL_INVOCATION_READY``).
+
+        ``redactions`` counts the secrets already replaced in ``content`` and ``notes``.
+        """
         self._check_projecting()
+        self._check_count(redactions)
         if evidence not in (EvidenceStatus.EVIDENCE_FOUND, EvidenceStatus.NO_EVIDENCE):
             raise InvalidCommandError(
                 self.id, f"invocation {self.id!r}: READY needs EVIDENCE_FOUND or NO_EVIDENCE"
@@ -157,15 +183,28 @@ class ToolInvocation(Aggregate):
             byte_size=len(data),
             content_hash=hashlib.sha256(data).hexdigest(),
             notes=tuple(notes),
+            redactions=redactions,
         )
 
-    def fail(self, error_code: ToolErrorCode | str, message: str) -> None:
-        """Record a failure (``TOOL_INVOCATION_FAILED``): the harness's code or the tool's own."""
+    def fail(self, error_code: ToolErrorCode | str, message: str, redactions: int = 0) -> None:
+        """Record a failure (``TOOL_INVOCATION_FAILED``): the harness's code or the tool's own.
+
+        ``redactions`` counts the secrets already replaced in ``message``.
+        """
         self._check_projecting()
+        self._check_count(redactions)
         code = error_code.value if isinstance(error_code, ToolErrorCode) else error_code
         if not code.strip():
             raise InvalidCommandError(self.id, f"invocation {self.id!r}: an error code is required")
-        self.trigger_event(self.ToolInvocationFailed, error_code=code, message=message)
+        self.trigger_event(
+            self.ToolInvocationFailed, error_code=code, message=message, redactions=redactions
+        )
+
+    def _check_count(self, redactions: int) -> None:
+        if type(redactions) is not int or redactions < 0:
+            raise InvalidCommandError(
+                self.id, f"invocation {self.id!r}: redactions must be a count, not {redactions!r}"
+            )
 
     def _check_projecting(self) -> None:
         if self.status is not InvocationStatus.PROJECTING:

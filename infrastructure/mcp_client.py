@@ -21,9 +21,16 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any
 
+from domain.redactor import Redactor
 from infrastructure.mcp_errors import McpServerError, brief, failure
 from infrastructure.mcp_stderr import StderrLog
-from infrastructure.tool_config import HttpServer, StdioServer, from_environment, server_environment
+from infrastructure.tool_config import (
+    HttpServer,
+    StdioServer,
+    from_environment,
+    server_environment,
+    server_secrets,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping
@@ -52,8 +59,12 @@ class McpConnection:
         config: StdioServer | HttpServer,
         environ: Mapping[str, str] | None = None,
         stderr_log: Path | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
-        """Prepare (not start) the connection to server ``name``; its stderr to ``stderr_log``."""
+        """Prepare (not start) the connection to server ``name``; its stderr to ``stderr_log``.
+
+        ``redactor`` hides secrets in the stderr lines (by default, the values it is handed).
+        """
         self.name = name
         self.stderr_log = stderr_log if isinstance(config, StdioServer) else None
         """Where a stdio server's stderr goes (None: nowhere; an HTTP server has none)."""
@@ -62,6 +73,7 @@ class McpConnection:
         self.timeout = config.call_timeout
         self.start_timeout = max(config.call_timeout, START_FLOOR_S)
         self._environ = dict(os.environ if environ is None else environ)
+        self.redactor = redactor or Redactor.of(server_secrets(config, self._environ))
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -118,7 +130,7 @@ class McpConnection:
         if self._stderr is not None or self.stderr_log is None:
             return
         try:
-            self._stderr = StderrLog(self.stderr_log)
+            self._stderr = StderrLog(self.stderr_log, redact=self.redactor.hide)
         except OSError as error:
             raise McpServerError(
                 f"cannot write its stderr log {self.stderr_log} ({error.strerror or error});"

@@ -15,6 +15,7 @@ from logging.handlers import RotatingFileHandler
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
 MAX_LOG_BYTES = 5 * 1024 * 1024
@@ -27,10 +28,19 @@ CLOSE_WAIT_S = 5.0
 class StderrLog:
     """A pipe for a server's stderr whose lines a thread writes into a rotating file."""
 
-    def __init__(self, path: Path, max_bytes: int = MAX_LOG_BYTES) -> None:
-        """Open ``path`` (its folder is made) and start copying; OSError when it cannot be."""
+    def __init__(
+        self,
+        path: Path,
+        max_bytes: int = MAX_LOG_BYTES,
+        redact: Callable[[str], str] = str,
+    ) -> None:
+        """Open ``path`` (its folder is made) and start copying; OSError when it cannot be.
+
+        ``redact`` hides the secrets the server was handed in each line before it is written.
+        """
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self._redact = redact
         self._handler = RotatingFileHandler(
             path, maxBytes=max_bytes, backupCount=1, encoding="utf-8"
         )
@@ -48,7 +58,7 @@ class StderrLog:
         """Copy lines until every writer (ours, and each server process's) is closed."""
         with self._reader:
             for raw in iter(lambda: self._reader.readline(LINE_LIMIT), b""):
-                line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                line = self._redact(raw.decode("utf-8", "replace").rstrip("\r\n"))
                 self._handler.handle(logging.makeLogRecord({"msg": line, "args": None}))
 
     def close(self) -> None:

@@ -21,9 +21,11 @@ from referencing.exceptions import Unresolvable
 
 from application.ports import JSON, ToolArgumentsError, ToolExecutionError, ToolOutput
 from application.tool_admission import READ_ONLY, Admission, AdmittedBy, Refusal
+from application.tool_secrets import NO_SECRETS
 from domain.tokens import inside_a_token
 from domain.tool_states import ToolErrorCode
 from infrastructure.mcp_client import McpServerError
+from infrastructure.mcp_secrets import redacted_result
 from infrastructure.tool_schemas import SchemaRefused, compiled
 
 if TYPE_CHECKING:
@@ -73,6 +75,8 @@ class McpTool:
     """One tool of one MCP server, as the harness's ``Tool`` port."""
 
     blocking = True
+    redactor = NO_SECRETS
+    """The secrets its server was handed (set by the tool sources): redacted before any cut."""
 
     def __init__(
         self,
@@ -169,18 +173,21 @@ class McpTool:
                 raise ToolExecutionError(
                     "NOT_READ_ONLY", f"not called: {admission.rejection(self.name)}"
                 )
-            result = self.connection.call(
-                self.remote_name, dict(arguments), self.connection.timeout
-            )
-        except McpServerError as error:
-            raise ToolExecutionError(error.code, str(error)[:MAX_ERROR_CHARS]) from None
+            connection = self.connection
+            result = connection.call(self.remote_name, dict(arguments), connection.timeout)
+        except McpServerError as error:  # its text may quote the server: redacted, then cut
+            said = self.redactor.redact(str(error))
+            raise ToolExecutionError(error.code, said.text[:MAX_ERROR_CHARS], said.count) from None
+        result, hidden = redacted_result(self.redactor, result)
         if result.is_error:
             text = " ".join(_text_of(result.content)).strip() or "no message"
             raise ToolExecutionError(
-                ToolErrorCode.EXECUTION.value, f"{self.name} failed: {text}"[:MAX_ERROR_CHARS]
+                ToolErrorCode.EXECUTION.value,
+                f"{self.name} failed: {text}"[:MAX_ERROR_CHARS],
+                hidden,
             )
         lines, notes = project(result, self.max_result_bytes)
-        return ToolOutput(lines, "", notes)
+        return ToolOutput(lines, "", notes, hidden)
 
     def _listed(self) -> McpToolSpec | None:
         return self.connection.tools.get(self.remote_name)

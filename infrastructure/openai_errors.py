@@ -9,7 +9,6 @@ is redacted by :class:`~application.ports.ModelError` itself.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import openai
 
@@ -20,6 +19,7 @@ from application.ports import (
     ModelUnavailableError,
 )
 from domain.redaction import HIDDEN
+from domain.redactor import shown_url, url_secrets
 
 if TYPE_CHECKING:
     import json
@@ -133,19 +133,13 @@ def _secrets(api_key: str, base_url: str) -> tuple[str, ...]:
 
     Longest first, so a secret that contains another is blanked out whole.
     """
-    parts = urlsplit(base_url)
-    # A user name alone is often a token (https://TOKEN@host); beside a password it is not.
-    found = {api_key, parts.password or parts.username or ""}
-    found |= {value for _, value in parse_qsl(parts.query, keep_blank_values=True)}
+    found = {api_key, *url_secrets(base_url)}
     return tuple(sorted((v for v in found if len(v) >= _SHORTEST_SECRET), key=len, reverse=True))
 
 
 def _shown(url: str) -> str:
     """The URL as messages show it: no ``user:password@``, every query value hidden."""
-    parts = urlsplit(url)
-    netloc = parts.netloc.rpartition("@")[2]
-    query = "&".join(f"{name}={HIDDEN}" for name, _ in parse_qsl(parts.query, True))
-    return urlunsplit(parts._replace(netloc=netloc, query=query, fragment=""))
+    return shown_url(url, HIDDEN)
 
 
 def _provider_message(error: openai.APIStatusError) -> str:

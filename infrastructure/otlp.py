@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
+from domain.redactor import shown_url
 from infrastructure.settings import ConfigurationError
 
 if TYPE_CHECKING:
@@ -35,7 +36,8 @@ def configured_endpoint(environ: Mapping[str, str]) -> str | None:
         if value := environ.get(name, "").strip():
             if not value.startswith(("http://", "https://")):
                 raise ConfigurationError(
-                    f"{name}={value!r} is not an http:// or https:// URL (OTLP over HTTP)"
+                    f"{name}={shown_url(value)!r} is not an http:// or https:// URL"
+                    " (OTLP over HTTP)"
                 )
             traces = name == ENDPOINT_VARIABLES[0]
             return value if traces else f"{value.removesuffix('/')}/v1/traces"

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from application.chat import ChatConfig
 from domain.grounding import GroundingRules
+from infrastructure.known_secrets import known_secrets
 from infrastructure.model_scripted import scenario_limits
 
 if TYPE_CHECKING:
@@ -14,13 +16,14 @@ if TYPE_CHECKING:
 
 
 def chat_config_of(settings: Settings) -> ChatConfig:
-    """The configured run limits, deadline, model timeout and grounding rules."""
+    """The configured run limits, deadline, model timeout, grounding rules and known secrets."""
     return ChatConfig(
         deadline_s=settings.run_deadline,
         limits=settings.limits,
         model_timeout_s=settings.model_timeout,
         commit_interval_s=settings.run_commit_interval,
         grounding=GroundingRules(settings.excerpt_min_words, settings.excerpt_min_chars),
+        redactor=known_secrets(settings, os.environ),
     )
 
 

@@ -205,3 +205,12 @@ def server_environment(
     """The variables to set for a stdio server: its ``env`` and its ``env_from`` values."""
     environ = os.environ if environ is None else environ
     return server.env | from_environment(server.env_from, "env_from", environ)
+
+
+def server_secrets(server: StdioServer | HttpServer, environ: Mapping[str, str]) -> list[str]:
+    """The values ``server`` is handed from the environment (``env_from``, ``headers_from_env``).
+
+    Each is a secret: what a server echoes of them is redacted (put plain values in ``env``).
+    """
+    names = server.env_from if isinstance(server, StdioServer) else server.headers_from_env
+    return [environ[var] for var in names.values() if var in environ]

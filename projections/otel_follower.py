@@ -25,6 +25,7 @@ from eventsourcing.persistence import PersistenceError
 from sqlalchemy.exc import SQLAlchemyError
 
 from application.ports import StoreError
+from domain.redaction import redact
 from domain.run import Run
 from infrastructure.read_store import SqlReadStore
 from projections.otel_export import ExportFailedError, TraceExport
@@ -162,7 +163,7 @@ class TraceFollower:
         if error is not None and self.failures % 10 == 1:
             log.warning(
                 "traces: %s (attempt %d); retrying in %.1fs",
-                brief(error),
+                redact(brief(error)),  # the receiver's URL may carry its credentials
                 self.failures,
                 wait,
             )

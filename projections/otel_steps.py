@@ -96,6 +96,8 @@ def tool_span(root: SpanData, run_id: UUID, invocation: UUID, events: Sequence[o
         elif isinstance(event, ToolInvocation.ToolInvocationFailed):
             attributes["error.type"] = event.error_code
             span.status, span.description = "ERROR", event.error_code
+        if getattr(event, "redactions", 0):  # how many secrets the log holds as [redacted]
+            attributes["harness.tool.redactions"] = event.redactions  # type: ignore[attr-defined]
     return span
 
 

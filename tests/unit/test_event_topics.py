@@ -322,7 +322,34 @@ def test_a_ready_result_of_version_1_reads_with_no_notes_apart() -> None:
     stored = StoredEvent(UUID(int=4), 2, topic, json.dumps(state).encode())
     event = _mapper().to_domain_event(stored)
     assert type(event) is ToolInvocation.ToolInvocationReady
-    assert (event.content, event.notes) == (state["content"], ())
+    assert (event.content, event.notes, event.redactions) == (state["content"], (), 0)
+
+
+def test_a_ready_result_of_version_2_and_a_failure_of_version_1_read_with_no_redactions() -> None:
+    """Before redaction was counted, nothing was redacted: the upcast says 0."""
+    ready = {
+        "timestamp": {"_type_": "datetime_iso", "_data_": DEADLINE.isoformat()},
+        "originator_topic": "domain.tool_invocation:ToolInvocation",
+        "evidence_status": {"_type_": "EvidenceStatus", "_data_": "EVIDENCE_FOUND"},
+        "content": "ERROR timeout after 30s",
+        "byte_size": 23,
+        "content_hash": "0" * 64,
+        "notes": ["[2 more records truncated]"],
+        "class_version": 2,
+    }
+    failed = {
+        "timestamp": {"_type_": "datetime_iso", "_data_": DEADLINE.isoformat()},
+        "originator_topic": "domain.tool_invocation:ToolInvocation",
+        "error_code": "EXECUTION",
+        "message": "it failed",
+    }
+    kinds = {"Ready": ready, "Failed": failed}
+    for kind, state in kinds.items():
+        topic = f"domain.tool_invocation:ToolInvocation.ToolInvocation{kind}"
+        stored = StoredEvent(UUID(int=4), 2, topic, json.dumps(state).encode())
+        event = _mapper().to_domain_event(stored)
+        assert type(event).__name__ == f"ToolInvocation{kind}"
+        assert getattr(event, "redactions", None) == 0
 
 
 def test_enums_are_stored_under_their_class_names() -> None:

@@ -40,7 +40,7 @@ def failed(invocation: ToolInvocation) -> None:
 
 
 def ready_payload(
-    evidence: EvidenceStatus, content: str, notes: tuple[str, ...] = ()
+    evidence: EvidenceStatus, content: str, notes: tuple[str, ...] = (), redactions: int = 0
 ) -> dict[str, Any]:
     data = content.encode("utf-8")
     return {
@@ -49,6 +49,7 @@ def ready_payload(
         "byte_size": len(data),
         "content_hash": hashlib.sha256(data).hexdigest(),
         "notes": notes,
+        "redactions": redactions,
     }
 
 
@@ -206,7 +207,11 @@ def test_fail_records_the_error_and_closes_as_error() -> None:
     assert then_events(invocation) == [
         (
             ToolInvocation.ToolInvocationFailed,
-            {"error_code": "PROJECTION_TOO_LARGE", "message": "projection over 64 KiB"},
+            {
+                "error_code": "PROJECTION_TOO_LARGE",
+                "message": "projection over 64 KiB",
+                "redactions": 0,
+            },
         )
     ]
     assert invocation.status is InvocationStatus.ERROR
@@ -223,8 +228,39 @@ def test_fail_with_a_harness_code_records_its_text(code: ToolErrorCode) -> None:
     invocation.fail(code, "it failed")
 
     assert then_events(invocation) == [
-        (ToolInvocation.ToolInvocationFailed, {"error_code": code.value, "message": "it failed"})
+        (
+            ToolInvocation.ToolInvocationFailed,
+            {"error_code": code.value, "message": "it failed", "redactions": 0},
+        )
     ]
+
+
+def test_ready_and_failed_record_how_many_secrets_were_redacted_never_which() -> None:
+    ready, failed = given(), given()
+
+    ready.mark_ready(EvidenceStatus.EVIDENCE_FOUND, "token=[redacted] refused", (), 2)
+    failed.fail("EXECUTION", "auth failed for [redacted]", 1)
+
+    assert then_events(ready) == [
+        (
+            ToolInvocation.ToolInvocationReady,
+            ready_payload(EvidenceStatus.EVIDENCE_FOUND, "token=[redacted] refused", (), 2),
+        )
+    ]
+    assert then_events(failed)[0][1]["redactions"] == 1
+    assert (ready.redactions, failed.redactions) == (2, 1)
+
+
+@pytest.mark.parametrize("count", [-1, True, 1.5], ids=["negative", "bool", "float"])
+def test_a_redaction_count_that_is_not_a_count_is_refused(count: Any) -> None:
+    invocation = given()
+
+    then_refused(
+        invocation,
+        InvalidCommandError,
+        lambda i: i.mark_ready(EvidenceStatus.NO_EVIDENCE, "logs of checkout", (), count),
+    )
+    then_refused(invocation, InvalidCommandError, lambda i: i.fail("EXECUTION", "x", count))
 
 
 @pytest.mark.parametrize("code", ["", "   "], ids=["empty", "blank"])
