@@ -92,7 +92,11 @@ class McpConnection:
             if self._client is not None and not self._broken():
                 return self.tools
             self._shutdown()
-            self._boot()
+            try:
+                self._boot()
+            except McpServerError as error:  # it may quote the server: hide what it was handed
+                said = self.redactor.hide(str(error))
+                raise McpServerError(said, broken=error.broken, code=error.code) from None
             return self.tools
 
     def call(self, tool: str, arguments: dict[str, Any], timeout: float) -> CallToolResult:

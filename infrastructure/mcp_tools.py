@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from mcp_types import CallToolResult, ContentBlock
     from mcp_types import Tool as McpToolSpec
 
+    from domain.redactor import Redactor
     from infrastructure.mcp_client import McpConnection
     from infrastructure.tool_config import ToolOptions
 
@@ -75,8 +76,6 @@ class McpTool:
     """One tool of one MCP server, as the harness's ``Tool`` port."""
 
     blocking = True
-    redactor = NO_SECRETS
-    """The secrets its server was handed (set by the tool sources): redacted before any cut."""
 
     def __init__(
         self,
@@ -86,30 +85,31 @@ class McpTool:
         *,
         prefix: str = "",
         max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+        redactor: Redactor = NO_SECRETS,
     ) -> None:
         """Offer the server's tool ``spec`` as ``prefix + spec.name``, its schemas compiled now.
 
-        A schema that cannot be checked safely (``infrastructure.tool_schemas``) refuses the
-        tool (Refusal.SCHEMA, with the reason): it is never offered, never called, and its
-        schema is not shown.
+        A schema not safe to check (``infrastructure.tool_schemas``) or holding a secret of
+        ``redactor`` (what its server was handed) refuses the tool (Refusal.SCHEMA, why): never
+        offered, called or shown. Its description and answers hide the secrets, before any cut.
         """
         self.connection = connection
         self.remote_name = spec.name
         self.name = prefix + spec.name
-        self.description = (spec.description or spec.title or spec.name)[:2000]
+        self.redactor = redactor
+        self.description = redactor.hide((spec.description or spec.title or spec.name)[:2000])
         self.parameters: JSON = {}
         self.required_scope = options.scope
         self.max_result_bytes = max_result_bytes
         self.allow_not_read_only = options.allow_not_read_only
         self.origin = f"mcp:{connection.name}"
-        self._schemas = (spec.input_schema, spec.output_schema)
-        """The schemas as admitted: a re-listing that changes them refuses the tool."""
+        self._schemas = (spec.input_schema, spec.output_schema)  # a change refuses it
         self._validator: Validator | None = None
         self._refused: Admission | None = None
-        try:
-            self._validator = compiled(spec.input_schema)
+        try:  # nothing is fetched, ever; a secret it was handed refuses it too
+            self._validator = compiled(spec.input_schema, secrets=redactor)
             if spec.output_schema is not None:
-                compiled(spec.output_schema, "outputSchema")
+                compiled(spec.output_schema, "outputSchema", redactor)
         except SchemaRefused as error:
             self._refused = Admission(refusal=Refusal.SCHEMA, why=str(error))
             return

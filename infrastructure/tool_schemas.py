@@ -21,11 +21,15 @@ from referencing import Registry, Resource
 from referencing import exceptions as reference_errors
 from referencing.jsonschema import DRAFT202012, specification_with
 
+from application.tool_secrets import NO_SECRETS
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from jsonschema.protocols import Validator
     from referencing._core import Resolver, Specification
+
+    from domain.redactor import Redactor
 
 MAX_SCHEMA_BYTES = 64 * 1024
 """The largest schema admitted, as canonical JSON (sorted keys, compact, UTF-8): real tools'
@@ -49,8 +53,14 @@ NO_RETRIEVAL: Registry[Any] = Registry(retrieve=_refuse_retrieval)  # type: igno
 """Resolves only what a schema holds (and jsonschema's bundled metaschemas), never I/O."""
 
 
-def compiled(schema: object, what: str = "inputSchema") -> Validator:
-    """The validator of ``schema``, which refuses every retrieval; SchemaRefused saying why."""
+def compiled(
+    schema: object, what: str = "inputSchema", secrets: Redactor = NO_SECRETS
+) -> Validator:
+    """The validator of ``schema``, which refuses every retrieval; SchemaRefused saying why.
+
+    A schema holding one of ``secrets`` (what the tool's server was handed) is refused too: the
+    model and every view would be shown it.
+    """
     if not isinstance(schema, dict):
         raise SchemaRefused(f"its {what} is not a JSON object")
     if _depth(schema) > MAX_SCHEMA_DEPTH:
@@ -63,6 +73,8 @@ def compiled(schema: object, what: str = "inputSchema") -> Validator:
         raise SchemaRefused(
             f"its {what} is {size} bytes of JSON; the most admitted is {MAX_SCHEMA_BYTES}"
         )
+    if any(secret in text for secret in secrets.secrets):
+        raise SchemaRefused(f"its {what} holds a secret the harness handed its server")
     kind = _dialect(schema, what)
     try:
         kind.check_schema(schema)

@@ -159,9 +159,13 @@ def _add_server(
             )
     for tool_name in dict.fromkeys(wanted):
         options = server.options(tool_name)
-        tool = McpTool(connection, listed[tool_name], options, prefix=server.prefix)
-        tool.redactor = connection.redactor  # what it was handed, hidden before any cut
-        tool.description = connection.redactor.hide(tool.description)
+        tool = McpTool(
+            connection,
+            listed[tool_name],
+            options,
+            prefix=server.prefix,
+            redactor=connection.redactor,  # what it was handed, hidden before any cut
+        )
         sources.add(tool, f"mcp:{name}")  # a bad schema is a refusal with its reason
 
 

@@ -11,6 +11,7 @@ and the OTLP spans ``harness otel export`` sends are searched for either value.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,7 +22,9 @@ import pytest
 
 from domain.redactor import MARK
 from domain.tool_invocation import ToolInvocation
+from infrastructure.mcp_client import McpConnection, McpServerError
 from infrastructure.settings import Settings
+from infrastructure.tool_config import StdioServer
 from tests.api._serve import read_all, served_client
 from tests.integration._cli import harness, store_env
 from tests.integration._otlp import Receiver
@@ -155,6 +158,7 @@ def test_no_echoed_secret_is_in_the_database_logs_or_the_apis(diagnosed: Diagnos
         _assert_absent(route, body)
     assert CITED in diagnosed.served[f"/v1/runs/{diagnosed.run_id}"]  # what it published
     assert "this server holds [redacted]" in diagnosed.served["/v1/tools"]
+    assert "holds a secret the harness handed its server" in diagnosed.served["/v1/tools"]
 
 
 def test_no_echoed_secret_is_printed_by_the_cli_or_exported(diagnosed: Diagnosed) -> None:
@@ -198,3 +202,22 @@ def test_harness_ask_prints_no_echoed_secret(diagnosed: Diagnosed) -> None:
     assert "Checkout timed out calling pricing-service." in asked.stdout
     assert "bytes, 5 secrets redacted" in asked.stdout  # the echo's result, as the log says
     _assert_absent("harness ask", asked.stdout + asked.stderr)
+
+
+def test_a_server_that_fails_to_start_quoting_its_secret_is_named_without_it() -> None:
+    config = StdioServer(
+        transport="stdio",
+        command=sys.executable,
+        args=[str(ECHO)],
+        env={"ECHO_REFUSE_LISTING": "1"},
+        env_from={"ECHO_SECRET": "ECHO_TEST_SECRET", "ECHO_TOKEN": "ECHO_TEST_TOKEN"},
+    )
+    environ = {**os.environ, "ECHO_TEST_SECRET": SECRET, "ECHO_TEST_TOKEN": TOKEN}
+    connection = McpConnection("echo", config, environ)
+    try:
+        with pytest.raises(McpServerError) as failed:
+            connection.start()
+    finally:
+        connection.close()
+    assert "no tools for key [redacted]" in str(failed.value)
+    assert SECRET not in str(failed.value)

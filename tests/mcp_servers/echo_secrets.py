@@ -4,7 +4,8 @@ It is handed ``ECHO_SECRET`` (a key) and ``ECHO_TOKEN`` (a bearer token) by the 
 ``env_from``, and puts them everywhere a server can: in a tool's description, in a result's
 records (beside an ``Authorization: Bearer`` header of its own, a ``user:password@`` URL and a
 ``?token=`` query it invents), in a failed result, in a protocol error, in structured content,
-and on its stderr at start and at every call.
+and on its stderr at start and at every call. With ``ECHO_REFUSE_LISTING`` set it refuses to list
+its tools, quoting the key (the harness's start-up error must not).
 """
 
 from __future__ import annotations
@@ -49,12 +50,19 @@ def _tool(name: str, description: str = "") -> types.Tool:
 
 
 async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
+    if os.environ.get("ECHO_REFUSE_LISTING"):  # the start fails with its words
+        raise MCPError(-32603, f"no tools for key {SECRET}")
     return types.ListToolsResult(
         tools=[
             _tool("echo", f"checkout logs (this server holds {SECRET})"),
             _tool("fail"),
             _tool("protocol_error"),
             _tool("structured"),
+            types.Tool(  # a secret in its schema: refused at admission, never shown
+                name="schema_leak",
+                input_schema={**SCHEMA, "properties": {"service": {"default": SECRET}}},
+                annotations=READ_ONLY,
+            ),
         ]
     )
 

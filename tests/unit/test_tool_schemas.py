@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from application.tool_admission import SHOWN_NAME_CHARS, Refusal, admission_of, shown_name
+from domain.redactor import Redactor
 from infrastructure.tool_schemas import MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH, SchemaRefused, compiled
 
 
@@ -150,3 +151,14 @@ def test_a_bad_name_is_refused_and_shown_on_one_bounded_line(name: str) -> None:
 
 def test_a_valid_name_is_shown_as_it_is() -> None:
     assert shown_name("search_logs") == "search_logs"
+
+
+def test_a_schema_holding_a_secret_its_server_was_handed_is_refused_without_it() -> None:
+    secret = "env-from-value-Lp03"
+    handed = Redactor.of([secret])
+    for schema in ({"properties": {"t": {"default": secret}}}, {"description": f"use {secret}"}):
+        with pytest.raises(SchemaRefused) as refused:
+            compiled(schema, secrets=handed)
+        assert "holds a secret the harness handed its server" in str(refused.value)
+        assert secret not in str(refused.value)
+    compiled({"properties": {"t": {"default": "Bearer-looking text"}}}, secrets=handed)
