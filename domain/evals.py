@@ -20,7 +20,9 @@ Every answer gets one :class:`Verdict`:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime  # noqa: TC003 - a field's type
 from enum import Enum
+from uuid import UUID  # noqa: TC003 - a field's type
 
 from domain.grounding import normalise
 
@@ -158,3 +160,25 @@ def totals(results: tuple[CaseResult, ...] | list[CaseResult]) -> Totals:
         model_calls=sum(r.model_calls for r in results),
         latency_ms=sum(r.latency_ms for r in results),
     )
+
+
+@dataclass(frozen=True)
+class EvalReport:
+    """A whole evaluation: which suite, against which model and settings, and every case's result.
+
+    ``settings`` holds what shapes the answers (the model and its provider, timeouts, budgets,
+    the deadline, the tools' source), as text; never a secret.
+    """
+
+    eval_id: UUID
+    suite: str
+    model: str
+    settings: dict[str, str]
+    started_at: datetime
+    finished_at: datetime
+    results: tuple[CaseResult, ...]
+
+    @property
+    def totals(self) -> Totals:
+        """The counts over every case."""
+        return totals(self.results)
