@@ -174,6 +174,7 @@ def test_invariants_broken_by_raw_events_are_named(settings: Settings, tmp_path:
             byte_size=0,
             content_hash=hashlib.sha256(b"").hexdigest(),
             notes=(),
+            redactions=0,
         )
         at_forged = store.save_all(invocation)
     env = env_of(settings)
