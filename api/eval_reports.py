@@ -84,7 +84,8 @@ def table_lines(run: SuiteRun) -> list[str]:
 def totals_line(totals: Totals) -> str:
     """The counts in one line (``*`` in the table marks a published-and-wrong case)."""
     return (
-        f"{totals.cases} cases: {totals.correct} correct, {totals.fallback} fallback,"
+        f"{totals.cases} case{'' if totals.cases == 1 else 's'}: {totals.correct} correct,"
+        f" {totals.fallback} fallback,"
         f" {totals.wrong} wrong, {totals.published_wrong} published-and-wrong (*);"
         f" tokens {totals.tokens}, model calls {totals.model_calls},"
         f" latency {_seconds(totals.latency_ms)}"

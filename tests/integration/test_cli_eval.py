@@ -139,7 +139,7 @@ def test_a_model_wrong_on_purpose_is_counted_published_and_wrong_and_the_eval_fa
     assert "    - must not say: v2.13.4 deploy" in done.stdout.splitlines()
     (said,) = [line for line in done.stdout.splitlines() if line.startswith("    said: ")]
     assert "\x1b" not in done.stdout and "\\u001b[31mred" in said
-    assert "1 wrong, 1 published-and-wrong" in done.stdout
+    assert "1 case: 0 correct, 0 fallback, 1 wrong, 1 published-and-wrong" in done.stdout
     assert "threshold missed: published-and-wrong 1 is above --max-published-wrong 0" in (
         " ".join(done.stderr.split())
     )
@@ -228,8 +228,10 @@ def test_a_bad_case_file_is_one_line_naming_the_file_the_case_and_the_field(
     assert line.startswith(f"error: {cases}: case 'checkout-why': expect.fallback_type: ")
     assert done.stdout == ""
 
-    unknown = harness("eval", "run", str(cases), "--case", "nope", env={}, cwd=tmp_path)
+    good = _write(tmp_path / "good.yaml", _checkout_case())
+    unknown = harness("eval", "run", str(good), "--case", "nope", env={}, cwd=tmp_path)
     assert unknown.returncode == 2
+    assert unknown.stderr.startswith("error: --case 'nope': no such case in ")
     missing = harness("eval", "run", str(tmp_path / "none.yaml"), env={}, cwd=tmp_path)
     assert (missing.returncode, missing.stderr.count("\n")) == (2, 1)
     assert "none.yaml: no such file or directory" in missing.stderr
@@ -247,3 +249,13 @@ def test_an_option_out_of_range_or_an_unwritable_output_is_refused_before_any_ca
     (tmp_path / "used" / "x.db").write_text("")
     used = harness("eval", "--store-dir", str(tmp_path / "used"), env={}, cwd=tmp_path)
     assert used.returncode == 2 and "new or empty directory" in used.stderr
+
+
+def test_case_options_pick_cases_in_suite_order(tmp_path: Path) -> None:
+    ids = [case.id for case in load_suite([SHIPPED_SUITE]).cases]
+    picked = [ids[-1], ids[0]]
+    done = harness("eval", "--json", *(f"--case={i}" for i in picked), env={}, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert [r["case_id"] for r in report["results"]] == [ids[0], ids[-1]]
+    assert report["totals"]["cases"] == 2
