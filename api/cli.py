@@ -14,6 +14,7 @@ import typer
 from api.cli_app import HarnessTyper
 from api.cli_audit import audit_app
 from api.cli_common import fail, load_settings, opened, out_console
+from api.cli_eval import eval_app
 from api.cli_mcp import mcp_app
 from api.cli_model import model_app
 from api.cli_otel import otel_app
@@ -38,6 +39,7 @@ app.add_typer(otel_app, name="otel")
 app.add_typer(mcp_app, name="mcp")
 app.add_typer(tools_app, name="tools")
 app.add_typer(model_app, name="model")
+app.add_typer(eval_app, name="eval")
 
 
 @db_app.command("init")
