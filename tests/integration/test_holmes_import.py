@@ -19,6 +19,7 @@ from typer.testing import CliRunner, Result
 
 from api.cli_eval_import import add_import_command
 from tests.eval_case_shape import EvalCase, load_case_file
+from tests.sample_corpus import sample_tool_lines
 
 HOLMES = Path(__file__).resolve().parents[1] / "evals" / "holmes"
 HEADER = {"toolset_name": "kubernetes/core", "tool_name": "kubectl_describe", "match_params": {}}
@@ -288,3 +289,16 @@ def test_a_dest_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
     done = run(HOLMES, tmp_path / "afile" / "cases.yaml")
     assert done.exit_code == 2 and "cannot write it" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.output
+
+
+def test_the_recordings_over_the_sample_are_its_records(tmp_path: Path) -> None:
+    """The cases written over the sample incidents quote its records, so they cannot drift."""
+    records = set(sample_tool_lines(tmp_path / "ops.db"))
+    quoted = [
+        (path.name, line)
+        for path in sorted(HOLMES.glob("*/*.txt"))
+        if '"harness/ops"' in (text := path.read_text(encoding="utf-8")).splitlines()[0]
+        for line in text.splitlines()[2:]
+    ]
+    assert len(quoted) > 40
+    assert [item for item in quoted if item[1] not in records] == []

@@ -11,16 +11,14 @@ from __future__ import annotations
 import fnmatch
 import tomllib
 from collections import Counter
-from importlib import resources
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine
 
 from infrastructure.knowledge import load_runbooks
-from infrastructure.ops_data import SAMPLE_RESOURCE, load_sample, sample_incidents, sample_services
-from infrastructure.tools import builtin_tools
+from infrastructure.ops_data import sample_incidents
 from tests.eval_case_shape import EvalCase, load_case_file, load_suite
+from tests.sample_corpus import sample_file_text, sample_tool_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "infrastructure" / "evals" / "suite"
@@ -34,8 +32,6 @@ CATEGORIES = (
     "knowledge",
     "fallback",
 )
-DAYS = ("2026-11-28", "2026-11-29", "2026-11-30")
-METRICS = ("latency_p99_ms", "error_rate", "cpu_pct", "memory_mb", "db_connections")
 
 
 @pytest.fixture(scope="module")
@@ -46,22 +42,8 @@ def suite() -> list[EvalCase]:
 @pytest.fixture(scope="module")
 def sample_text(tmp_path_factory: pytest.TempPathFactory) -> str:
     """Every sample record as the built-in tools print it, plus the sample file itself."""
-    engine = create_engine(f"sqlite:///{tmp_path_factory.mktemp('ops') / 'ops.db'}")
-    load_sample(engine)
-    tools = {tool.name: tool for tool in builtin_tools(engine)}
-    lines: list[str] = []
-    for service in sample_services():
-        for day, end in zip(DAYS, (*DAYS[1:], "2026-12-01"), strict=True):
-            window = {"service": service, "start": f"{day}T00:00:00Z", "end": f"{end}T00:00:00Z"}
-            for name in ("search_logs", "list_deployments", "list_alerts"):
-                output = tools[name].run({**window, "limit": 500})
-                assert output.notes == (), f"{name} {window} was cut: {output.notes}"
-                lines.extend(output.lines)
-            for metric in METRICS:
-                lines.extend(tools["query_metrics"].run({**window, "metric": metric}).lines)
-    engine.dispose()
-    raw = resources.files("infrastructure").joinpath(SAMPLE_RESOURCE).read_text(encoding="utf-8")
-    return "\n".join([*lines, raw])
+    lines = sample_tool_lines(tmp_path_factory.mktemp("ops") / "ops.db")
+    return "\n".join([*lines, sample_file_text()])
 
 
 @pytest.fixture(scope="module")
