@@ -84,9 +84,12 @@ def _write(dest: Path, imported: HolmesImport) -> None:
     """The cases as one YAML case file, and a line saying so."""
     import yaml
 
-    text = yaml.safe_dump(
-        {"cases": list(imported.cases)}, sort_keys=False, allow_unicode=True, width=100
-    )
+    class _Plain(yaml.SafeDumper):
+        def ignore_aliases(self, data: object) -> bool:
+            return True  # variants share their fixture: write it out each time, never an alias
+
+    document = {"cases": list(imported.cases)}
+    text = yaml.dump(document, Dumper=_Plain, sort_keys=False, allow_unicode=True, width=100)
     header = "# Imported from HolmesGPT eval cases (Apache-2.0) by `harness eval import-holmes`.\n"
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)

@@ -108,6 +108,8 @@ def convert_folder(folder: Path) -> tuple[list[dict[str, Any]], str | None]:
         if (folder / name).exists():
             raise HolmesImportError(f"{folder / name}: {REFUSED['conversation_history']}")
     recorded = [item for path in sorted(folder.glob("*.txt")) if (item := read_recording(path))]
+    if not recorded:
+        raise HolmesImportError(f"{folder}: no recorded tool output (*.txt): it runs only live")
     prompts = _texts(spec["user_prompt"])
     statements = _texts(spec["expected_output"])
     evidence = "\n".join(line for item in recorded for line in item.get("lines", ()))

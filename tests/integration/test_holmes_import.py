@@ -302,3 +302,18 @@ def test_the_recordings_over_the_sample_are_its_records(tmp_path: Path) -> None:
     ]
     assert len(quoted) > 40
     assert [item for item in quoted if item[1] not in records] == []
+
+
+def test_a_folder_without_recordings_is_refused(tmp_path: Path) -> None:
+    folder = one_case(tmp_path, None, notes="just notes, no JSON header\n")
+    assert "01_case: no recorded tool output" in refused(tmp_path, folder)
+
+
+def test_variants_are_written_out_in_full_without_yaml_aliases(tmp_path: Path) -> None:
+    """Case files refuse YAML aliases (a few can expand a file to gigabytes): none is written."""
+    dest = tmp_path / "holmes.yaml"
+    assert run(HOLMES / "search_certificate_expired", dest).exit_code == 0
+    events = list(yaml.parse(dest.read_text(encoding="utf-8")))
+    assert not any(isinstance(event, yaml.AliasEvent) for event in events)
+    first, second = load_case_file(dest)
+    assert first.fixture == second.fixture and first.fixture is not None
