@@ -8,8 +8,8 @@ answer from its evidence), optionally of one type.
 
 Every answer gets one :class:`Verdict`:
 
-- ``CORRECT``: it is what the case expects (a published answer holding every ``must`` and no
-  ``must_not``; or the fallback the case expects).
+- ``CORRECT``: it is what the case expects: a published answer, or the fallback the case
+  expects, holding every ``must`` and no ``must_not``.
 - ``FALLBACK``: the harness published a safe fallback where the case expected an answer: not
   right, but never misleading.
 - ``WRONG``: anything else. ``published_wrong`` marks the wrong answers that were *published*
@@ -97,8 +97,8 @@ def score(expectation: Expectation, answer: Answer) -> Score:
         if wanted is not None and answer.fallback_type != wanted:
             got = answer.fallback_type or "none"
             return Score(Verdict.WRONG, reasons=(f"fallback {got}, expected {wanted}",))
-        if present:
-            return Score(Verdict.WRONG, reasons=present)
+        if missing or present:  # a fallback says what it must too (the data's range, the services)
+            return Score(Verdict.WRONG, reasons=missing + present)
         return Score(Verdict.CORRECT)
     if not answer.published:
         if answer.kind is Expected.FALLBACK:

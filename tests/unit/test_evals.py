@@ -45,6 +45,12 @@ RIGHT = "Checkout slowed after deploy V2.14.0: 'upstream   timeout after 30s'."
             True,
         ),
         (
+            Expectation(Expected.FALLBACK, must=("2026-11-28",)),
+            Answer(False, Expected.FALLBACK, "no records then", "INSUFFICIENT_EVIDENCE"),
+            Verdict.WRONG,
+            False,
+        ),
+        (
             Expectation(Expected.FALLBACK, must_not=("v2.13.4",)),
             Answer(False, Expected.FALLBACK, "observed deploy v2.13.4", "INSUFFICIENT_EVIDENCE"),
             Verdict.WRONG,
