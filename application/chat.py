@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from application.answers import answer_chat, answer_knowledge
@@ -65,6 +65,8 @@ class ChatConfig:
     """How informative a citation's excerpt must be (design §10.1)."""
     redactor: Redactor = NO_SECRETS
     """The known secrets, hidden in whatever a tool says before it is recorded or shown."""
+    reference_time: datetime | None = None
+    """The "now" relative times in questions are resolved against; None: the clock's now."""
 
 
 @dataclass(frozen=True)
@@ -207,7 +209,8 @@ class ChatService:
         ctx.save(collection)  # one boundary: the status and COLLECTION_STARTED together
         boundary = ToolBoundary(ctx, collection, self.tools, redactor=self.config.redactor)
         try:
-            outcome: Any = run_agent(ctx, boundary, ctx.run.query, context)
+            now = self.config.reference_time or self.clock.now()
+            outcome: Any = run_agent(ctx, boundary, ctx.run.query, context, now=now)
         except AgentFailure as failure:
             outcome = failure
         ctx.collecting = False

@@ -19,7 +19,7 @@ from application.drafts import (
 )
 from application.harness import RunAborted
 from application.ports import Message, ModelError, ModelOutputTooLarge, ModelRequest, ToolSpec
-from application.prompts import AGENT_PROMPT, AGENT_SCHEMA, STOP_INSTRUCTION
+from application.prompts import AGENT_SCHEMA, STOP_INSTRUCTION, agent_prompt
 from application.proposals import propose
 from application.tool_admission import admitted
 from domain.errors import ControlledStopError
@@ -33,6 +33,8 @@ from domain.tool_states import (
 )
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from application.drafts import AgentStep, DiagnosisDraft
     from application.harness import RunContext
     from application.ports import ModelResponse
@@ -76,13 +78,16 @@ class AgentFailure(Exception):
 
 
 def run_agent(
-    ctx: RunContext, boundary: ToolBoundary, query: str, context: str = ""
+    ctx: RunContext, boundary: ToolBoundary, query: str, context: str = "", *, now: datetime
 ) -> Completed | ControlledStop:
-    """Drive the agent until it drafts, is stopped, or fails."""
+    """Drive the agent until it drafts, is stopped, or fails.
+
+    ``now`` is the reference time the prompt gives the model for relative times ("yesterday").
+    """
     offered = admitted(boundary.tools.values())  # a refused tool is never shown to the model
     specs = tuple(ToolSpec(t.name, t.description, t.parameters) for t in offered)
     prompt = f"{query}\n\nPrevious diagnosis in this session:\n{context}" if context else query
-    messages = [Message("system", AGENT_PROMPT), Message("user", prompt)]
+    messages = [Message("system", agent_prompt(now)), Message("user", prompt)]
     awaiting_progress = False
     while True:
         response = _step(ctx, messages, specs)

@@ -22,7 +22,7 @@ from application.prompts import DRAFT_SCHEMA, repair_prompt
 from application.proposals import record_draft
 from application.published import fallback, report, shown
 from domain.grounding import DEFAULT_RULES, GroundingRules
-from domain.observations import observations
+from domain.observations import facts_in_time_order, observations
 from domain.release_states import FallbackType, GuardStage, ReleaseOutcome, SemanticVerdict
 from domain.states import ModelStepPurpose, RunState
 from domain.values import Fact
@@ -162,7 +162,8 @@ def _after_judge(
     verdict = judged[0].verdict
     if verdict is SemanticVerdict.SUPPORTED:
         supported = [_fact(j) for j in judged[1:] if j.verdict is SemanticVerdict.SUPPORTED]
-        return publish(ctx, ReleaseOutcome.SUCCESS, None, report(conclusion, supported))
+        ordered = facts_in_time_order(supported, lambda ref: _content(guard, ref))
+        return publish(ctx, ReleaseOutcome.SUCCESS, None, report(conclusion, ordered))
     behind = [_fact(j) for j in judged[1:] if j.verdict is not SemanticVerdict.UNSUPPORTED]
     if verdict is SemanticVerdict.UNSUPPORTED:
         return _publish(ctx, guard, FallbackType.SEMANTIC_UNSUPPORTED, behind, ())
@@ -233,6 +234,11 @@ def _facts_of(checked: Checked, draft: DiagnosisDraft) -> tuple[Fact, ...]:
     assert draft.conclusion is not None
     conclusion = draft.conclusion.to_fact()
     return tuple(f for f in checked.passed if f != conclusion)
+
+
+def _content(guard: EvidenceGuard, reference: str) -> str | None:
+    found = guard.resolve(reference)
+    return None if found is None else found[2]
 
 
 def _fact(judged: JudgedStatement) -> Fact:

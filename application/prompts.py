@@ -9,6 +9,7 @@ structured output; every answer is still parsed and checked strictly where it is
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 from application.answer_shapes import ChatAnswer, JudgeAnswer, KnowledgeAnswer, RouteAnswer
@@ -39,6 +40,21 @@ AGENT_PROMPT = (
     "it; cite only invocation ids you were given; a result marked NO_EVIDENCE only says its "
     "scope was empty and proves nothing."
 )
+REFERENCE_TIME = (
+    " The reference time ('now') is {now} (UTC): resolve the question's relative times (today,"
+    " yesterday, this morning, last night, right now, the same day as the previous diagnosis)"
+    " against it; when one cannot be resolved, call no tool and ask for the window"
+    ' (missing_info kind "TIME_WINDOW").'
+)
+"""Appended to the agent prompt, so every model reads "yesterday" as the same day."""
+
+
+def agent_prompt(now: datetime) -> str:
+    """The agent's system prompt, with the reference time relative times are resolved against."""
+    moment = now.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="seconds")
+    return AGENT_PROMPT + REFERENCE_TIME.format(now=moment + "Z")
+
+
 AGENT_SCHEMA = strict_schema(AgentAnswer)
 """The agent's text when it answers without a tool call: a progress report, a draft, or both."""
 STOP_INSTRUCTION = (

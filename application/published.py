@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from domain.published import DiagnosisReport, FallbackContent, MissingItem, names_service
 from domain.release_states import FallbackType
-from domain.scopes import shown_scope
+from domain.scopes import covered_span, shown_scope
 from domain.states import MissingKind
 from domain.tool_states import EvidenceStatus, InvocationStatus
 
@@ -64,7 +64,7 @@ def fallback(
         observations=observed,
         no_evidence=tuple(no_evidence(ctx)),
         not_checked=tuple(not_checked(ctx)),
-        missing_info=tuple(missing_question(m) for m in items),
+        missing_info=tuple(missing_question(m, known_of(ctx)) for m in items),
         missing=tuple(missing_item(m) for m in items),
     )
 
@@ -78,19 +78,27 @@ def missing_item(item: MissingOut) -> MissingItem:
 def no_evidence(ctx: RunContext) -> list[str]:
     """Each empty result, scoped to what was searched (never a global negative)."""
     return [
-        empty_note(inv.tool, shown(ctx, inv.normalized_scope))
+        empty_note(inv.tool, shown(ctx, inv.normalized_scope), inv.notes)
         for inv in ctx.invocations.values()
         if inv.evidence_status is EvidenceStatus.NO_EVIDENCE
     ]
 
 
-def empty_note(tool: str, scope: str) -> str:
+def empty_note(tool: str, scope: str, notes: Iterable[str] = ()) -> str:
     """How an empty result is published: the tool and the scope that held nothing, as shown.
 
     ``scope`` is :func:`shown` of the call's scope: the model's words are never echoed in it.
-    The verifier holds every published note to exactly this (design §16.5).
+    When the tool's notes say what span its data covers, the note says so (an empty window
+    outside it has no data, which is not "nothing happened"). The verifier holds every
+    published note to exactly this (design §16.5).
     """
-    return f"No matching records from {tool} for {scope or 'its whole scope'}"
+    note = f"No matching records from {tool} for {scope or 'its whole scope'}"
+    span = covered_span(notes)
+    return (
+        note
+        if span is None
+        else f"{note} ({tool} says its data covers only {span[0]} to {span[1]})"
+    )
 
 
 def no_evidence_note(scope: str) -> str:
@@ -123,13 +131,19 @@ def not_checked_note(invocation: ToolInvocation, scope: str | None = None) -> st
 
 def shown(ctx: RunContext, scope: str) -> str:
     """A call's scope as a reader sees it: only values the harness can vouch for, verbatim."""
-    known = ctx.collection.known_services if ctx.collection is not None else ()
-    return shown_scope(scope, ctx.run.query, known)
+    return shown_scope(scope, ctx.run.query, known_of(ctx))
 
 
-def missing_question(item: MissingOut) -> str:
-    """The question the harness asks for a missing item, scoped by its service and window."""
+def missing_question(item: MissingOut, known: Iterable[str] = ()) -> str:
+    """The question the harness asks for a missing item, scoped by its service and window.
+
+    Asked which service, the reader is told the services the run's tools know (``known``, as
+    ``COLLECTION_STARTED`` recorded them), so a name the tools do not know can be corrected.
+    """
     words = MISSING_QUESTIONS[item.kind]
+    names = sorted(known)
+    if item.kind is MissingKind.SERVICE and names:
+        words += f" (known services: {', '.join(names)})"
     if item.service:
         words += f" (service {item.service})"
     if item.start and item.end:
@@ -137,12 +151,17 @@ def missing_question(item: MissingOut) -> str:
     return words
 
 
+def known_of(ctx: RunContext) -> tuple[str, ...]:
+    """The services the run's tools know, as its collection recorded them (none before it)."""
+    return ctx.collection.known_services if ctx.collection is not None else ()
+
+
 def _scoped(ctx: RunContext, item: MissingOut) -> MissingOut:
     """A service is named only if the question or the tools' catalogue does: no claim rides in.
 
     A service only the model named (in a tool call's arguments, say) is dropped from the item.
     """
-    known = ctx.collection.known_services if ctx.collection is not None else ()
+    known = known_of(ctx)
     if item.service is None or names_service(item.service, ctx.run.query, known):
         return item
     return item.model_copy(update={"service": None})

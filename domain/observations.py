@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     from domain.grounding import Citation
+    from domain.values import Fact
 
 _TIMESTAMP = re.compile(
     r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?(?![\w:.])"
@@ -158,12 +159,36 @@ def in_time_order(items: Iterable[Observation]) -> tuple[Observation, ...]:
     return tuple(sorted(items, key=_when))
 
 
+def facts_in_time_order(
+    facts: Iterable[Fact], content: Callable[[str], str | None]
+) -> tuple[Fact, ...]:
+    """Facts by the earliest record they cite (undated last), each group in the order given.
+
+    ``content`` gives a reference's evidence content, or None when it proves nothing. A reader
+    of a report follows what happened in the order it happened, whichever model wrote it.
+    """
+
+    def earliest(fact: Fact) -> datetime:
+        found = [
+            _instant(record_time(record_of(c.excerpt, text)))
+            for c in fact.citations
+            if (text := content(c.reference)) is not None
+        ]
+        return min(found, default=_NEVER)
+
+    return tuple(sorted(facts, key=earliest))
+
+
 _NEVER = datetime.max.replace(tzinfo=UTC)
 
 
 def _when(observation: Observation) -> datetime:
     """The record's instant (a time without an offset read as UTC); undated ones last."""
-    at = observation.at
+    return _instant(observation.at)
+
+
+def _instant(at: str | None) -> datetime:
+    """An ISO 8601 time as an instant (UTC when it has no offset); None or unreadable: last."""
     if at is None:
         return _NEVER
     try:

@@ -47,6 +47,23 @@ def shown_scope(scope: str, question: str, known: Iterable[str]) -> str:
     return ", ".join(f"{_key(key)}={_value(value, question, services)}" for key, value in fields)
 
 
+_COVERS = re.compile(
+    r"\bdata covers (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ) to (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)"
+)
+
+
+def covered_span(notes: Iterable[str]) -> tuple[str, str] | None:
+    """The span a tool's notes say its data covers (two UTC times, nothing else), or None.
+
+    Only the two times are taken from the tool's note; the harness words the rest.
+    """
+    for note in notes:
+        found = _COVERS.search(note)
+        if found:
+            return found.group(1), found.group(2)
+    return None
+
+
 def measured(text: str) -> str:
     """A text a reader is not shown, by its length alone."""
     return f"‹{len(text)} characters›"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from typing import TYPE_CHECKING
 
@@ -30,6 +30,8 @@ TABLE = "knowledge_passage"
 MAX_QUERY_CHARS = 2_000
 """Only the start of a very long query is read; the rest would not change the ranking much."""
 MAX_TERMS = 32
+HEADING_WEIGHT = 0.3
+"""How much a heading that holds the question's words raises a passage (see :func:`ranked`)."""
 MAX_TERM_CHARS = 64
 _PG_LOCK_KEY = 0x6B6E6F77  # "know": serialises concurrent DDL/re-indexing across processes
 _WORD = re.compile(r"[^\W_]+")  # letters and digits only: never a quote, operator or underscore
@@ -224,9 +226,10 @@ class SqlKnowledgeRetriever:
         else:
             statement = text(_SQLITE_SEARCH)
             params = {"match": fts5_match_expression(terms)}
+        pool = min(limit * 4, 100)  # the full-text ranking's best, re-ranked by their headings
         try:
             with self._engine.connect() as conn:
-                rows = conn.execute(statement, params | {"limit": limit}).all()
+                rows = conn.execute(statement, params | {"limit": pool}).all()
         except (OperationalError, ProgrammingError) as error:
             if isinstance(error, OperationalError) and self._engine.dialect.name == "postgresql":
                 # there a missing table is a ProgrammingError: this is the server not answering
@@ -238,4 +241,35 @@ class SqlKnowledgeRetriever:
                 f"cannot search the runbook index (table {TABLE!r}: {_first_line(error.orig)});"
                 " if the runbooks were never indexed, run `harness db init --sample`"
             ) from error
-        return [Passage(id=r[0], title=r[1], text=r[2], score=float(r[3])) for r in rows]
+        found = [Passage(id=r[0], title=r[1], text=r[2], score=float(r[3])) for r in rows]
+        return ranked(found, terms)[:limit]
+
+
+def ranked(passages: Sequence[Passage], terms: Sequence[str]) -> list[Passage]:
+    """Passages by full-text score, raised by how much of their heading the question asks.
+
+    A section is named for what it answers ("How to restart a service"), so a question that
+    asks for its heading's words is answered there, not in a passage that merely mentions
+    them: the score is multiplied by one plus :data:`HEADING_WEIGHT` times the query words the
+    heading holds times the share of the heading's words they are. Words match on a shared stem
+    ("restart", "restarting"); ties keep the full-text order.
+    """
+    scored = [
+        replace(p, score=p.score * (1 + HEADING_WEIGHT * _heading_weight(p.title, terms)))
+        for p in passages
+    ]
+    return sorted(scored, key=lambda p: -p.score)
+
+
+def _heading_weight(title: str, terms: Sequence[str]) -> float:
+    heading = title.rpartition(" — ")[2].casefold()
+    words = [w for w in _WORD.findall(heading) if w not in STOP_WORDS]
+    asked = [w for w in words if any(_same_stem(term, w) for term in terms)]
+    matched = sum(1 for term in terms if any(_same_stem(term, w) for w in words))
+    return matched * len(asked) / len(words) if words else 0.0
+
+
+def _same_stem(a: str, b: str) -> bool:
+    """Whether two words share a stem: one starts with the other's first letters (at least 4)."""
+    n = max(4, min(len(a), len(b)) - 2)
+    return len(a) >= 4 and len(b) >= 4 and a[:n] == b[:n]

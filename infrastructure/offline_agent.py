@@ -15,15 +15,23 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from application.ports import ToolCall
+from application.tool_projection import NOTES_HEADING
 from domain.tokens import inside_a_token, whole_tokens
 from infrastructure.model_reply import invocation_of, reply
+from infrastructure.offline_time import Unresolved, previous_window, resolve
+from infrastructure.ops_data import sample_now
 
 if TYPE_CHECKING:
     from application.ports import Message, ModelRequest, ModelResponse
 
 SERVICES = ("checkout", "payments", "inventory", "search")
-SAMPLE_WINDOW = (datetime(2026, 11, 28, tzinfo=UTC), datetime(2026, 12, 1, tzinfo=UTC))
+CONTEXT_HEADING = "\n\nPrevious diagnosis in this session:\n"
+"""What separates the question from the previous turn's conclusion in the agent's prompt."""
 _LINE_TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ ")
+_REFERENCE = re.compile(r"reference time \S* ?is (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)")
+_COVERAGE = re.compile(r"data covers (\S+Z) to (\S+Z)")
+PRE_WINDOW = timedelta(hours=2)
+"""How long before the asked window the symptoms are looked for (what led up to them)."""
 
 
 @dataclass(frozen=True)
@@ -69,15 +77,22 @@ class Agent:
     """One agent step, re-derived from the conversation each time (the model keeps no state)."""
 
     def __init__(self, messages: tuple[Message, ...]) -> None:
-        """Read the question, the tool results so far and any stop instruction."""
-        self.query = next(m.content for m in messages if m.role == "user")
+        """Read the question, the reference time, the tool results so far and any stop."""
+        prompt = next(m.content for m in messages if m.role == "user")
+        self.query, _, context = prompt.partition(CONTEXT_HEADING)
         self.results = [_result(m.content) for m in messages if m.role == "tool"]
+        self.coverage = next(
+            (found.groups() for m in messages if m.role == "tool" for found in _covered(m.content)),
+            None,
+        )
         self.stopped = any(
             m.role == "user" and m.content.startswith("STOP_REQUIRED") for m in messages
         )
-        lowered = self.query.lower()
-        self.service = next((s for s in SERVICES if s in lowered), None)
-        self.window = _window(self.query)
+        self.service = _service_in(self.query) or _service_in(context)
+        system = next((m.content for m in messages if m.role == "system"), "")
+        stated = _REFERENCE.search(system)
+        now = datetime.fromisoformat(stated.group(1)) if stated else sample_now()
+        self.when = resolve(self.query, now, previous_window(context))
 
     def step(self, request: ModelRequest) -> ModelResponse:
         """Report progress on the last result, then call the next planned tool or draft."""
@@ -92,13 +107,17 @@ class Agent:
         call = ToolCall(f"offline_{len(self.results) + 1}", name, arguments)
         return reply(request, json.dumps(body) if body else "", (call,))
 
+    @property
+    def window(self) -> tuple[datetime, datetime] | None:
+        """The window the question is about; None when its time cannot be resolved."""
+        when = self.when
+        return None if isinstance(when, Unresolved) else (when.start, when.end)
+
     def _plan(self) -> list[tuple[str, dict[str, Any]]]:
+        if self.window is None:
+            return []
         start, end = self.window
-        scope = {
-            "service": self.service,
-            "start": _iso(start - timedelta(hours=2)),
-            "end": _iso(end),
-        }
+        scope = {"service": self.service, "start": _iso(start - PRE_WINDOW), "end": _iso(end)}
         wide = scope | {"start": _iso(start - timedelta(hours=24))}
         seen = "\n".join(line for _, lines in self.results for line in lines)
         cause = next((c for c in CAUSES if c.signal in seen), None)
@@ -113,39 +132,68 @@ class Agent:
 
     def _progress(self, result: tuple[str | None, list[str]]) -> dict[str, Any]:
         invocation, lines = result
-        facts = [_fact(invocation, line) for line in _signals(lines)] if invocation else []
+        inside = self._inside(lines)
+        facts = [_fact(invocation, line) for line in _signals(inside)] if invocation else []
         return {"gain": "GAINED" if facts else "NO_GAIN", "facts": facts}
 
     def _draft(self) -> dict[str, Any]:
-        if self.service is None:
-            return {
-                "conclusion": None,
-                "facts": [],
-                "missing_info": [{"kind": "SERVICE"}, {"kind": "TIME_WINDOW"}],
-            }
-        facts = [
-            f
-            for inv, lines in self.results
-            if inv
-            for f in (_fact(inv, x) for x in _signals(lines))
-        ]
+        missing = self._missing()
+        if missing:
+            return {"conclusion": None, "facts": [], "missing_info": missing}
+        facts = self._facts()
         for cause in CAUSES:
             cited = self._evidence_for(cause)
             if cited:
-                quotes = " and ".join(f'"{q}"' for _, q in cited)
-                statement = (
-                    cause.statement.format(service=self.service) + f": the evidence shows {quotes}."
-                )
-                citations = [{"reference": inv, "excerpt": quote} for inv, quote in cited]
-                return {
-                    "conclusion": {"statement": statement, "citations": citations},
-                    "facts": facts,
-                    "missing_info": [],
-                }
-        # Nothing pointed at a cause: ask for the symptom, scoped to what was checked (a tool
-        # that failed or found nothing is the harness's to report, never "nothing was found").
-        missing = [] if facts else [{"kind": "SYMPTOM", "service": self.service}]
-        return {"conclusion": None, "facts": facts, "missing_info": missing}
+                conclusion = self._conclusion(cause, cited)
+                return {"conclusion": conclusion, "facts": facts, "missing_info": []}
+        # Nothing pointed at a cause: ask for the symptom in the window looked at (a tool that
+        # failed or found nothing is the harness's to report, never "nothing was found").
+        assert self.window is not None
+        start, end = (_iso(moment) for moment in self.window)
+        symptom = {"kind": "SYMPTOM", "service": self.service, "start": start, "end": end}
+        return {"conclusion": None, "facts": facts, "missing_info": [] if facts else [symptom]}
+
+    def _missing(self) -> list[dict[str, Any]]:
+        """What to ask for: a service, a window no phrase resolved, or one the data covers."""
+        missing: list[dict[str, Any]] = []
+        if self.service is None:
+            missing.append({"kind": "SERVICE"})
+        if self.window is None:
+            missing.append({"kind": "TIME_WINDOW"})
+        elif self.coverage and not any(lines for _, lines in self.results):
+            start, end = self.coverage  # every result empty, and the tools said what they hold
+            item = {"kind": "TIME_WINDOW", "service": self.service, "start": start, "end": end}
+            missing.append(item)
+        return missing
+
+    def _conclusion(self, cause: Cause, cited: list[tuple[str, str]]) -> dict[str, Any]:
+        assert self.window is not None and self.service is not None
+        quotes = " and ".join(f'"{q}"' for _, q in cited)
+        start, end = self.window
+        statement = (
+            f"Between {_iso(start)} and {_iso(end)}, "
+            + cause.statement.format(service=self.service)
+            + f": the evidence shows {quotes}."
+        )
+        citations = [{"reference": inv, "excerpt": quote} for inv, quote in cited]
+        return {"statement": statement, "citations": citations}
+
+    def _facts(self) -> list[dict[str, Any]]:
+        """The reported lines of the window, earliest first."""
+        found = [
+            (line[:20], _fact(inv, line))
+            for inv, lines in self.results
+            if inv
+            for line in _signals(self._inside(lines))
+        ]
+        return [fact for _, fact in sorted(found, key=lambda pair: pair[0])]
+
+    def _inside(self, lines: list[str]) -> list[str]:
+        """The lines dated in the window (and the look-back before it that led up to it)."""
+        if self.window is None:
+            return []
+        start, end = (_iso(self.window[0] - PRE_WINDOW), _iso(self.window[1]))
+        return [line for line in lines if start <= line[:20] < end]
 
     def _evidence_for(self, cause: Cause) -> list[tuple[str, str]]:
         """The cause's first symptom, then for each supporting phrase the line closest before it.
@@ -153,7 +201,8 @@ class Agent:
         The change that preceded the first symptom is the one to name, not an older one the
         wider look-back also found (the day before's deploy did not slow this day's checkout).
         """
-        first = min(self._lines_with(cause.signal), key=_when, default=None)
+        symptoms = [found for found in self._lines_with(cause.signal) if self._inside([found[1]])]
+        first = min(symptoms, key=_when, default=None)
         if first is None:
             return []
         found = [(first[0], _excerpt(first[1], cause.signal))]
@@ -220,18 +269,17 @@ def _end_within(line: str, start: int, limit: int) -> int:
     return end if end > start else whole_tokens(line, start, start + 1)[1]
 
 
-def _window(query: str) -> tuple[datetime, datetime]:
-    day = re.search(r"(\d{4}-\d\d-\d\d)", query)
-    if not day:
-        return SAMPLE_WINDOW
-    base = datetime.fromisoformat(day.group(1)).replace(tzinfo=UTC)
-    times = re.findall(r"\b(\d{1,2}):(\d\d)\b", query)
-    if len(times) >= 2:
-        (h1, m1), (h2, m2) = times[:2]
-        return base.replace(hour=int(h1), minute=int(m1)), base.replace(
-            hour=int(h2), minute=int(m2)
-        )
-    return base, base + timedelta(days=1)
+def _service_in(text: str) -> str | None:
+    """The first known service the text names (as a word), or None."""
+    lowered = text.lower()
+    named = [(lowered.find(s), s) for s in SERVICES if re.search(rf"\b{s}\b", lowered)]
+    return min(named)[1] if named else None
+
+
+def _covered(content: str) -> list[re.Match[str]]:
+    """The coverage a tool's notes state ("the data covers A to B"), if any."""
+    found = _COVERAGE.search(content.partition(NOTES_HEADING)[2])
+    return [found] if found else []
 
 
 def _iso(moment: datetime) -> str:

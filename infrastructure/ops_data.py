@@ -1,9 +1,11 @@
 """The sample operations data set: its SQL tables, loading, and the planted incidents.
 
 The data (``infrastructure/sample/ops_sample.json``) is four services over three days with four
-planted incidents of different causes; its ``incidents`` list is the ground truth the offline model
-and the tests use. Timestamps are stored as UTC on both backends (naive UTC text on SQLite,
-``timestamptz`` on PostgreSQL) and always come back timezone-aware.
+planted incidents of different causes; its ``window`` is the span the records cover, its ``now``
+the moment the sample is read as of (the default reference clock), and its ``incidents`` list is
+the ground truth the offline model and the tests use. Timestamps are stored as UTC on both
+backends (naive UTC text on SQLite, ``timestamptz`` on PostgreSQL) and always come back
+timezone-aware.
 """
 
 from __future__ import annotations
@@ -198,6 +200,21 @@ def sample_incidents() -> list[SampleIncident]:
 def sample_services() -> tuple[str, ...]:
     """The services the sample covers."""
     return tuple(str(name) for name in _sample_document()["services"])
+
+
+def sample_window() -> tuple[datetime, datetime]:
+    """The span the sample's records cover, ``[start, end)`` in UTC."""
+    window: Any = _sample_document()["window"]
+    return parse_utc(str(window["start"])), parse_utc(str(window["end"]))
+
+
+def sample_now() -> datetime:
+    """The sample data's own "now": the reference clock ``HARNESS_REFERENCE_TIME=sample`` reads.
+
+    Relative times ("yesterday", "right now") in questions about the sample are resolved
+    against it, so they mean the same days whenever the sample is asked about.
+    """
+    return parse_utc(str(_sample_document()["now"]))
 
 
 def _incident(item: Mapping[str, Any]) -> SampleIncident:

@@ -10,13 +10,14 @@ from application.chat import ChatConfig
 from domain.grounding import GroundingRules
 from infrastructure.known_secrets import known_secrets
 from infrastructure.model_scripted import scenario_limits
+from infrastructure.reference_clock import reference_time
 
 if TYPE_CHECKING:
     from infrastructure.settings import Settings
 
 
 def chat_config_of(settings: Settings) -> ChatConfig:
-    """The configured run limits, deadline, model timeout, grounding rules and known secrets."""
+    """The configured run limits, deadline, model timeout, grounding, secrets and reference time."""
     return ChatConfig(
         deadline_s=settings.run_deadline,
         limits=settings.limits,
@@ -24,6 +25,7 @@ def chat_config_of(settings: Settings) -> ChatConfig:
         commit_interval_s=settings.run_commit_interval,
         grounding=GroundingRules(settings.excerpt_min_words, settings.excerpt_min_chars),
         redactor=known_secrets(settings, os.environ),
+        reference_time=reference_time(settings.reference_time),
     )
 
 

@@ -15,6 +15,7 @@ from domain.values import DEFAULT_LIMITS as LIMITS
 from infrastructure.database_target import DatabaseTarget as DatabaseTarget  # re-exported
 from infrastructure.database_target import parse_database_url as parse_database_url
 from infrastructure.model_config import check_base_url, check_model
+from infrastructure.reference_clock import check_reference_time
 from infrastructure.settings_errors import describe_settings_error, describe_validation
 from infrastructure.tool_config import check_tools_config
 
@@ -154,6 +155,11 @@ class Settings(BaseSettings):
     )
     recovery_interval: float = Field(
         default=10.0, gt=0, le=3600, description="Seconds between a worker's recovery sweeps."
+    )
+    reference_time: Annotated[str, AfterValidator(check_reference_time)] = Field(
+        default="sample",
+        description="The now relative times (yesterday, right now) are read against: sample (the"
+        " sample data's own now), system (the wall clock) or an ISO 8601 UTC time.",
     )
     excerpt_min_words: int = Field(
         default=3, ge=1, le=50, description="Words a citation's excerpt needs (design §10.1)."

@@ -20,6 +20,7 @@ from infrastructure.ops_data import (
     ops_logs,
     ops_metrics,
     sample_services,
+    sample_window,
 )
 from infrastructure.ops_scope import (
     LOG_LEVELS,
@@ -34,6 +35,8 @@ from infrastructure.ops_scope import (
 )
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from sqlalchemy import Engine, Row
 
 DEFAULT_MAX_RESULT_BYTES = 8000
@@ -121,7 +124,7 @@ class OpsTool(ABC):
         lines = tuple(self.line(row) for row in rows)
         beyond = total - len(rows)
         notes = (f"[{beyond} more records beyond limit={scope.limit}]",) if beyond > 0 else ()
-        return ToolOutput(lines, self._describe(scope, len(rows), total), notes)
+        return ToolOutput(lines, self._describe(scope, len(rows), total), notes + _beyond(scope))
 
     def query(self, scope: OpsScope) -> Select[Any]:
         """Rows of ``self.table`` in the scope's service and window, before the tool's filters."""
@@ -271,6 +274,18 @@ class ListAlerts(OpsTool):
     def records(self, scope: OpsScope) -> str:
         """``alerts``."""
         return "alerts"
+
+
+def coverage_note(start: datetime, end: datetime) -> str:
+    """The note of a tool asked about a window its data does not (wholly) cover."""
+    return f"[the data covers {utc_text(start)} to {utc_text(end)} (end exclusive) only]"
+
+
+def _beyond(scope: OpsScope) -> tuple[str, ...]:
+    """A coverage note when the scope reaches outside the data (an empty window says why)."""
+    start, end = sample_window()  # the ops tables are loaded from the sample
+    inside = start <= scope.start and scope.end <= end
+    return () if inside else (coverage_note(start, end),)
 
 
 def builtin_tools(

@@ -109,7 +109,8 @@ def _unscoped_notes(
 def _empty_note(log: RunLog, name: str) -> str:
     invocation = log.invocations[name].aggregate
     assert invocation is not None  # READY: its stream replayed
-    return empty_note(invocation.tool, shown_in(log, invocation.normalized_scope))
+    scope = shown_in(log, invocation.normalized_scope)
+    return empty_note(invocation.tool, scope, invocation.notes)
 
 
 def _citation(

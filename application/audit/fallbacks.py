@@ -130,7 +130,9 @@ def _missing_problems(log: RunLog, content: FallbackContent | LegacyFallback) ->
         items = [MissingOut.model_validate(item.to_json()) for item in recorded]
     except ValueError:
         return ["publishes missing information whose structured items are malformed"]
-    if [missing_question(item) for item in items] != list(content.missing_info):
+    asked = list(content.missing_info)
+    worded = [missing_question(item, known_services(log)) for item in items]
+    if asked not in (worded, [missing_question(item) for item in items]):  # or as logged before
         return ["publishes missing information that is not the harness's wording of its items"]
     return []
 

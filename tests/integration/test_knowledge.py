@@ -46,6 +46,8 @@ TOPIC_QUERIES = {
     "which log level should I use, DEBUG or INFO": "log-levels-retention",
     "postmortem action items owner": "postmortem-template#action-items",
     "blameless root cause": "postmortem-template#root-cause-and-contributing-factors",
+    "How do I restart the checkout service?": "service-restart#how-to-restart-a-service",
+    "How do I roll back a bad deploy?": "rollback-checklist#how-to-roll-back-a-deploy",
 }
 
 HOSTILE_QUERIES = [

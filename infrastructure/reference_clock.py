@@ -1,0 +1,49 @@
+"""``HARNESS_REFERENCE_TIME``: the "now" relative times in questions are resolved against.
+
+``sample`` (the default) is the sample data's own now (``now`` in
+``infrastructure/sample/ops_sample.json``), so "yesterday" names a day the sample covers;
+``system`` is the wall clock at each run; an ISO 8601 UTC time fixes it (a replayable clock for
+evaluations). The agent prompt states it to every model (:func:`application.prompts.agent_prompt`).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+SAMPLE, SYSTEM = "sample", "system"
+
+
+def check_reference_time(value: str) -> str:
+    """Settings' validator: ``sample``, ``system`` or an ISO 8601 time in UTC.
+
+    Raises:
+        ValueError: naming what was given and what is accepted.
+    """
+    if value in (SAMPLE, SYSTEM):
+        return value
+    _fixed(value)
+    return value
+
+
+def reference_time(value: str) -> datetime | None:
+    """The setting as a time; None for ``system`` (the clock's now at each run)."""
+    if value == SYSTEM:
+        return None
+    if value == SAMPLE:
+        from infrastructure.ops_data import sample_now  # the sample is read only when used
+
+        return sample_now()
+    return _fixed(value)
+
+
+def _fixed(value: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError:
+        moment = None
+    if moment is None or (moment.tzinfo is not None and moment.utcoffset()):
+        raise ValueError(
+            f"{value!r:.60} is not a reference time: use sample, system or an ISO 8601 UTC time"
+            " such as 2026-11-30T12:00:00Z"
+        )
+    return moment.replace(tzinfo=UTC)
