@@ -261,12 +261,29 @@ def ranked(passages: Sequence[Passage], terms: Sequence[str]) -> list[Passage]:
     return sorted(scored, key=lambda p: -p.score)
 
 
+ASKED_AS: dict[str, frozenset[str]] = {
+    "diagnose": frozenset(
+        "see check find count identify investigate tell look show inspect debug".split()
+    ),
+    "mitigate": frozenset("fix stop relieve recover resolve".split()),
+    "prevent": frozenset("avoid".split()),
+    "retention": frozenset("keep kept long retain".split()),
+}
+"""The words a question asks for a runbook's usual section with ("how do I *see* which service
+holds the connections" asks for its Diagnose section), besides the heading's own words."""
+
+
 def _heading_weight(title: str, terms: Sequence[str]) -> float:
     heading = title.rpartition(" — ")[2].casefold()
     words = [w for w in _WORD.findall(heading) if w not in STOP_WORDS]
-    asked = [w for w in words if any(_same_stem(term, w) for term in terms)]
-    matched = sum(1 for term in terms if any(_same_stem(term, w) for w in words))
+    asked = [w for w in words if any(_asks(term, w) for term in terms)]
+    matched = sum(1 for term in terms if any(_asks(term, w) for w in words))
     return matched * len(asked) / len(words) if words else 0.0
+
+
+def _asks(term: str, word: str) -> bool:
+    """Whether a question's ``term`` asks for a heading's ``word``."""
+    return _same_stem(term, word) or term in ASKED_AS.get(word, frozenset())
 
 
 def _same_stem(a: str, b: str) -> bool:

@@ -27,6 +27,13 @@ KNOWLEDGE_WORDS = (
     "how do",
     "how to",
     "how should",
+    "how long",
+    "how many",
+    "how often",
+    "who is",
+    "who gets",
+    "who should",
+    "what should",
     "what is",
     "what does",
     "runbook",
@@ -90,8 +97,9 @@ def route(query: str) -> str:
 def answer(prompt: str) -> str:
     """Answer from the passages quoting one verbatim, or pick a system-chat reply.
 
-    A knowledge question comes as JSON ``{"question", "passages"}``: the answer states the first
-    informative sentence of a passage, citing it (:mod:`infrastructure.offline_knowledge`).
+    A knowledge question comes as JSON ``{"question", "passages"}``: the answer states the
+    sentence of a passage that best answers it, citing it, or nothing when none does
+    (:mod:`infrastructure.offline_knowledge`).
     Anything else is a chat message: the answer is the one reply that fits it (the harness
     writes the words).
     """
@@ -100,7 +108,8 @@ def answer(prompt: str) -> str:
     except ValueError:
         asked = None
     if isinstance(asked, dict) and isinstance(asked.get("passages"), list):
-        return json.dumps(offline_knowledge.answer(asked["passages"]))
+        question = str(asked.get("question", ""))
+        return json.dumps(offline_knowledge.answer(asked["passages"], question))
     return json.dumps({"reply": _reply(prompt).value})
 
 

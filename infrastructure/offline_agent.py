@@ -57,7 +57,7 @@ CAUSES = (
         ("slow query holding connection", "db_connections at 100"),
         "{service} ran out of database connections",
     ),
-    Cause("oom", "OOMKilled", ("Config change",), "{service} containers were OOM-killed"),
+    Cause("oom", "OOMKilled", (" deploy ",), "{service} containers were OOM-killed"),
     Cause(
         "deploy",
         "upstream timeout",

@@ -1,6 +1,7 @@
 """The offline model's knowledge answers and its judge of them: runbook words only, no live state.
 
-The answer states the first informative sentence of the first passage that has one, citing it.
+The answer states the informative sentence of the first passage that has one which shares most
+words with the question, citing it.
 The judge supports a statement only when every excerpt occurs in the passage it cites, every
 other word of the statement is the cited passages' (or a few framing words) and none is a
 negation the quotes do not hold, and it says nothing of the systems as they are or were: a
@@ -16,6 +17,7 @@ from typing import Any
 
 from domain.answers import quotable_sentences
 from domain.grounding import normalise, occurs
+from infrastructure.knowledge import ASKED_AS, STOP_WORDS
 
 FRAMING = frozenset(
     """a an the from in of on to per see says say according runbook runbooks section passage
@@ -61,15 +63,52 @@ _NEGATION = re.compile(
 _MOMENT = re.compile(r"\b(?:\d{4}-\d\d-\d\d|\d{1,2}:\d\d|v\d+(?:\.\d+)+)\b")
 
 
-def answer(passages: list[dict[str, Any]]) -> dict[str, Any]:
-    """One statement: the first informative sentence of the first passage that has one."""
+MIN_COVERAGE = 0.75
+"""The least share of the question's words a passage's sentence (with its title) must hold for
+the offline model to state it; below, it states nothing and the harness lists the passages."""
+
+
+def answer(passages: list[dict[str, Any]], question: str = "") -> dict[str, Any]:
+    """One statement: the sentence of the first passage with one that best answers ``question``.
+
+    Best: it keeps the question's negation (asked what happens when a page is *not*
+    acknowledged, a sentence about acknowledging is no answer), then shares most words with it.
+    A sentence holding less than :data:`MIN_COVERAGE` of the question's words (with its title)
+    is not stated: the offline model would rather say nothing than something beside the point.
+    """
+    asked, negated = _stems(question), bool(_NEGATION.search(question))
     for passage in passages:
         quotes = quotable_sentences(str(passage.get("text", "")))
-        if quotes:
-            said = f"From the runbook section [{passage['id']}] ({passage['title']}): {quotes[0]}"
-            cited = [{"reference": passage["id"], "excerpt": quotes[0]}]
-            return {"statements": [{"statement": said, "citations": cited}]}
+        if not quotes:
+            continue
+        best = max(
+            quotes,
+            key=lambda q: (bool(_NEGATION.search(q)) == negated, len(asked & _stems(q))),
+        )  # max keeps the first of ties
+        title = str(passage.get("title", ""))
+        if _coverage(question, asked, _stems(f"{best} {title}"), title) < MIN_COVERAGE:
+            break
+        said = f"From the runbook section [{passage['id']}] ({title}): {best}"
+        cited = [{"reference": passage["id"], "excerpt": best}]
+        return {"statements": [{"statement": said, "citations": cited}]}
     return {"statements": []}
+
+
+def _stems(text: str) -> set[str]:
+    """The first four letters of each content word ("paged" and "page" alike)."""
+    words = (w.casefold() for w in _WORD.findall(text))
+    return {w[:4] for w in words if len(w) >= 4 and w not in STOP_WORDS}
+
+
+def _coverage(question: str, asked: set[str], held: set[str], title: str) -> float:
+    """The share of the question's words the sentence and title hold, or its heading asks for."""
+    if not asked:
+        return 1.0
+    heading = title.rpartition(" — ")[2].casefold()
+    synonyms = {w for h in _WORD.findall(heading) for w in ASKED_AS.get(h, frozenset())}
+    words = {w.casefold()[:4]: w.casefold() for w in _WORD.findall(question)}
+    covered = {stem for stem in asked if stem in held or words.get(stem) in synonyms}
+    return len(covered) / len(asked)
 
 
 def verdicts(data: dict[str, Any]) -> list[dict[str, Any]]:

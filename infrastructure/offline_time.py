@@ -5,8 +5,10 @@ written. A relative time is resolved against the reference time the harness stat
 prompt (``HARNESS_REFERENCE_TIME``; the sample data's own "now" by default), so "yesterday" means
 the same day whichever model is asked: ``yesterday``, ``today``, ``this morning`` /
 ``afternoon`` / ``evening``, ``tonight``, ``last night``, ``right now`` (the hour before), the
-``last N hours``. "The same day" is the day of the session's previous window; with none, it
-cannot be resolved and the run asks for a window instead of guessing. All times are UTC.
+``last N hours``, ``N days ago`` (``the day before yesterday``). "The same day" is the day of the
+session's previous window, "the same window" (time, period) that window itself; with none, it
+cannot be resolved and the run asks for a window instead of guessing, as for a date that does
+not exist (``2026-11-31``). All times are UTC.
 """
 
 from __future__ import annotations
@@ -21,6 +23,14 @@ _FROM = re.compile(r"\b(?:from|since|after)\s+(\d{1,2}):(\d\d)\b", re.IGNORECASE
 _STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d)?Z")
 _HOURS = re.compile(r"\b(?:last|past)\s+(\d{1,3})\s+hours?\b", re.IGNORECASE)
 _SAME_DAY = re.compile(r"\b(?:same|that)\s+day\b", re.IGNORECASE)
+_SAME_WINDOW = re.compile(
+    r"\b(?:same|that)\s+(?:window|time|period|hours?|interval)\b", re.IGNORECASE
+)
+_COUNTS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
+_DAYS_AGO = re.compile(
+    rf"\b(\d{{1,2}}|{'|'.join(_COUNTS)}|a)\s+days?\s+ago\b|\bday\s+before\s+yesterday\b",
+    re.IGNORECASE,
+)
 _DAY = timedelta(days=1)
 _HOUR = timedelta(hours=1)
 LOOK_BACK = timedelta(days=3)
@@ -65,10 +75,12 @@ def resolve(question: str, now: datetime, previous: Window | None = None) -> Win
     explicit = _explicit(question)
     if explicit is not None:
         return explicit
-    same = _SAME_DAY.search(question)
+    same = _SAME_WINDOW.search(question) or _SAME_DAY.search(question)
     if same:
         if previous is None:
             return Unresolved(same.group(0))
+        if _SAME_WINDOW.fullmatch(same.group(0)):
+            return Window(previous.start, previous.end, same.group(0))
         day = _midnight(previous.start)
         return Window(day, day + _DAY, same.group(0))
     return _relative(question, now) or Window(now - LOOK_BACK, now, "")
@@ -83,11 +95,14 @@ def previous_window(context: str) -> Window | None:
     return Window(start, end, "previous") if start < end else None
 
 
-def _explicit(question: str) -> Window | None:
+def _explicit(question: str) -> Window | Unresolved | None:
     day = _DATE.search(question)
     if not day:
         return None
-    base = datetime.fromisoformat(day.group(1)).replace(tzinfo=UTC)
+    try:
+        base = datetime.fromisoformat(day.group(1)).replace(tzinfo=UTC)
+    except ValueError:  # 2026-11-31: no such day; asked for a window, never rounded to one
+        return Unresolved(day.group(1))
     times = _CLOCK.findall(question)
     if len(times) >= 2:
         (h1, m1), (h2, m2) = times[:2]
@@ -102,6 +117,10 @@ def _explicit(question: str) -> Window | None:
 
 def _relative(question: str, now: datetime) -> Window | None:
     today = _midnight(now)
+    ago = _DAYS_AGO.search(question)  # before "yesterday": the day before yesterday holds it
+    if ago:
+        day = today - _days(ago.group(1)) * _DAY
+        return Window(day, day + _DAY, ago.group(0))
     for pattern, days, first, last in _PARTS_OF_DAYS:
         found = re.search(rf"\b(?:{pattern})\b", question, re.IGNORECASE)
         if found:
@@ -112,6 +131,15 @@ def _relative(question: str, now: datetime) -> Window | None:
         return Window(now - int(hours.group(1)) * _HOUR, now, hours.group(0))
     found = _NOW.search(question)
     return Window(now - _HOUR, now, found.group(0)) if found else None
+
+
+def _days(count: str | None) -> int:
+    """How many days "N days ago" says (None: the day before yesterday's two)."""
+    if count is None:
+        return 2
+    if count.isdigit():
+        return int(count)
+    return 1 if count.lower() == "a" else _COUNTS[count.lower()]
 
 
 def _at(day: datetime, hour: str, minute: str) -> datetime:

@@ -40,3 +40,12 @@ def test_a_much_better_full_text_match_is_not_overturned_by_one_heading_word() -
 def test_ties_keep_the_full_text_order() -> None:
     found = [passage("x", "R — Overview", 2.0), passage("y", "R — Notes", 2.0)]
     assert [p.id for p in ranked(found, ["restart"])] == ["x", "y"]
+
+
+def test_a_question_asking_to_see_something_is_answered_by_the_diagnose_section() -> None:
+    found = [
+        Passage("pool#prevent", "Pool — Prevent", "connections return to the pool", 2.0),
+        Passage("pool#diagnose", "Pool — Diagnose", "count connections per service", 1.8),
+    ]
+    terms = ["see", "service", "holds", "database", "connections"]
+    assert [p.id for p in ranked(found, terms)] == ["pool#diagnose", "pool#prevent"]
