@@ -192,3 +192,29 @@ def test_a_bad_or_unknown_id_exits_2_in_one_line(
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("error: ") and said in line, line
     assert "\x1b" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_text_from_a_suite_never_acts_on_the_terminal(
+    sqlite_settings: Settings, tmp_path: Path
+) -> None:
+    question = "Why was checkout slow?\x1b[2J\rGOTCHA"
+    reason = "missing: v2.14.0\x1b]0;owned\x07"
+    hostile = dataclasses.replace(
+        AFTER.results[0], question=question, reasons=(reason, "second\nline")
+    )
+    after = dataclasses.replace(AFTER, results=(hostile, *AFTER.results[1:]))
+    with bootstrap(sqlite_settings, create=True) as services:
+        record_eval(services.store, BEFORE)
+        record_eval(services.store, after)
+    done = harness_eval(sqlite_settings, "compare", str(BEFORE_ID), str(AFTER_ID), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout and "\r" not in done.stdout and "\x07" not in done.stdout
+    assert "    question: Why was checkout slow?\\u001b[2J\\u000dGOTCHA\n" in done.stdout
+    assert "    - missing: v2.14.0\\u001b]0;owned\\u0007\n" in done.stdout
+    assert "    - second line\n" in done.stdout  # one reason, one line
+    as_json = harness_eval(
+        sqlite_settings, "compare", str(BEFORE_ID), str(AFTER_ID), "--json", cwd=tmp_path
+    )
+    assert "\x1b" not in as_json.stdout
+    cases = json.loads(as_json.stdout)["cases"]
+    assert cases[0]["question"] == question  # JSON keeps the text exactly, escaped
