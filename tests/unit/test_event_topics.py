@@ -373,7 +373,7 @@ def test_enums_are_stored_under_their_class_names() -> None:
 def test_an_evaluation_is_recorded_and_read_back_under_its_pinned_topics() -> None:
     mapper = _mapper()
     evaluation = EvalRun.of_report(AFTER)
-    decoded = []
+    decoded: list[Any] = []
     for event in evaluation.collect_events():
         stored = mapper.to_stored_event(event)
         assert stored.topic in STORED_TOPICS
@@ -383,8 +383,8 @@ def test_an_evaluation_is_recorded_and_read_back_under_its_pinned_topics() -> No
         *["EvalCaseScored"] * len(AFTER.results),
         "EvalFinished",
     ]
-    replayed = None
-    for event in decoded:
-        replayed = event.mutate(replayed)
+    replayed: Any = None
+    for each in decoded:
+        replayed = each.mutate(replayed)
     assert isinstance(replayed, EvalRun)
     assert replayed.report() == AFTER  # the verdicts come back as Verdict, the reasons as tuples
