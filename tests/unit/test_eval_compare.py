@@ -56,9 +56,7 @@ def test_an_evaluation_against_itself_changed_nothing() -> None:
     assert all(delta == 0 for *_, delta in found.totals)
 
 
-def test_a_published_wrong_answer_that_stays_wrong_unpublished_is_no_longer_published_wrong() -> (
-    None
-):
+def test_a_published_wrong_answer_made_right_is_no_longer_published_wrong() -> None:
     found = compare(AFTER, BEFORE)  # backwards: checkout goes from published-wrong to correct
     checkout = next(c for c in found.cases if c.case_id == "checkout-deploy-why")
     assert checkout.what == "wrong → correct, no longer published-and-wrong"
