@@ -55,6 +55,7 @@ CONSOLE_ASSETS = {
     "session.js": JS,
     "system.js": JS,
     "overview.js": JS,
+    "evals.js": JS,
     "charts.js": JS,
 }
 """The console's scripts and style sheet, served at ``/console/assets/{name}``."""
@@ -152,7 +153,7 @@ def console_system() -> Response:
 
 @serves("/console/overview")
 def console_overview() -> Response:
-    """The overview page: daily runs by outcome and latency percentiles (auditors, admins)."""
+    """The overview page: daily runs and latency (auditors, admins) and the eval history."""
     return _page("overview")
 
 

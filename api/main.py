@@ -20,7 +20,7 @@ from api.feed_hub import FeedHub
 from api.metrics import multiprocess_problem
 from api.request_clock import set_request_deadline
 from api.request_head import HeadLimits, set_head_limits
-from api.routes import audit, chat, metrics, model, runs, sessions, stats, system, tools
+from api.routes import audit, chat, evals, metrics, model, runs, sessions, stats, system, tools
 from api.schemas import document_limits
 from application.dispatch import RunDispatcher
 from application.recovery import RecoveryLoop
@@ -61,6 +61,7 @@ ROUTERS = (
     model.router,
     audit.router,
     stats.router,
+    evals.router,
     metrics.router,
     console_routes.router,
 )

@@ -1,8 +1,10 @@
 """The event store application: loads and saves the aggregates, returns log positions.
 
-It holds five kinds of aggregate: runs (:mod:`domain.run`), their evidence collections
+It holds six kinds of aggregate: runs (:mod:`domain.run`), their evidence collections
 (:mod:`domain.collection`) and tool invocations (:mod:`domain.tool_invocation`), the session
-claims (:mod:`domain.session`) and the one stream of audit checkpoints (:mod:`domain.checkpoint`).
+claims (:mod:`domain.session`), the one stream of audit checkpoints (:mod:`domain.checkpoint`)
+and the evaluations ``harness eval`` recorded (:mod:`domain.eval_run`, saved by
+:mod:`application.eval_records`).
 :class:`HarnessStore` is composed of three layers, each in a module of its own: the eventsourcing
 plumbing (:mod:`application.store_library`), the reads (:mod:`application.store_reads`) and the
 commands with their first-terminal-wins policy (:mod:`application.store_commands`). Here it is

@@ -9,6 +9,7 @@ from eventsourcing.domain import CanMutateAggregate
 
 from domain.answers import AnswerRefusal
 from domain.collection import Collection
+from domain.evals import Verdict
 from domain.release_states import (
     CitationProblem,
     FallbackType,
@@ -102,6 +103,7 @@ ALL_ENUMS: tuple[type[Enum], ...] = (
     CitationProblem,
     MissingKind,
     AnswerRefusal,
+    Verdict,
 )
 """Every enum that may appear in an event; the store registers a transcoding for each."""
 

@@ -4,7 +4,8 @@ Every table here is a projection of the event log: it can be dropped and rebuilt
 What the rows mean is the projections' business (``projections/``, which name tables and
 columns only); their definition and storage is infrastructure's (see ``application.views``).
 ``projection_tracking`` holds, per projection, the last log position applied; a projection
-commits its rows and its tracking row in one transaction (exactly-once).
+commits its rows and its tracking row in one transaction (exactly-once). The evaluations' tables
+are defined in ``infrastructure.eval_tables``, on the same ``MetaData`` (re-exported here).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from sqlalchemy import (
     Float,
     Index,
     Integer,
-    MetaData,
     String,
     Table,
     Text,
@@ -30,10 +30,12 @@ from sqlalchemy import (
     text,
 )
 
+from infrastructure.eval_tables import eval_case as eval_case
+from infrastructure.eval_tables import eval_run as eval_run
+from infrastructure.read_metadata import metadata as metadata
+
 if TYPE_CHECKING:
     from sqlalchemy import Engine
-
-metadata = MetaData()
 
 projection_tracking = Table(
     "projection_tracking",

@@ -22,11 +22,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from infrastructure.read_store import SqlReadStore
 from projections.base import Committed, positioned
 from projections.collector import fewer_collections
-from projections.metrics import Metrics
-from projections.run_table import RunTable
-from projections.sessions import Sessions
-from projections.sse_feed import SseFeed
-from projections.trace import Trace
+from projections.registry import all_projections as all_projections
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -52,11 +48,6 @@ def brief(error: BaseException) -> str:
     cause = getattr(error, "orig", None) or error
     lines = str(cause).strip().splitlines()
     return f"{type(cause).__name__}: {lines[0] if lines else ''}"
-
-
-def all_projections() -> tuple[Projection, ...]:
-    """Every projection of the read side, in the order a batch applies them."""
-    return (RunTable(), Trace(), SseFeed(), Sessions(), Metrics())
 
 
 class TrackingConflict(Exception):

@@ -1,6 +1,8 @@
-// The overview page: daily runs by outcome and latency percentiles, drawn from GET /v1/stats/daily.
+// The overview page: daily runs by outcome and latency percentiles, drawn from GET /v1/stats/daily,
+// and the eval history per model (evals.js).
 import { el, getJson, keyForm, say } from "./api.js";
 import { OUTCOMES, drawLatency, drawRuns, groupName } from "./charts.js";
+import { loadEvals } from "./evals.js";
 
 const RANGE = ["from", "to"];
 
@@ -71,5 +73,9 @@ async function load() {
 }
 
 fillForm(document.getElementById("range"), wanted());
-keyForm(load);
+keyForm(() => {
+  load();
+  loadEvals();
+});
 load();
+loadEvals();

@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Union, get_args, get_origin, get_type_hints
 from uuid import UUID
 
 import domain.answers
+import domain.evals
 import domain.grounding
 import domain.release_states
 import domain.states
@@ -29,6 +30,7 @@ _NAMES: dict[str, Any] = {
     **vars(domain.grounding),
     "RetrievedPassage": domain.answers.RetrievedPassage,
     "AnswerRefusal": domain.answers.AnswerRefusal,
+    "Verdict": domain.evals.Verdict,
     "datetime": datetime,
     "UUID": UUID,
     "Any": Any,

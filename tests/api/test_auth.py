@@ -22,11 +22,13 @@ from pydantic import SecretStr
 from api.auth import LOCAL, Role
 from api.main import create_app
 from application.audit.records import store_records
+from application.eval_records import record_eval
 from application.store import HarnessStore
 from infrastructure.composition import Overrides, bootstrap
 from infrastructure.settings import ApiKey, Settings
 from projections.live import LiveProjections
 from tests.api._serve import Event, events, served_client
+from tests.eval_reports import BEFORE, BEFORE_ID
 
 ANN, BOB, AUDREY, ADAM = "ann", "bob", "audrey", "adam"
 ROLES: dict[str, Role] = {ANN: "user", BOB: "user", AUDREY: "auditor", ADAM: "admin"}
@@ -65,6 +67,8 @@ DAILY = Route("GET", "/v1/stats/daily")
 WORKERS = Route("GET", "/v1/workers")
 TOOLS = Route("GET", "/v1/tools")
 MODEL_CHECK = Route("GET", "/v1/model/check")
+EVALS = Route("GET", "/v1/evals")
+GET_EVAL = Route("GET", "/v1/evals/{eval_id}")
 HEALTHZ = Route("GET", "/healthz")
 READYZ = Route("GET", "/readyz")
 METRICS = Route("GET", "/metrics")
@@ -87,6 +91,8 @@ ROUTES = (
     WORKERS,
     TOOLS,
     MODEL_CHECK,
+    EVALS,
+    GET_EVAL,
     HEALTHZ,
     READYZ,
     METRICS,
@@ -127,7 +133,7 @@ class Server:
     def url(self, route: Route, owner: str) -> str:
         """``route``'s path about ``owner``'s run or session."""
         run = self.runs[owner]
-        return route.path.format(run_id=run.run_id, session_id=run.session_id)
+        return route.path.format(run_id=run.run_id, session_id=run.session_id, eval_id=BEFORE_ID)
 
 
 def bearer(key: str) -> str:
@@ -216,6 +222,7 @@ def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             ANN: start(client, CREATE, ANN, session_id="ann-session"),
             BOB: start(client, CHAT, BOB),
         }
+        record_eval(store, BEFORE)  # an evaluation `harness eval` recorded: no one's run
         yield Server(client, store, runs)
 
 
@@ -225,6 +232,7 @@ def local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     settings = _settings(tmp_path_factory.mktemp("local"), [])
     with served_client(settings) as served:
         client, store = served.client, served.store
+        record_eval(store, BEFORE)
         yield Server(client, store, {LOCAL: start(client, CREATE, None)})
 
 
@@ -493,6 +501,18 @@ def test_every_role_reads_the_tools(keyed: Server, caller: str) -> None:
     assert all(tool["admitted"] and tool["origin"] == "builtin" for tool in body["data"]), context
 
 
+@pytest.mark.parametrize("caller", [ANN, BOB, AUDREY, ADAM])
+def test_every_role_reads_the_eval_history(keyed: Server, caller: str) -> None:
+    # an evaluation holds no user's data: its questions come from a suite, its runs are its own
+    history = send_as(keyed, EVALS, caller)
+    one = send_as(keyed, GET_EVAL, caller)
+    context = f"{EVALS} / {GET_EVAL} as {who(caller)}"
+    assert (history.status_code, one.status_code) == (200, 200), f"{context}: {history.text}"
+    assert [e["eval_id"] for e in history.json()["data"]] == [str(BEFORE_ID)], context
+    assert one.json()["eval_id"] == str(BEFORE_ID) and len(one.json()["data"]) == 4, context
+    assert question(ANN) not in history.text + one.text, f"{context}: a user's query leaked"
+
+
 @pytest.mark.parametrize("caller", [ANN, BOB])
 def test_the_log_is_not_for_users(keyed: Server, caller: str) -> None:
     response = send_as(keyed, AUDIT, caller)
@@ -557,6 +577,10 @@ def test_without_keys_the_local_principal_may_do_everything(local: Server, route
         assert response.json()["entries"] == local.store.head() > 0, context
     elif route == AUDIT:
         assert response.json()["count"] == local.store.head() > 0, context
+    elif route in (EVALS, GET_EVAL):
+        body = response.json()
+        found = body["eval_id"] if route == GET_EVAL else body["data"][0]["eval_id"]
+        assert found == str(BEFORE_ID), context
 
 
 # -- with keys: a session's owner while the projections lag ----------------------------------------

@@ -86,6 +86,7 @@ def test_after_a_mixed_load_every_series_equals_what_sql_says(settings: Settings
                 "sse_feed",
                 "session_turn",
                 "metrics",
+                "eval_run",
             }
             assert value(series, "harness_runs_in_progress") == 0
             assert value(series, "harness_admission_refusals_total") == 0

@@ -44,7 +44,7 @@ from tests.integration._projection_workers import append_runs, write_in_two_halv
 
 HARNESS = [sys.executable, "-c", "from api.cli import app; app()"]
 ROOT = Path(__file__).resolve().parents[2]
-NAMES = ("diagnosis_run", "trace_event", "sse_feed", "session_turn", "metrics")
+NAMES = ("diagnosis_run", "trace_event", "sse_feed", "session_turn", "metrics", "eval_run")
 READ_TABLES: tuple[Table, ...] = tuple(
     t for t in metadata.sorted_tables if t is not projection_tracking
 )

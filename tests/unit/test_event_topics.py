@@ -30,6 +30,7 @@ from domain.answers import RetrievedPassage
 from domain.catalogue import ALL_ENUMS
 from domain.checkpoint import AuditCheckpoint
 from domain.collection import Collection
+from domain.eval_run import EvalRun
 from domain.grounding import Citation, JudgedStatement, RejectedCitation
 from domain.release_states import CitationProblem, ReleaseOutcome, SemanticVerdict
 from domain.run import Run
@@ -45,6 +46,7 @@ from domain.states import (
 from domain.tool_invocation import ToolInvocation
 from domain.tool_states import ToolRejectionCode
 from domain.values import Budget, ModelAttempt
+from tests.eval_reports import AFTER
 
 AGGREGATES: tuple[type[Aggregate], ...] = (
     Run,
@@ -52,6 +54,7 @@ AGGREGATES: tuple[type[Aggregate], ...] = (
     Collection,
     Session,
     AuditCheckpoint,
+    EvalRun,
 )
 
 STORED_TOPICS = {
@@ -91,6 +94,10 @@ STORED_TOPICS = {
     "domain.checkpoint:AuditCheckpoint",
     "domain.checkpoint:AuditCheckpoint.CheckpointsStarted",
     "domain.checkpoint:AuditCheckpoint.CheckpointRecorded",
+    "domain.eval_run:EvalRun",
+    "domain.eval_run:EvalRun.EvalStarted",
+    "domain.eval_run:EvalRun.EvalCaseScored",
+    "domain.eval_run:EvalRun.EvalFinished",
 }
 """Every topic a record may name: the aggregates' and their events' (a record's own class)."""
 
@@ -123,6 +130,7 @@ STORED_ENUM_NAMES = {
     "CitationProblem",
     "MissingKind",
     "AnswerRefusal",
+    "Verdict",
 }
 """The ``_type_`` a stored enum value is written under: its class name, whatever its module."""
 
@@ -360,3 +368,23 @@ def test_enums_are_stored_under_their_class_names() -> None:
         member = next(iter(enum))
         encoded = json.loads(transcoder.encode({"v": member}))["v"]
         assert encoded == {"_type_": enum.__name__, "_data_": member.value}
+
+
+def test_an_evaluation_is_recorded_and_read_back_under_its_pinned_topics() -> None:
+    mapper = _mapper()
+    evaluation = EvalRun.of_report(AFTER)
+    decoded: list[Any] = []
+    for event in evaluation.collect_events():
+        stored = mapper.to_stored_event(event)
+        assert stored.topic in STORED_TOPICS
+        decoded.append(mapper.to_domain_event(stored))
+    assert [type(e).__name__ for e in decoded] == [
+        "EvalStarted",
+        *["EvalCaseScored"] * len(AFTER.results),
+        "EvalFinished",
+    ]
+    replayed: Any = None
+    for each in decoded:
+        replayed = each.mutate(replayed)
+    assert isinstance(replayed, EvalRun)
+    assert replayed.report() == AFTER  # the verdicts come back as Verdict, the reasons as tuples
