@@ -15,6 +15,7 @@ from api.cli_app import HarnessTyper
 from api.cli_audit import audit_app
 from api.cli_common import fail, load_settings, opened, out_console
 from api.cli_eval import eval_app
+from api.cli_eval_history import add_history_commands
 from api.cli_eval_import import add_import_command
 from api.cli_mcp import mcp_app
 from api.cli_model import model_app
@@ -41,6 +42,7 @@ app.add_typer(mcp_app, name="mcp")
 app.add_typer(tools_app, name="tools")
 app.add_typer(model_app, name="model")
 add_import_command(eval_app)  # harness eval import-holmes
+add_history_commands(eval_app)  # harness eval list, harness eval compare
 app.add_typer(eval_app, name="eval")
 
 

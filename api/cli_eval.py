@@ -9,6 +9,7 @@ the configuration, an option (docs/evals.md).
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from api.cli_common import err_console, fail, load_settings
+from api.cli_common import err_console, fail, load_settings, opened
 
 if TYPE_CHECKING:
     from api.eval_runner import SuiteRun
@@ -173,7 +174,11 @@ def _run(settings: Settings, suite: Suite, options: EvalOptions) -> SuiteRun:
 
     try:
         return run_suite(
-            settings, suite, store_dir=options.store_dir, on_case=progress, on_report=_record
+            settings,
+            suite,
+            store_dir=options.store_dir,
+            on_case=progress,
+            on_report=lambda report: _record(settings, report),
         )
     except ConfigurationError as error:
         fail(f"invalid configuration: {error}")
@@ -181,8 +186,15 @@ def _run(settings: Settings, suite: Suite, options: EvalOptions) -> SuiteRun:
         fail(f"a case's store: {error}")
 
 
-def _record(report: EvalReport) -> None:
-    """Where an evaluation is recorded as events (issue 29: ``record_eval(store, report)``).
+def _record(settings: Settings, report: EvalReport) -> None:
+    """Record the evaluation in the configured store's log (``harness eval list`` shows it)."""
+    from application.eval_records import record_eval
+    from infrastructure.known_secrets import known_secrets
 
-    Nothing is recorded yet: the EvalRun aggregate and its projection arrive with that work.
-    """
+    with opened(settings, create=True) as services:
+        redactor = known_secrets(settings, os.environ)
+        eval_id = record_eval(services.store, report, redactor)
+    err_console().print(
+        f"recorded as eval {eval_id} in the log (harness eval list, harness eval compare)",
+        markup=False,
+    )

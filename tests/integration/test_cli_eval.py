@@ -50,9 +50,11 @@ def test_the_shipped_suite_runs_with_the_offline_model_and_no_case_is_wrong(
     assert [row[0] for row in rows] == ids
     assert {row[1] for row in rows} <= {"correct", "fallback"}, done.stdout  # never wrong
     assert re.match(rf"{len(ids)} cases: \d+ correct, \d+ fallback, 0 wrong, 0 ", lines[-1])
-    assert [line.split(":")[0] for line in done.stderr.splitlines()] == [
+    *progress, recorded = done.stderr.splitlines()
+    assert [line.split(":")[0] for line in progress] == [
         f"[{n}/{len(ids)}] {i}" for n, i in enumerate(ids, start=1)
     ]
+    assert recorded.startswith("recorded as eval ")
 
 
 def test_the_table_is_the_same_whatever_the_terminal_width(tmp_path: Path) -> None:
@@ -63,7 +65,7 @@ def test_the_table_is_the_same_whatever_the_terminal_width(tmp_path: Path) -> No
 
     narrow, wide = table("20"), table("300")
     assert narrow == wide
-    assert all(len(line) > 20 for line in narrow if line)
+    assert len(narrow[0]) > 20 and len(narrow[-1]) > 20  # not wrapped at 20 columns
 
 
 def test_json_and_junit_carry_every_case_and_the_totals(tmp_path: Path) -> None:
@@ -263,3 +265,13 @@ def test_case_options_pick_cases_in_suite_order(tmp_path: Path) -> None:
     report = json.loads(done.stdout)
     assert [r["case_id"] for r in report["results"]] == [ids[0], ids[-1]]
     assert report["totals"]["cases"] == 2
+
+
+def test_an_evaluation_is_recorded_and_listed_by_model(tmp_path: Path) -> None:
+    done = harness("eval", "--case=kb-log-retention", env={}, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    recorded = re.search(r"recorded as eval ([0-9a-f-]{36})", done.stderr)
+    assert recorded is not None, done.stderr
+    listed = harness("eval", "list", env={}, cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert recorded.group(1)[:8] in listed.stdout and "offline" in listed.stdout

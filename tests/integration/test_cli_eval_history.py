@@ -1,7 +1,6 @@
 """``harness eval list`` and ``harness eval compare A B``: real processes on real stores.
 
-The ``eval`` group is built here as ``api/cli.py`` will build it (a Typer group with
-``add_history_commands``), so the commands run as a user runs them. The evaluations are recorded
+The commands run as a user runs them, in processes of their own. The evaluations are recorded
 in the log only: the commands bring the read tables up to date themselves.
 """
 
@@ -29,16 +28,8 @@ from infrastructure.settings import Settings
 from tests.eval_reports import AFTER, AFTER_ID, BEFORE, BEFORE_ID
 from tests.integration._cli import ROOT, store_env
 
-EVAL_APP = (
-    "import typer\n"
-    "from api.cli_app import HarnessTyper\n"
-    "from api.cli_eval_history import add_history_commands\n"
-    "app = HarnessTyper()\n"
-    "group = typer.Typer(no_args_is_help=True)\n"
-    "add_history_commands(group)\n"
-    "app.add_typer(group, name='eval')\n"
-    "app()\n"
-)
+EVAL_APP = "from api.cli import app\napp()\n"
+"""The ``harness`` command line, run as ``python -c`` (this checkout on the path)."""
 TWIN_ID = UUID("0b1e7a55-1000-4000-8000-000000000003")
 """Shares its first eight digits with BEFORE_ID."""
 
