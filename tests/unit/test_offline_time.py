@@ -27,6 +27,10 @@ def at(text: str) -> datetime:
         ("was search down this morning", "2026-12-01T00:00", "2026-12-01T12:00"),
         ("anything today?", "2026-12-01T00:00", "2026-12-02T00:00"),
         ("Why was checkout slow on 2026-11-29?", "2026-11-29T00:00", "2026-11-30T00:00"),
+        ("Why was checkout slow two days ago?", "2026-11-29T00:00", "2026-11-30T00:00"),
+        ("and the day before yesterday?", "2026-11-29T00:00", "2026-11-30T00:00"),
+        ("errors 3 days ago", "2026-11-28T00:00", "2026-11-29T00:00"),
+        ("slow a day ago", "2026-11-30T00:00", "2026-12-01T00:00"),
         ("slow on 2026-11-29 between 10:00 and 12:00", "2026-11-29T10:00", "2026-11-29T12:00"),
         ("errors on 2026-11-30 from 15:00 UTC", "2026-11-30T15:00", "2026-12-01T00:00"),
         ("why is checkout slow", "2026-11-28T00:00", "2026-12-01T00:00"),
@@ -82,3 +86,14 @@ def test_the_reference_settings_mean_what_they_say() -> None:
     assert reference_time("sample") == NOW
     assert reference_time("system") is None
     assert reference_time("2026-11-30T12:00:00Z") == at("2026-11-30T12:00")
+
+
+def test_a_date_that_does_not_exist_is_asked_about_never_rounded() -> None:
+    assert resolve("Why was checkout slow on 2026-11-31?", NOW) == Unresolved("2026-11-31")
+
+
+def test_the_same_window_is_the_previous_turns_and_without_one_it_is_asked_for() -> None:
+    before = Window(at("2026-11-28T14:00"), at("2026-11-28T16:00"), "previous")
+    same = resolve("And checkout in the same window?", NOW, before)
+    assert (same.start, same.end) == (before.start, before.end)  # type: ignore[union-attr]
+    assert resolve("And checkout at that time?", NOW) == Unresolved("that time")
