@@ -275,3 +275,27 @@ def test_an_evaluation_is_recorded_and_listed_by_model(tmp_path: Path) -> None:
     listed = harness("eval", "list", env={}, cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
     assert recorded.group(1)[:8] in listed.stdout and "offline" in listed.stdout
+
+
+def test_imported_holmes_cases_run_on_their_recordings_and_none_is_published_wrong(
+    tmp_path: Path,
+) -> None:
+    holmes = Path(__file__).resolve().parents[1] / "evals" / "holmes"
+    imported = tmp_path / "imported.yaml"
+    converted = harness("eval", "import-holmes", str(holmes), str(imported), env={}, cwd=tmp_path)
+    assert converted.returncode == 0, converted.stderr
+    stores = tmp_path / "stores"
+    done = harness(
+        "eval", "run", str(imported), "--json", "--store-dir", str(stores), env={}, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["totals"]["cases"] >= 3 and report["totals"]["published_wrong"] == 0
+    assert report["totals"]["correct"] >= 3  # the recordings over the sample incidents suffice
+    origins = {
+        event.origin
+        for database in stores.glob("*.db")
+        for event in _events(database)
+        if isinstance(event, ToolInvocation.ToolInvocationStarted)
+    }
+    assert origins == {"fixture"}  # the recordings were served, never the live tools
