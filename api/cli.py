@@ -8,6 +8,7 @@ stderr (exit 1); ``--debug`` or ``HARNESS_DEBUG=1`` shows the traceback instead.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated
+from uuid import UUID
 
 import typer
 
@@ -25,6 +26,7 @@ from api.cli_runs import runs_app
 from api.cli_tools import tools_app
 
 if TYPE_CHECKING:
+    from infrastructure.composition import Services
     from infrastructure.settings import Settings
 
 app = HarnessTyper(
@@ -129,7 +131,13 @@ def serve(
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="What to ask, e.g. 'Why was checkout slow?'")],
-    session: Annotated[str, typer.Option(help="Session id for follow-up questions.")] = "cli",
+    session: Annotated[
+        str | None,
+        typer.Option(
+            help="Session id for follow-up questions: a question carries the session's previous"
+            " diagnosis, as over the API (without it: session 'cli', nothing carried)."
+        ),
+    ] = None,
 ) -> None:
     """Ask one question and watch the run: its phases as they happen, then the answer.
 
@@ -143,13 +151,13 @@ def ask(
     problem = query_problem(question, settings.max_query_chars)
     if problem:
         fail(f"the question {problem}")
-    if problem := session_problem(session):
+    if session is not None and (problem := session_problem(session)):
         fail(f"--session {session!r} {problem}")
     code = _ask(settings, question, session)
     raise typer.Exit(code=code)
 
 
-def _ask(settings: Settings, question: str, session: str) -> int:
+def _ask(settings: Settings, question: str, session: str | None) -> int:
     from api.ask_view import AskView
     from api.auth import LOCAL
     from infrastructure.settings import ConfigurationError
@@ -161,7 +169,19 @@ def _ask(settings: Settings, question: str, session: str) -> int:
             service = services.chat
         except ConfigurationError as error:
             fail(str(error))
+        previous = None if session is None else _last_turn(services, session)
         services.store.listeners.append(view.on_events)
-        result = service.ask(session, question, owner=LOCAL)
+        result = service.ask(session or "cli", question, previous_run=previous, owner=LOCAL)
     view.show_result(result)
     return 0 if result.content is not None else 1
+
+
+def _last_turn(services: Services, session: str) -> UUID | None:
+    """The session's latest run, from the read tables brought up to the log head."""
+    from api.cli_reads import bring_up_to_date
+    from projections.queries import last_turn_run
+
+    bring_up_to_date(services)
+    with services.engine.connect() as connection:
+        found = last_turn_run(connection, session)
+    return None if found is None else UUID(found)

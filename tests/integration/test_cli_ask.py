@@ -121,3 +121,21 @@ def test_a_knowledge_answer_is_printed_with_the_passages_it_cites(
     assert asked.returncode == 0, asked.stderr
     sources = [line for line in asked.stdout.splitlines() if line.startswith("  source: passage ")]
     assert sources and all(line.endswith('"') for line in sources), asked.stdout
+
+
+def test_a_follow_up_in_a_session_reads_the_same_day_as_the_previous_turns(
+    tmp_path: Path,
+) -> None:
+    first = harness(
+        "ask", "--session", "s1", "Why was checkout slow on 2026-11-29?", env={}, cwd=tmp_path
+    )
+    assert first.returncode == 0, first.stderr
+    follow = harness(
+        "ask", "--session", "s1", "What about payments on the same day?", env={}, cwd=tmp_path
+    )
+    assert follow.returncode == 0, follow.stderr
+    assert "service=payments, start=2026-11-28T22:00:00Z, end=2026-11-30T00:00:00Z" in follow.stdout
+    assert "connection pool exhausted" not in follow.stdout  # 11-28's incident is not this day's
+    alone = harness("ask", "What about payments on the same day?", env={}, cwd=tmp_path)
+    assert "service=payments" not in alone.stdout  # no session: no day to read, a window is asked
+    assert "When did it happen" in alone.stdout, alone.stdout
