@@ -5,9 +5,10 @@ jsonschema's default resolves a ``$ref`` it does not hold by fetching it (an ``h
 file into a recorded rejection. Here nothing is ever fetched: the validator's registry refuses
 every retrieval, and a schema is refused at admission (:class:`SchemaRefused`, a one-line reason)
 when it is nested deeper than MAX_SCHEMA_DEPTH, larger than MAX_SCHEMA_BYTES, names a dialect
-jsonschema does not know, is not a valid schema of its dialect, or holds a reference that is not
-local (``#…``) or does not resolve inside the schema. A reason quotes only the schema's own words,
-cut short: never anything a reference points at.
+jsonschema does not know, is not a valid schema of its dialect, holds a reference that is not
+local (``#…``) or does not resolve inside the schema, or a pattern that could backtrack without
+bound (``infrastructure.schema_patterns``, which also bounds the text a pattern checks). A
+reason quotes only the schema's own words, cut short: never anything a reference points at.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from referencing import exceptions as reference_errors
 from referencing.jsonschema import DRAFT202012, specification_with
 
 from application.tool_secrets import NO_SECRETS
+from infrastructure.schema_patterns import bounded, pattern_problem, patterns_of
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -81,7 +83,10 @@ def compiled(
     except schema_errors.SchemaError as error:
         raise SchemaRefused(f"its {what} is not a JSON schema: {_line(error.message)}") from None
     _check_references(schema, what)
-    validator: Validator = kind(schema, registry=NO_RETRIEVAL)
+    for pattern in patterns_of(schema):
+        if (problem := pattern_problem(pattern)) is not None:
+            raise SchemaRefused(f"its {what} has a pattern that {problem}: {_quoted(pattern)}")
+    validator: Validator = bounded(kind)(schema, registry=NO_RETRIEVAL)
     _try(validator, what)
     return validator
 

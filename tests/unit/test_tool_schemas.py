@@ -14,6 +14,7 @@ import pytest
 
 from application.tool_admission import SHOWN_NAME_CHARS, Refusal, admission_of, shown_name
 from domain.redactor import Redactor
+from infrastructure.schema_patterns import pattern_problem
 from infrastructure.tool_schemas import MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH, SchemaRefused, compiled
 
 
@@ -162,3 +163,51 @@ def test_a_schema_holding_a_secret_its_server_was_handed_is_refused_without_it()
         assert "holds a secret the harness handed its server" in str(refused.value)
         assert secret not in str(refused.value)
     compiled({"properties": {"t": {"default": "Bearer-looking text"}}}, secrets=handed)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "why"),
+    [
+        ("^(a+)+$", "repeats a repetition"),
+        ("^(a|aa)*$", "repeats an alternation"),
+        ("^(\\w+\\s?)*$", "repeats a repetition"),
+        ("^(a)\\1$", "refers back to a group"),
+        ("^a*b*c*d*$", "has 4 open-ended repetitions"),
+        ("x" * 1001, "is 1001 characters"),
+    ],
+)
+def test_a_pattern_that_can_backtrack_without_bound_is_refused(pattern: str, why: str) -> None:
+    schemas: list[dict[str, Any]] = [
+        {"properties": {"q": {"type": "string", "pattern": pattern}}},
+        {"patternProperties": {pattern: {}}},
+    ]
+    for schema in schemas:
+        with pytest.raises(SchemaRefused) as refused:
+            compiled(schema)
+        assert f"has a pattern that {why}" in str(refused.value)
+
+
+def test_a_plain_pattern_checks_and_a_long_text_is_refused_before_matching() -> None:
+    validator = compiled(
+        {
+            "properties": {"q": {"type": "string", "pattern": "^[a-z]+-[0-9]{1,4}$"}},
+            "patternProperties": {"^x-[a-z]+$": {"type": "string"}},
+        }
+    )
+    assert not list(validator.iter_errors({"q": "checkout-12"}))
+    assert list(validator.iter_errors({"q": "checkout"}))
+    too_long = [e.message for e in validator.iter_errors({"q": "a" * 300})]
+    assert too_long == [
+        "a value checked against a pattern may have at most 256 characters, not 300"
+    ]
+    named = [e.message for e in validator.iter_errors({"x-" + "a" * 300: "v"})]
+    assert named == [
+        "a property name checked against a pattern may have at most 256 characters, not 302"
+    ]
+
+
+def test_a_pattern_re_cannot_read_is_named_as_such() -> None:
+    assert (
+        pattern_problem("^(")
+        == "is not a regular expression (missing ), unterminated subpattern at position 1)"
+    )
