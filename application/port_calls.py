@@ -8,14 +8,16 @@ would let a handful of such calls (a tool server that accepts and never answers)
 thread, and every later call of every run, model calls included, would queue behind them until
 its own deadline. Here each call gets a fresh daemon thread (nothing queues, and a hung call never
 keeps the process from exiting), and each port (the model, each tool by name) may leave at most
-``max_stuck`` abandoned calls running: beyond that, that port is not asked again until one of
-them returns (:class:`PortBusy`), while every other port is asked as usual.
+``max_stuck`` abandoned calls running that have run ``stuck_after`` seconds or more (a call a
+cancel abandoned usually answers soon after): beyond that, that port is not asked again until
+one of them returns (:class:`PortBusy`), while every other port is asked as usual.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import Counter
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -29,6 +31,10 @@ T = TypeVar("T")
 
 DEFAULT_MAX_STUCK = 16
 """Abandoned calls of one port still running before it is refused (HARNESS_MAX_STUCK_CALLS)."""
+DEFAULT_STUCK_AFTER = 60.0
+"""Seconds an abandoned call must have run to count as stuck (HARNESS_STUCK_AFTER): a call
+abandoned by a cancel usually answers soon after, and one user cancelling many runs must not
+make the port refuse everyone's calls."""
 
 
 class PortBusy(Exception):
@@ -46,9 +52,13 @@ class PortBusy(Exception):
 class PortCalls:
     """Runs blocking port calls, each in a daemon thread; counts the abandoned ones per port."""
 
-    def __init__(self, max_stuck: int = DEFAULT_MAX_STUCK) -> None:
-        """At most ``max_stuck`` abandoned calls of one port may still run."""
+    def __init__(
+        self, max_stuck: int = DEFAULT_MAX_STUCK, stuck_after: float = DEFAULT_STUCK_AFTER
+    ) -> None:
+        """At most ``max_stuck`` abandoned calls of one port, running ``stuck_after`` s or more."""
         self.max_stuck = max_stuck
+        self.stuck_after = stuck_after
+        self._started: dict[Future[Any], float] = {}
         self._lock = threading.Lock()
         self._threads: set[threading.Thread] = set()
         self._owner: dict[Future[Any], str] = {}
@@ -70,6 +80,7 @@ class PortCalls:
             )
             self._threads.add(thread)
             self._owner[future] = port
+            self._started[future] = time.monotonic()
         thread.start()
         return future
 
@@ -82,12 +93,15 @@ class PortCalls:
                 log.warning("a call to %s was abandoned still running", self._owner[future])
 
     def stuck(self) -> Counter[str]:
-        """The abandoned calls still running, by port."""
+        """The stuck calls (abandoned, running ``stuck_after`` s or more), by port."""
         with self._lock:
-            return Counter(self._owner[f] for f in self._abandoned)
+            return Counter(self._owner[f] for f in self._abandoned if self._long(f))
 
     def _stuck(self, port: str) -> int:
-        return sum(1 for f in self._abandoned if self._owner[f] == port)
+        return sum(1 for f in self._abandoned if self._owner[f] == port and self._long(f))
+
+    def _long(self, future: Future[Any]) -> bool:
+        return time.monotonic() - self._started[future] >= self.stuck_after
 
     def _work(self, future: Future[T], call: Callable[..., T], args: tuple[Any, ...]) -> None:
         try:
@@ -101,6 +115,7 @@ class PortCalls:
         finally:
             with self._lock:
                 self._owner.pop(future, None)
+                self._started.pop(future, None)
                 self._abandoned.discard(future)
                 self._threads.discard(threading.current_thread())
 

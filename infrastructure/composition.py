@@ -117,7 +117,8 @@ class Services:
             tools |= provider.tools()  # their results, like the steps, start afresh per run
             config = chat_config(provider.scenario, config)
         retriever = given.knowledge or SqlKnowledgeRetriever(self.engine)
-        clock, threads = given.clock or SystemClock(), PortCalls(self.settings.max_stuck_calls)
+        threads = PortCalls(self.settings.max_stuck_calls, self.settings.stuck_after)
+        clock = given.clock or SystemClock()
         service = ChatService(self.store, provider, tools, clock, retriever, config, threads)
         self.defer(lambda: service.pool.shutdown(wait=False))
         if (stop_hearing := hear_run_ends(self.settings, self.store)) is not None:

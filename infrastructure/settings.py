@@ -146,6 +146,13 @@ class Settings(BaseSettings):
         description="Calls to one tool (or to the model) a worker leaves running after their runs"
         " stopped waiting, before it refuses that port until one returns.",
     )
+    stuck_after: float = Field(
+        default=60.0,
+        ge=0,
+        le=86400,
+        description="Seconds a call left running must have run before it counts as stuck toward"
+        " HARNESS_MAX_STUCK_CALLS (a call abandoned by a cancel usually answers soon after).",
+    )
     worker_lease_ttl: float = Field(
         default=30.0,
         ge=1,

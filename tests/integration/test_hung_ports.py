@@ -141,7 +141,7 @@ def test_a_cancel_ends_a_run_whose_tool_never_returns(services: Services, where:
 
 def test_calls_that_never_return_leave_the_model_answered_and_are_capped_per_tool() -> None:
     stuck = OLD_POOL_THREADS + 1
-    with fresh_sqlite(max_stuck_calls=stuck) as services:
+    with fresh_sqlite(max_stuck_calls=stuck, stuck_after=0) as services:
         with scripted(services, _scenario(hang=True)) as made:
             hung = [_cancelled_while_hanging(made) for _ in range(stuck)]
             assert [r.termination.state for r in hung] == [RunState.CANCELLED] * stuck
@@ -168,7 +168,7 @@ def test_calls_that_never_return_leave_the_model_answered_and_are_capped_per_too
 
 def test_a_model_with_its_stuck_calls_at_the_cap_fails_at_once_naming_the_setting() -> None:
     hangs = {"route": "DIAGNOSIS", "steps": [{"hang": True, "text": "never sent"}]}
-    with fresh_sqlite(max_stuck_calls=1) as services:
+    with fresh_sqlite(max_stuck_calls=1, stuck_after=0) as services:
         with scripted(services, hangs) as made:
             run, _ = made.service.begin("session-1", QUERY)
             worker = threading.Thread(target=made.service.execute, args=(run,))
