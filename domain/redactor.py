@@ -197,16 +197,21 @@ def _parts(value: str) -> list[str]:
 
 
 def url_secrets(url: str) -> list[str]:
-    """What a configured URL carries that is secret: its password and its query values (set).
+    """What a configured URL carries that is secret: password, token, credential query values.
 
-    A user name alone is often a token (``https://TOKEN@host``); beside a password it is not.
+    The password; a token in the user name's place; the values of credential-named query
+    parameters (``?api_key=…``). A user name is a token only on an ``http(s)`` URL with no password (``https://TOKEN@host``);
+    a database's user name (``postgres``), ``sslmode=verify-full`` or ``api-version=2024-06-01``
+    are not secrets, and redacting them would blank those words in every record quoting them.
     """
     try:
         parts = urlsplit(url.strip())
-        found = [parts.password or parts.username or ""]
+        token = parts.scheme in ("http", "https") and parts.password is None
+        found = [parts.password or (parts.username if token else None) or ""]
     except ValueError:  # not a URL (an invalid port, a broken IPv6 host): nothing to read
         return []
-    found += [value for _, value in parse_qsl(parts.query, keep_blank_values=True)]
+    named = re.compile(rf"(?i){_QUERY_NAME}[\w.-]{{0,64}}")
+    found += [v for k, v in parse_qsl(parts.query, keep_blank_values=True) if named.fullmatch(k)]
     return [value for value in found if value]
 
 

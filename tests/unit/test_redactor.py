@@ -104,8 +104,18 @@ def test_a_tools_output_and_error_are_redacted_with_the_count_added() -> None:
 def test_a_url_shows_no_credentials_and_gives_them_up_as_secrets() -> None:
     url = f"https://bob:{PASSWORD}@otel:4318/v1/traces?token={KEY}&x=1"
     assert shown_url(url) == f"https://otel:4318/v1/traces?token={MARK}&x={MARK}"
-    assert url_secrets(url) == [PASSWORD, KEY, "1"]
+    assert url_secrets(url) == [PASSWORD, KEY]
     assert url_secrets("https://[broken") == []
+    assert url_secrets(f"https://{KEY}@mcp.example/mcp") == [KEY]  # a token in the user's place
+
+
+def test_a_urls_ordinary_words_are_not_secrets_that_would_blank_the_evidence() -> None:
+    database = "postgresql://postgres@db/harness?sslmode=verify-full&application_name=worker"
+    assert url_secrets(database) == []
+    assert url_secrets("https://llm.example/v1?api-version=2024-06-01") == []
+    redactor = Redactor.of(url_secrets(database))
+    said = "ERROR payments: postgres connection pool exhausted; verify-full handshake failed"
+    assert redactor.redact(said).text == said
     assert KEY not in shown_url(f"localhost:4318?token={KEY}")
 
 
