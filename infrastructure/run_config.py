@@ -25,7 +25,9 @@ def chat_config_of(settings: Settings) -> ChatConfig:
         commit_interval_s=settings.run_commit_interval,
         grounding=GroundingRules(settings.excerpt_min_words, settings.excerpt_min_chars),
         redactor=known_secrets(settings, os.environ),
-        reference_time=reference_time(settings.reference_time),
+        reference_time=reference_time(
+            settings.reference_time, sample_tools=settings.tools_config is None
+        ),
     )
 
 

@@ -164,9 +164,10 @@ class Settings(BaseSettings):
         default=10.0, gt=0, le=3600, description="Seconds between a worker's recovery sweeps."
     )
     reference_time: Annotated[str, AfterValidator(check_reference_time)] = Field(
-        default="sample",
+        default="auto",
         description="The now relative times (yesterday, right now) are read against: sample (the"
-        " sample data's own now), system (the wall clock) or an ISO 8601 UTC time.",
+        " sample data's own now), system (the wall clock), an ISO 8601 UTC time, or auto: sample"
+        " while the built-in tools serve the sample data, system once HARNESS_TOOLS_CONFIG is set.",
     )
     excerpt_min_words: int = Field(
         default=3, ge=1, le=50, description="Words a citation's excerpt needs (design §10.1)."

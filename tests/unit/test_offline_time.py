@@ -71,20 +71,24 @@ def test_reversed_clock_times_fall_back_to_the_whole_day() -> None:
     assert isinstance(found, Window) and found.end == at("2026-11-30T00:00")
 
 
-@pytest.mark.parametrize("value", ["sample", "system", "2026-11-30T12:00:00Z", "2026-11-30T12:00"])
+@pytest.mark.parametrize(
+    "value", ["auto", "sample", "system", "2026-11-30T12:00:00Z", "2026-11-30T12:00"]
+)
 def test_a_reference_time_setting_is_accepted(value: str) -> None:
     assert check_reference_time(value) == value
 
 
 @pytest.mark.parametrize("value", ["", "tomorrow", "2026-11-30T12:00:00+02:00", "SAMPLE"])
 def test_a_bad_reference_time_is_refused_naming_it(value: str) -> None:
-    with pytest.raises(ValueError, match="is not a reference time: use sample, system"):
+    with pytest.raises(ValueError, match="is not a reference time: use auto, sample, system"):
         check_reference_time(value)
 
 
 def test_the_reference_settings_mean_what_they_say() -> None:
     assert reference_time("sample") == NOW
     assert reference_time("system") is None
+    assert reference_time("auto") == NOW  # the built-in tools serve the sample data
+    assert reference_time("auto", sample_tools=False) is None  # the operator's tools: now
     assert reference_time("2026-11-30T12:00:00Z") == at("2026-11-30T12:00")
 
 
