@@ -103,6 +103,8 @@ def _explicit(question: str) -> Window | Unresolved | None:
         base = datetime.fromisoformat(day.group(1)).replace(tzinfo=UTC)
     except ValueError:  # 2026-11-31: no such day; asked for a window, never rounded to one
         return Unresolved(day.group(1))
+    if not 1970 <= base.year <= 9998:  # 0001-01-01 or 9999-12-31: no window fits around it
+        return Unresolved(day.group(1))
     times = _CLOCK.findall(question)
     if len(times) >= 2:
         (h1, m1), (h2, m2) = times[:2]

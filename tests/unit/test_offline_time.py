@@ -94,6 +94,8 @@ def test_the_reference_settings_mean_what_they_say() -> None:
 
 def test_a_date_that_does_not_exist_is_asked_about_never_rounded() -> None:
     assert resolve("Why was checkout slow on 2026-11-31?", NOW) == Unresolved("2026-11-31")
+    for edge in ("0001-01-01", "9999-12-31"):  # no window with its look-back fits the calendar
+        assert resolve(f"Why was checkout slow on {edge}?", NOW) == Unresolved(edge)
 
 
 def test_the_same_window_is_the_previous_turns_and_without_one_it_is_asked_for() -> None:
