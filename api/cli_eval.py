@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from api.cli_common import err_console, fail, load_settings, opened
+from api.cli_common import err_console, fail, load_settings
 
 if TYPE_CHECKING:
     from api.eval_runner import SuiteRun
@@ -131,6 +131,7 @@ def evaluate(paths: list[Path], options: EvalOptions) -> int:
             typer.echo(line)
     for line in missed:
         err_console().print(f"[bold red]threshold missed:[/] {escape(line)}")
+    _record(settings, run.report)  # once the report is out: a store that fails loses nothing
     return 1 if missed else 0
 
 
@@ -178,7 +179,6 @@ def _run(settings: Settings, suite: Suite, options: EvalOptions) -> SuiteRun:
             suite,
             store_dir=options.store_dir,
             on_case=progress,
-            on_report=lambda report: _record(settings, report),
         )
     except ConfigurationError as error:
         fail(f"invalid configuration: {error}")
@@ -187,13 +187,26 @@ def _run(settings: Settings, suite: Suite, options: EvalOptions) -> SuiteRun:
 
 
 def _record(settings: Settings, report: EvalReport) -> None:
-    """Record the evaluation in the configured store's log (``harness eval list`` shows it)."""
+    """Record the evaluation in the configured store's log (``harness eval list`` shows it).
+
+    The report has been printed and written already; when recording fails (a store that cannot
+    be opened, a value the log refuses) a warning says why, and the exit code stays the
+    thresholds'.
+    """
+    from api.cli_app import one_line
     from application.eval_records import record_eval
+    from infrastructure.composition import bootstrap
     from infrastructure.known_secrets import known_secrets
 
-    with opened(settings, create=True) as services:
-        redactor = known_secrets(settings, os.environ)
-        eval_id = record_eval(services.store, report, redactor)
+    where = settings.database.describe()
+    try:
+        with bootstrap(settings, create=True) as services:
+            eval_id = record_eval(services.store, report, known_secrets(settings, os.environ))
+    except Exception as error:  # noqa: BLE001 - any failure is said; the report is out already
+        err_console().print(
+            f"warning: the evaluation was not recorded in {where}: {one_line(error)}", markup=False
+        )
+        return
     err_console().print(
         f"recorded as eval {eval_id} in the log (harness eval list, harness eval compare)",
         markup=False,

@@ -115,7 +115,7 @@ def run_suite(
         results=tuple(results),
     )
     if on_report is not None:
-        on_report(report)  # issue 29 merge: the CLI passes record_eval(store, report) here
+        on_report(report)
     return SuiteRun(report, details)
 
 

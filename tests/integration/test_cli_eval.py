@@ -299,3 +299,18 @@ def test_imported_holmes_cases_run_on_their_recordings_and_none_is_published_wro
         if isinstance(event, ToolInvocation.ToolInvocationStarted)
     }
     assert origins == {"fixture"}  # the recordings were served, never the live tools
+
+
+def test_a_store_that_cannot_record_loses_no_report_and_keeps_the_exit_code(
+    tmp_path: Path,
+) -> None:
+    junit = tmp_path / "eval.xml"
+    (tmp_path / "blocked").write_text("a file where the store's directory should be")
+    env = {"HARNESS_DATABASE_URL": f"sqlite:///{tmp_path / 'blocked' / 'harness.db'}"}
+    done = harness(
+        "eval", "--json", "--junit", str(junit), "--case=kb-log-retention", env=env, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["totals"]["correct"] == 1 and junit.is_file()
+    assert "warning: the evaluation was not recorded in" in done.stderr
+    assert "Traceback" not in done.stderr
