@@ -169,7 +169,7 @@ def _read_yaml(file: Path) -> Any:
     except UnicodeDecodeError:
         raise CaseFileError(f"{file}: is not UTF-8 text") from None
     try:
-        data = yaml.load(text, Loader=_NoAliases)  # noqa: S506 - a SafeLoader
+        data = yaml.load(text, Loader=NoAliases)  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as error:
         raise CaseFileError(f"{file}: not valid YAML: {_yaml_problem(error)}") from None
     if data is None:
@@ -177,10 +177,11 @@ def _read_yaml(file: Path) -> Any:
     return data
 
 
-class _NoAliases(yaml.SafeLoader):
+class NoAliases(yaml.SafeLoader):
     """The safe loader, refusing aliases (``*name``)."""
 
     def compose_node(self, parent: Any, index: Any) -> Any:
+        """The node, unless it is an alias."""
         if self.check_event(yaml.AliasEvent):
             mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
             raise yaml.composer.ComposerError(None, None, "aliases are not accepted", mark)

@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import yaml
+from pydantic import ValidationError
 
+from infrastructure.eval_cases import Case, NoAliases
 from infrastructure.holmes_facts import literal_facts
 
 if TYPE_CHECKING:
@@ -124,15 +126,29 @@ def convert_folder(folder: Path) -> tuple[list[dict[str, Any]], str | None]:
             "tags": _tags(spec, checked=bool(must)),
             "notes": _notes(folder, spec, statements, must, unchecked),
         }
-        cases.append(case)
+        cases.append(_valid(folder, case))
     return cases, None
+
+
+def _valid(folder: Path, case: dict[str, Any]) -> dict[str, Any]:
+    """``case`` when the case loader takes it; else the first thing it refuses, named."""
+    try:
+        Case.model_validate(case)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        said = f"{folder}: its case would be refused: {where}: {first['msg']}"
+        raise HolmesImportError(said) from None
+    return case
 
 
 def read_test_case(folder: Path) -> dict[str, Any]:
     """``test_case.yaml`` checked as HolmesGPT's own loader does (unknown fields are refused)."""
     path = folder / TEST_CASE
     try:
-        spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+        spec = yaml.load(path.read_text(encoding="utf-8"), Loader=NoAliases)  # noqa: S506
+    except OSError as error:
+        raise HolmesImportError(f"{path}: cannot read it: {error.strerror or error}") from None
     except (yaml.YAMLError, UnicodeDecodeError) as error:
         raise HolmesImportError(f"{path}: not YAML: {' '.join(str(error).split())}") from None
     if not isinstance(spec, dict):
@@ -162,6 +178,8 @@ def read_recording(path: Path) -> dict[str, Any] | None:
     """One recorded tool output, or None for a ``.txt`` that is not one (line 1 is no JSON)."""
     try:
         text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise HolmesImportError(f"{path}: cannot read it: {error.strerror or error}") from None
     except UnicodeDecodeError:
         raise HolmesImportError(f"{path}: not UTF-8 text") from None
     lines = text.splitlines()

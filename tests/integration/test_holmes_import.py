@@ -317,3 +317,21 @@ def test_variants_are_written_out_in_full_without_yaml_aliases(tmp_path: Path) -
     assert not any(isinstance(event, yaml.AliasEvent) for event in events)
     first, second = load_case_file(dest)
     assert first.fixture == second.fixture and first.fixture is not None
+
+
+def test_a_case_the_loader_would_refuse_is_not_written(tmp_path: Path) -> None:
+    body = recording({**HEADER, "tool_name": "kubectl describe"}, None, "Status: Running")
+    line = refused(tmp_path, one_case(tmp_path, None, kubectl_describe=body))
+    assert "its case would be refused: fixture.tools.0.name" in line
+
+
+def test_a_recording_that_cannot_be_read_is_one_line(tmp_path: Path) -> None:
+    folder = one_case(tmp_path, None, kubectl_describe=recording(None, None, "ok"))
+    (folder / "x.txt").mkdir()  # a folder where a recording would be
+    assert "x.txt: cannot read it" in refused(tmp_path, folder)
+
+
+def test_a_test_case_with_an_alias_is_refused(tmp_path: Path) -> None:
+    spec = "user_prompt: &p Why?\nexpected_output: [*p]\n"
+    folder = one_case(tmp_path, spec, kubectl_describe=recording(None, None, "ok"))
+    assert "aliases are not accepted" in refused(tmp_path, folder)
