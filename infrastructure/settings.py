@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, Field, SecretStr, ValidationError, field_validator
+from pydantic import AfterValidator, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from application.run_writes import DEFAULT_COMMIT_INTERVAL_S
 from domain.values import DEFAULT_DEADLINE_S, DEFAULT_MODEL_TIMEOUT_S, Budget
 from domain.values import DEFAULT_LIMITS as LIMITS
+from infrastructure.api_keys import ApiKey as ApiKey  # re-exported
+from infrastructure.api_keys import check_api_keys
 from infrastructure.database_target import DatabaseTarget as DatabaseTarget  # re-exported
 from infrastructure.database_target import parse_database_url as parse_database_url
 from infrastructure.model_config import check_base_url, check_model
@@ -20,24 +22,11 @@ from infrastructure.settings_errors import describe_settings_error, describe_val
 from infrastructure.tool_config import check_tools_config
 
 DEFAULT_DATABASE_URL = "sqlite:///./harness.db"
-MIN_KEY_CHARS = 16
 _PLAIN_NAME = re.compile(r"[a-z_\x80-\U0010ffff][a-z0-9_$\x80-\U0010ffff]*")
-RESERVED_NAMES = frozenset({"local"})
-"""Principal names the harness gives itself (``harness ask`` runs as ``local``): no key may."""
 
 
 class ConfigurationError(ValueError):
     """A setting is malformed or names something that cannot be built; the message says which."""
-
-
-class ApiKey(BaseModel):
-    """One entry of ``HARNESS_API_KEYS``: a secret, who holds it and their role."""
-
-    model_config = {"frozen": True}
-
-    key: SecretStr = Field(description="The secret (at least 16 characters).")
-    name: str = Field(min_length=1, max_length=200, description="Who holds it (runs' owner).")
-    role: Literal["user", "auditor", "admin"]
 
 
 class Settings(BaseSettings):
@@ -279,23 +268,3 @@ class Settings(BaseSettings):
         return Budget(
             self.budget_model_calls, self.budget_tool_calls, self.budget_tokens, self.budget_bytes
         )
-
-
-def check_api_keys(keys: list[ApiKey]) -> None:
-    """Refuse short keys, a key or a name listed twice, and the names the harness reserves."""
-    seen_keys: dict[str, int] = {}
-    seen_names: dict[str, int] = {}
-    for number, entry in enumerate(keys, start=1):
-        secret = entry.key.get_secret_value()
-        who = f"API key {number} (name {entry.name})"
-        if len(secret) < MIN_KEY_CHARS:
-            raise ValueError(
-                f"{who} is {len(secret)} characters; keys need {MIN_KEY_CHARS} or more"
-            )
-        if entry.name in RESERVED_NAMES:
-            raise ValueError(f"{who}: the name {entry.name!r} is reserved for the local CLI user")
-        if secret in seen_keys:
-            raise ValueError(f"{who} repeats the secret of API key {seen_keys[secret]}")
-        if entry.name in seen_names:
-            raise ValueError(f"{who} repeats the name of API key {seen_names[entry.name]}")
-        seen_keys[secret], seen_names[entry.name] = number, number
