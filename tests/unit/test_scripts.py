@@ -115,5 +115,5 @@ def test_every_bench_runs_as_a_module_of_the_bench_package(bench: str) -> None:
     done = subprocess.run(run, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"usage: python -m bench.{bench} ")
-    readme = (ROOT / "README.md").read_text()
-    assert f".venv/bin/python -m bench.{bench} " in readme
+    development = (ROOT / "docs" / "development.md").read_text()
+    assert f".venv/bin/python -m bench.{bench} " in development
