@@ -8,21 +8,23 @@ and the evaluations ``harness eval`` recorded (:mod:`domain.eval_run`, saved by
 :class:`HarnessStore` is composed of three layers, each in a module of its own: the eventsourcing
 plumbing (:mod:`application.store_library`), the reads (:mod:`application.store_reads`) and the
 commands with their first-terminal-wins policy (:mod:`application.store_commands`). Here it is
-configured, and a save writes the next audit checkpoint when one is due. The store's errors live
-with the ports (:mod:`application.ports`), since adapters raise them too.
+configured, and every save that appended tells its ``after_save`` hooks (the composition root
+registers the audit checkpointer there: the store knows nothing of the audit). The store's errors
+live with the ports (:mod:`application.ports`), since adapters raise them too.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from application.audit.checkpoints import CHECKPOINT_EVERY, Checkpointer
 from application.store_commands import StoreCommands
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping, Sequence
 
     from application.ports import RunEnds
+
+    SaveHook = Callable[["HarnessStore", Sequence[Any], int], None]
 
 
 class HarnessStore(StoreCommands):
@@ -37,20 +39,19 @@ class HarnessStore(StoreCommands):
         no_gain_threshold: int = 3,
         violation_threshold: int = 2,
         audit_key: str | None = None,
-        checkpoint_every: int = CHECKPOINT_EVERY,
     ) -> None:
         """Build from an explicit environment (see ``infrastructure.eventstore``).
 
         With an ``audit_key`` each event's chain link is an HMAC (see
-        :mod:`application.audit.chain`); without one, a plain SHA-256 chain. A finished run
-        records a checkpoint of the stream heads once ``checkpoint_every`` events were appended
-        since the last one (0: never; see :mod:`application.audit.checkpoints`).
+        :mod:`application.audit.chain`); without one, a plain SHA-256 chain.
         """
         super().__init__(env, audit_key)
         self.no_gain_threshold = no_gain_threshold
         self.violation_threshold = violation_threshold
         self.conflicts_resolved = 0
-        self.checkpointer = Checkpointer(checkpoint_every)
+        self.after_save: list[SaveHook] = []
+        """Called with the events and the last log position of every save that appended (the
+        audit checkpointer: :mod:`application.audit.checkpoints`); each handles its own errors."""
         self.worker = ""
         self.run_ends: RunEnds | None = None
         """Where this process hears of runs ended anywhere (PostgreSQL: LISTEN); None: read."""
@@ -59,8 +60,9 @@ class HarnessStore(StoreCommands):
         :meth:`~application.run_writes.RunWrites.others_wrote`)."""
 
     def save_events(self, events: list[Any]) -> int | None:
-        """Append as :meth:`StoreLibrary.save_events`; then write a checkpoint when one is due."""
+        """Append as :meth:`StoreLibrary.save_events`; then tell the ``after_save`` hooks."""
         position = super().save_events(events)
         if position:
-            self.checkpointer.after_save(self, events, position)
+            for hook in self.after_save:
+                hook(self, events, position)
         return position

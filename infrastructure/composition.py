@@ -24,7 +24,7 @@ from infrastructure.database import create_sql_engine
 from infrastructure.eventstore import init_store, open_store
 from infrastructure.knowledge import SqlKnowledgeRetriever, create_knowledge_tables, index_runbooks
 from infrastructure.leases import Heartbeat, SqlLeases, start_heartbeat
-from infrastructure.model_config import configured_provider
+from infrastructure.model_provider import configured_provider
 from infrastructure.model_scripted import ScriptedProvider
 from infrastructure.ops_data import create_ops_tables, load_sample
 from infrastructure.pg_listen import PgNotifyWake, read_channel

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import psycopg
 from psycopg import sql
 
+from application.audit.checkpoints import Checkpointer
 from application.ports import StoreNotInitialisedError, StoreUnavailableError
 from application.store import HarnessStore
 from infrastructure import pg_recorder
@@ -134,7 +135,7 @@ def _connect_args(settings: Settings) -> dict[str, object]:
 def _construct(settings: Settings, *, create_tables: bool) -> HarnessStore:
     env = store_environment(settings, create_tables=create_tables)
     try:
-        return HarnessStore(
+        store = HarnessStore(
             env=env,
             no_gain_threshold=settings.no_gain_threshold,
             violation_threshold=settings.violation_threshold,
@@ -144,6 +145,8 @@ def _construct(settings: Settings, *, create_tables: bool) -> HarnessStore:
         raise StoreUnavailableError(
             f"cannot open the event store ({settings.database.describe()}): {error}"
         ) from error
+    store.after_save.append(Checkpointer().after_save)  # a checkpoint when one is due
+    return store
 
 
 def _create_schema(settings: Settings) -> None:

@@ -5,12 +5,11 @@ that can be played (read, parsed and its steps, tools and limits well formed); a
 line naming the setting and the file, and no store is created first. ``HARNESS_OPENAI_BASE_URL``
 carries no ``user:password@``: the HTTP client would send it as Basic authorization in place of
 the model key, so the credential belongs in ``HARNESS_OPENAI_API_KEY`` (sent as a Bearer token).
-:func:`configured_provider` builds the provider the settings name, for the composition root.
+:func:`infrastructure.model_provider.configured_provider` builds the provider they name.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from domain.values import DEFAULT_DEADLINE_S
@@ -18,12 +17,6 @@ from domain.values import DEFAULT_LIMITS as LIMITS
 from infrastructure.model_scripted import ScriptedProvider, load_scenario, scenario_limits
 from infrastructure.scripted_play import ScenarioError
 from infrastructure.scripted_tools import scripted_tools
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from application.ports import ModelProvider
-    from infrastructure.settings import Settings
 
 PROVIDERS = "offline, scripted:PATH or openai"
 SCRIPTED = "scripted:"
@@ -84,27 +77,3 @@ def credential_in_url(url: str) -> bool:
     except ValueError:  # e.g. an unbalanced "[": no userinfo the client could send either
         return False
     return "@" in netloc
-
-
-def configured_provider(settings: Settings) -> tuple[ModelProvider, Callable[[], None] | None]:
-    """The provider ``HARNESS_MODEL`` names, and what closes it (None: nothing to close).
-
-    Raises:
-        ValueError: the model settings are wrong (settings built without their checks).
-    """
-    name = settings.model
-    try:
-        check_model(name)
-    except ValueError as error:
-        raise ValueError(f"HARNESS_MODEL: {error}") from None
-    if name.startswith(SCRIPTED):
-        scripted = ScriptedProvider(load_scenario(name.removeprefix(SCRIPTED)))
-        return scripted, scripted.release
-    if name == "openai":
-        from infrastructure.model_openai import OpenAICompatibleProvider
-
-        provider = OpenAICompatibleProvider.from_settings(settings)
-        return provider, provider.close
-    from infrastructure.model_offline import OfflineProvider
-
-    return OfflineProvider(), None

@@ -13,7 +13,7 @@ from uuid import UUID
 from pydantic import SecretStr
 from sqlalchemy import text
 
-from application.audit.checkpoints import record_checkpoint
+from application.audit.checkpoints import Checkpointer, record_checkpoint
 from application.store import HarnessStore
 from application.store_reads import events_of
 from domain.checkpoint import CHECKPOINTS_ID, AuditCheckpoint
@@ -92,7 +92,7 @@ def _checkpoint_position(settings: Settings) -> int:
 def test_a_finished_run_records_a_checkpoint_once_enough_events_came(
     services: Services, store: HarnessStore
 ) -> None:
-    store.checkpointer.every = 20
+    store.after_save[:] = [Checkpointer(every=20).after_save]  # due sooner than by default
     first = run_scenario(services, "conclusion_supported", "session-1")
     (started, recorded) = events_of(store, CHECKPOINTS_ID)
     assert isinstance(started, AuditCheckpoint.CheckpointsStarted)
