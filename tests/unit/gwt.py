@@ -1,4 +1,5 @@
-"""Given/when/then helpers shared by the aggregate tests (STYLE.md: tests over events)."""
+"""Given/when/then helpers shared by the aggregate tests: given events, when a command, then
+the events it recorded (or the error it raised), never the aggregate's private state."""
 
 from __future__ import annotations
 
