@@ -8,9 +8,10 @@ and the evaluations ``harness eval`` recorded (:mod:`domain.eval_run`, saved by
 :class:`HarnessStore` is composed of three layers, each in a module of its own: the eventsourcing
 plumbing (:mod:`application.store_library`), the reads (:mod:`application.store_reads`) and the
 commands with their first-terminal-wins policy (:mod:`application.store_commands`). Here it is
-configured, and every save that appended tells its ``after_save`` hooks (the composition root
-registers the audit checkpointer there: the store knows nothing of the audit). The store's errors
-live with the ports (:mod:`application.ports`), since adapters raise them too.
+configured, and every save that appended tells its ``after_save`` hooks (the event store's
+factory, ``infrastructure.eventstore``, registers the audit checkpointer there: the store knows
+nothing of the audit). The store's errors live with the ports (:mod:`application.ports`), since
+adapters raise them too.
 """
 
 from __future__ import annotations
