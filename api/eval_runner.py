@@ -84,14 +84,13 @@ def run_suite(
     *,
     store_dir: Path | None = None,
     on_case: Callable[[int, CaseResult], None] | None = None,
-    on_report: Callable[[EvalReport], None] | None = None,
 ) -> SuiteRun:
     """Run every case of ``suite`` with ``settings`` and score it.
 
     ``store_dir`` keeps each case's store there (an empty or new directory), so its run can be
     explained afterwards; otherwise they go in a temporary directory, removed at the end.
-    ``on_case`` hears of each case as it is scored (its number from 1); ``on_report`` gets the
-    whole report once every case ran: the place where an evaluation is recorded.
+    ``on_case`` hears of each case as it is scored (its number from 1). Recording the report is
+    the caller's, once it has shown it (``api.cli_eval``).
     """
     started = datetime.now(UTC)
     results: list[CaseResult] = []
@@ -114,8 +113,6 @@ def run_suite(
         finished_at=datetime.now(UTC),
         results=tuple(results),
     )
-    if on_report is not None:
-        on_report(report)
     return SuiteRun(report, details)
 
 
