@@ -14,6 +14,7 @@ from sqlalchemy import func, select
 
 from domain.evals import CaseResult, EvalReport, Verdict
 from infrastructure.eval_tables import eval_case, eval_run
+from projections.queries import ids_starting
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -55,13 +56,7 @@ def eval_case_rows(connection: Connection, eval_id: str) -> list[Row]:
 
 def eval_ids_starting(connection: Connection, prefix: str, limit: int) -> list[str]:
     """Up to ``limit`` eval ids that start with ``prefix``, sorted."""
-    found = connection.scalars(
-        select(eval_run.c.eval_id)
-        .where(eval_run.c.eval_id.startswith(prefix, autoescape=True))
-        .order_by(eval_run.c.eval_id)
-        .limit(limit)
-    )
-    return [str(eval_id) for eval_id in found]
+    return ids_starting(connection, eval_run.c.eval_id, prefix, limit)
 
 
 def eval_report(connection: Connection, eval_id: UUID) -> EvalReport | None:

@@ -91,13 +91,18 @@ def run_row(connection: Connection, run_id: str) -> Row | None:
 
 def run_ids_starting(connection: Connection, prefix: str, limit: int) -> list[str]:
     """Up to ``limit`` run ids that start with ``prefix`` (lower-case hex and dashes), sorted."""
+    return ids_starting(connection, diagnosis_run.c.run_id, prefix, limit)
+
+
+def ids_starting(connection: Connection, column: Any, prefix: str, limit: int) -> list[str]:
+    """Up to ``limit`` values of the id ``column`` that start with ``prefix``, sorted."""
     found = connection.scalars(
-        select(diagnosis_run.c.run_id)
-        .where(diagnosis_run.c.run_id.startswith(prefix, autoescape=True))
-        .order_by(diagnosis_run.c.run_id)
+        select(column)
+        .where(column.startswith(prefix, autoescape=True))
+        .order_by(column)
         .limit(limit)
     )
-    return [str(run_id) for run_id in found]
+    return [str(value) for value in found]
 
 
 def run_ids_sharing_prefix(
