@@ -1,1 +1,1 @@
-"""HTTP API and the ``harness`` command-line interface."""
+"""The HTTP API: one worker's FastAPI app, its routes, the SSE feed and the web console."""

@@ -24,7 +24,7 @@ from api.routes import audit, chat, evals, metrics, model, runs, sessions, stats
 from api.schemas import document_limits
 from application.dispatch import RunDispatcher
 from application.recovery import RecoveryLoop
-from infrastructure.composition import Overrides, Services, bootstrap
+from bootstrap.composition import Overrides, Services, bootstrap
 from infrastructure.known_secrets import known_secrets
 from infrastructure.pg_listen import PgNotifyWake, read_channel
 from infrastructure.tool_sources import tool_views

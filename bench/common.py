@@ -3,7 +3,7 @@
 Every bench measures on a fresh place per backend (:func:`place`): SQLite files in a new
 temporary directory, or a new schema of the PostgreSQL database ``harness_bench`` (created
 when missing) that is dropped at the end. The project's part opens its store there through the
-composition root (:func:`infrastructure.composition.bootstrap` with the place's settings); a
+composition root (:func:`bootstrap.composition.bootstrap` with the place's settings); a
 bare-eventsourcing floor gets the place's ``bare_env``.
 """
 

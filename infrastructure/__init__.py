@@ -7,5 +7,5 @@ the live workers (``processes`` proves a dead one); ``database`` is the read sid
 ``offline_agent``) and ``model_scripted`` (with ``scripted_replies``, ``scripted_tools`` and
 ``scripted_play``) are the model providers, the last two sharing ``model_reply``; ``tools``,
 ``ops_data`` and ``ops_scope`` are the read-only ops tools over the sample data; ``knowledge``
-searches the shipped runbooks; and ``composition`` builds the whole service from ``Settings``.
+searches the shipped runbooks. The service is assembled above, in ``bootstrap``.
 """

@@ -44,7 +44,7 @@ def hear_run_ends(settings: Settings, store: HarnessStore) -> Callable[[], None]
     """Give ``store`` a started :class:`PgRunEnds` on PostgreSQL; the function that stops it.
 
     None on SQLite (there a look is a read of a local file) and when ``store`` hears already
-    (another :class:`~infrastructure.composition.Services` over the same store).
+    (another :class:`~bootstrap.composition.Services` over the same store).
     """
     recorder = store.recorder
     if not isinstance(recorder, FailFastRecorder) or store.run_ends is not None:

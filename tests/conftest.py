@@ -15,7 +15,7 @@ from psycopg import sql
 from sqlalchemy import Engine
 
 from application.store import HarnessStore
-from infrastructure.composition import Overrides, Services, bootstrap
+from bootstrap.composition import Overrides, Services, bootstrap
 from infrastructure.settings import Settings
 from tests.helpers import FixedClock
 

@@ -1,8 +1,8 @@
 """Plain helpers every kind of test shares: a fixed clock, a knowledge base with nothing in it,
 and chat services on a scripted scenario built by the composition root.
 
-A scripted service goes through :func:`infrastructure.composition.bootstrap` with the parts a
-test supplies in :class:`~infrastructure.composition.Overrides` (the scenario's model and tools,
+A scripted service goes through :func:`bootstrap.composition.bootstrap` with the parts a
+test supplies in :class:`~bootstrap.composition.Overrides` (the scenario's model and tools,
 a clock, no knowledge), on the store the test already opened, as cosmicpython's tests call its
 ``bootstrap`` with fakes. The wall clock is :class:`infrastructure.clock.SystemClock`.
 """
@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
 
+from bootstrap.composition import Overrides, bootstrap
+from bootstrap.run_config import chat_config
 from infrastructure.clock import SystemClock
-from infrastructure.composition import Overrides, bootstrap
 from infrastructure.model_scripted import ScriptedProvider, load_scenario
-from infrastructure.run_config import chat_config
 from infrastructure.scripted_tools import ScriptedTool, scripted_tools
 from infrastructure.settings import Settings
 
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from application.chat import ChatConfig, ChatResult, ChatService
     from application.ports import Clock, KnowledgeRetriever, ModelProvider, Passage, Tool
-    from infrastructure.composition import Services
+    from bootstrap.composition import Services
 
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 """The scripted scenarios of the tests (``name`` is ``SCENARIOS / f"{name}.yaml"``)."""

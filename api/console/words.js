@@ -43,7 +43,7 @@ export function utc(text) {
 // A model's text as the page shows it: every character no reader sees — controls but tab and
 // newline, format characters (bidi overrides, zero-width characters, tags, the soft hyphen),
 // separators, private-use and unassigned code points, default-ignorables — written as its code
-// point, as api/unseen.py spells it for the command line. A bidi override cannot reorder what
+// point, as cli/terminal_text.py spells it for the command line. A bidi override cannot reorder what
 // follows it, nor a hidden word hide.
 const HIDDEN = /[\p{Cc}\p{Cf}\p{Co}\p{Cn}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}]/gu;
 

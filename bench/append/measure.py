@@ -18,8 +18,8 @@ from bench.append.writers import (
 )
 from bench.common import Place, interleaved, pg_conninfo, place, shares
 from bench.floor import BareBench, BareOneTrip
+from bootstrap.composition import bootstrap
 from infrastructure import pg_recorder
-from infrastructure.composition import bootstrap
 
 S = TypeVar("S")
 

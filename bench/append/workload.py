@@ -8,11 +8,11 @@ from datetime import UTC, datetime, timedelta
 from bench.append import EVENTS_PER_STREAM
 from bench.common import place
 from bench.floor import StoredSize, Widget
+from bootstrap.composition import bootstrap
 from domain.run import Run
 from domain.states import ChatApplicationStatus, Intent, ModelStepPurpose
 from domain.tool_states import ToolRejectionCode
 from domain.values import Budget
-from infrastructure.composition import bootstrap
 
 GENEROUS = Budget(model_calls=10**9, tool_calls=10**9, tokens=10**12, bytes=10**12)
 FAR_DEADLINE = datetime.now(UTC) + timedelta(days=3650)

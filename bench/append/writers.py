@@ -16,7 +16,7 @@ from bench.floor import BareBench, Widget
 from domain.run import Run
 
 if TYPE_CHECKING:
-    from infrastructure.composition import Services
+    from bootstrap.composition import Services
 
 S = TypeVar("S")
 

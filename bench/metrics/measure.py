@@ -10,7 +10,7 @@ from prometheus_client import generate_latest
 from api.metrics import Exposition, LocalMetrics, read_snapshot
 from bench.common import interleaved, percentile, place
 from bench.metrics.load import load
-from infrastructure.composition import Overrides, bootstrap
+from bootstrap.composition import Overrides, bootstrap
 
 SCRAPE, FLOOR = "scrape", "floor"
 FLOOR_SQL = "SELECT family, part, labels, value FROM metric_sample"

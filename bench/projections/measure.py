@@ -25,7 +25,7 @@ from bench.projections import (
     TURNS_PER_SESSION,
 )
 from bench.projections.styles import Bench
-from infrastructure.composition import Overrides, bootstrap
+from bootstrap.composition import Overrides, bootstrap
 from infrastructure.ops_data import sample_incidents
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from application.store import HarnessStore
     from bench.projections.styles import Sample
-    from infrastructure.composition import Services
+    from bootstrap.composition import Services
 
 
 def questions() -> list[str]:

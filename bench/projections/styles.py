@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from eventsourcing.persistence import Tracking
     from sqlalchemy import Engine
 
-    from infrastructure.composition import Services
+    from bootstrap.composition import Services
     from projections.base import Projection
 
 

@@ -15,7 +15,7 @@ from bench.run import MEASUREMENTS, OVERHEAD, PROFILE_LINES, ROUNDS, SESSION, WA
 from bench.run.ports import time_ports
 from bench.run.replay import Floor, padded_plan
 from bench.run.shape import capture_shape
-from infrastructure.composition import bootstrap
+from bootstrap.composition import bootstrap
 from infrastructure.ops_data import sample_incidents
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from bench.run.ports import PortTimer
     from bench.run.shape import Shape
-    from infrastructure.composition import Services
+    from bootstrap.composition import Services
     from infrastructure.settings import Settings
 
 

@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from application.ports import JSON, ModelProvider, ModelRequest, ModelResponse, Tool, ToolOutput
-    from infrastructure.composition import Services
+    from bootstrap.composition import Services
 
 
 class PortTimer:

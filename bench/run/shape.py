@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
     from uuid import UUID
 
-    from infrastructure.composition import Services
+    from bootstrap.composition import Services
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from bench.sse.measure import Bench, Results, measure
 from bench.sse.observers import Observers
 from bench.sse.report import report
 from bench.sse.service import instrument, serving
-from infrastructure.composition import bootstrap
+from bootstrap.composition import bootstrap
 
 if TYPE_CHECKING:
     import argparse

@@ -20,8 +20,8 @@ import pytest
 from application.audit.records import store_records
 from application.audit.verify import verify_records
 from application.ports import Passage
+from bootstrap.composition import Services
 from domain.run import Run
-from infrastructure.composition import Services
 from infrastructure.model_scripted import load_scenario
 from projections.sse_feed import run_feed
 from tests.helpers import FixedPassages, ask_scripted

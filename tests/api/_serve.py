@@ -21,7 +21,7 @@ from fastapi import FastAPI
 from api.http_protocol import PROTOCOL
 from api.main import create_app
 from application.store import HarnessStore
-from infrastructure.composition import bootstrap
+from bootstrap.composition import bootstrap
 from infrastructure.settings import Settings
 
 STARTUP_TIMEOUT = 30.0

@@ -24,7 +24,7 @@ from api.main import create_app
 from application.audit.records import store_records
 from application.eval_records import record_eval
 from application.store import HarnessStore
-from infrastructure.composition import Overrides, bootstrap
+from bootstrap.composition import Overrides, bootstrap
 from infrastructure.settings import ApiKey, Settings
 from projections.live import LiveProjections
 from tests.api._serve import Event, events, served_client

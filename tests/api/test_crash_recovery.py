@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from infrastructure.composition import bootstrap
+from bootstrap.composition import bootstrap
 from infrastructure.settings import Settings
 from projections.runner import Projector
 from tests.api._serve import db_init_sample, free_port, read_all, wait_until_up

@@ -33,8 +33,8 @@ from api.feed import follow
 from api.feed_hub import FeedHub
 from api.sse_wire import frame
 from application.store import HarnessStore
+from bootstrap.composition import bootstrap
 from domain.run import Run
-from infrastructure.composition import bootstrap
 from infrastructure.read_tables import metadata, projection_tracking
 from infrastructure.settings import Settings
 from tests.api._serve import Event, events, read_all, serving

@@ -48,7 +48,7 @@ def _uvicorn_factory(port: int) -> list[str]:
 
 
 def _harness_serve(port: int) -> list[str]:
-    return [sys.executable, "-c", "from api.cli import app; app()", "serve", "--port", str(port)]
+    return [sys.executable, "-c", "from cli.main import app; app()", "serve", "--port", str(port)]
 
 
 LAUNCHERS: dict[str, Callable[[int], list[str]]] = {

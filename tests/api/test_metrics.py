@@ -18,7 +18,7 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
-from infrastructure.composition import Overrides, bootstrap
+from bootstrap.composition import Overrides, bootstrap
 from infrastructure.settings import ApiKey, Settings
 from tests.api._serve import events, read_all, served_client, serving
 from tests.api.test_auth import KEYS, ROLES

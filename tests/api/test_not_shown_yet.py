@@ -21,8 +21,8 @@ import pytest
 from pydantic import SecretStr
 
 from application.store import HarnessStore
+from bootstrap.composition import Overrides, bootstrap
 from domain.session import session_key
-from infrastructure.composition import Overrides, bootstrap
 from infrastructure.settings import ApiKey, Settings
 from tests.api._serve import served_client
 

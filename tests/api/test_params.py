@@ -18,7 +18,7 @@ from eventsourcing.persistence import DataError as StoredDataError
 from sqlalchemy.exc import DataError
 
 from api.main import create_app
-from infrastructure.composition import bootstrap
+from bootstrap.composition import bootstrap
 from infrastructure.settings import Settings
 from tests.api._serve import TIMEOUT, Served, read_all, serving_app
 

@@ -21,7 +21,7 @@ from infrastructure.settings import Settings
 from tests.api._serve import TIMEOUT, Event, db_init_sample, events, free_port, wait_until_up
 from tests.api.test_streams import HANGS, QUESTION
 
-HARNESS = [sys.executable, "-c", "from api.cli import app; app()"]
+HARNESS = [sys.executable, "-c", "from cli.main import app; app()"]
 ROOT = Path(__file__).resolve().parents[2]
 
 

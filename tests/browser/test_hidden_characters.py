@@ -3,7 +3,7 @@
 A conclusion the judge supported is still the model's text: a right-to-left override would
 reorder what follows it on the page, a zero-width space hide inside a word, a long unbroken word
 push the page sideways. The page spells each hidden character out, as ``harness ask`` does
-(``api/unseen.py``), and wraps long words.
+(``cli/terminal_text.py``), and wraps long words.
 """
 
 from __future__ import annotations

@@ -11,9 +11,9 @@ from typing import Any
 
 from typer.testing import CliRunner, Result
 
-from api.cli import app
 from application.audit.chain import link
-from infrastructure.composition import Services
+from bootstrap.composition import Services
+from cli.main import app
 from infrastructure.knowledge import SqlKnowledgeRetriever, index_runbooks
 from infrastructure.settings import Settings
 from tests.helpers import ask_scripted, scripted

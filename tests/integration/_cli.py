@@ -10,7 +10,7 @@ from typing import Any
 
 from infrastructure.settings import Settings
 
-HARNESS = [sys.executable, "-c", "from api.cli import app; app()"]
+HARNESS = [sys.executable, "-c", "from cli.main import app; app()"]
 ROOT = Path(__file__).resolve().parents[2]
 
 

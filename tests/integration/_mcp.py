@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from infrastructure.composition import Services
+from bootstrap.composition import Services
 from infrastructure.tool_sources import ToolSources, assemble_tools
 
 HOSTILE = Path(__file__).resolve().parents[1] / "mcp_servers" / "hostile.py"

@@ -14,12 +14,12 @@ from sqlalchemy import ColumnElement, Engine, Table, func, select
 
 from application.chat import ChatResult
 from application.store import HarnessStore
+from bootstrap.composition import Services
 from domain.collection import Collection
 from domain.errors import UnknownAggregateError
 from domain.run import Run
 from domain.states import CancellationReason
 from domain.tool_invocation import ToolInvocation
-from infrastructure.composition import Services
 from infrastructure.model_scripted import load_scenario
 from infrastructure.read_tables import diagnosis_run, metadata
 from projections.base import Positioned, positioned

@@ -12,6 +12,7 @@ import traceback
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from bootstrap.composition import bootstrap
 from domain.release_states import ReleaseOutcome, SemanticVerdict
 from domain.run import Run
 from domain.states import (
@@ -24,7 +25,6 @@ from domain.states import (
 )
 from domain.tool_invocation import ToolInvocation
 from domain.tool_states import EvidenceStatus, GainSource, InformationGain
-from infrastructure.composition import bootstrap
 from infrastructure.settings import Settings
 
 if TYPE_CHECKING:

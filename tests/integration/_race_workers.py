@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 from uuid import UUID
 
+from bootstrap.composition import bootstrap
 from domain.states import BudgetKind, CancellationReason, FailureCode
-from infrastructure.composition import bootstrap
 from infrastructure.settings import Settings
 
 if TYPE_CHECKING:

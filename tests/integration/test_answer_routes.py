@@ -15,11 +15,11 @@ from application.chat import ChatResult
 from application.ports import Passage
 from application.replies import EXAMPLE_DIAGNOSIS
 from application.store import HarnessStore
+from bootstrap.composition import Services
 from domain.answers import ChatReply, first_sentence
 from domain.grounding import occurs
 from domain.release_states import ReleaseOutcome
 from domain.states import Intent, RunState
-from infrastructure.composition import Services
 from tests.helpers import FixedPassages, scripted
 
 MISROUTED = "Why was checkout slow on 2026-11-29?"

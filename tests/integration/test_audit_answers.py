@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from application.replies import ungrounded_text
+from bootstrap.composition import bootstrap
 from domain.answers import AnswerRefusal
 from domain.published import ListedPassage
-from infrastructure.composition import bootstrap
 from infrastructure.settings import Settings
 from tests.integration._audit_helpers import (
     TLS_PASSAGE,

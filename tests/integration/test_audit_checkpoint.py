@@ -16,9 +16,9 @@ from sqlalchemy import text
 from application.audit.checkpoints import Checkpointer, record_checkpoint
 from application.store import HarnessStore
 from application.store_reads import events_of
+from bootstrap.composition import Services, bootstrap
 from domain.checkpoint import CHECKPOINTS_ID, AuditCheckpoint
 from domain.states import CancellationReason
-from infrastructure.composition import Services, bootstrap
 from infrastructure.settings import Settings
 from tests.helpers import scripted
 from tests.integration._audit_helpers import clean_exit, env_of, harness_cli, violations

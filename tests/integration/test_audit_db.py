@@ -18,11 +18,11 @@ from sqlalchemy import Engine, text
 from typer.testing import Result
 
 from application.audit.records import store_records
+from bootstrap.composition import bootstrap
 from domain.run import Run
 from domain.states import FailureCode, RunState
 from domain.tool_invocation import ToolInvocation
 from domain.tool_states import EvidenceStatus
-from infrastructure.composition import bootstrap
 from infrastructure.read_tables import diagnosis_run
 from infrastructure.settings import Settings
 from tests.conftest import pg_schema

@@ -24,9 +24,9 @@ from pydantic import SecretStr
 from application.audit.records import FIELDS, AuditRecord, type_of
 from application.audit.replay import EVENT_TOPICS
 from application.audit.verify import verify_records
+from bootstrap.composition import bootstrap
 from domain.release_states import ReleaseOutcome
 from domain.states import RunState
-from infrastructure.composition import bootstrap
 from infrastructure.settings import Settings
 from projections.sse_feed import run_feed
 from tests.integration._audit_helpers import (
@@ -319,7 +319,7 @@ def test_export_and_verify_as_real_processes(logged: Logged, tmp_path: Path) -> 
     clean = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
     root = str(Path(__file__).resolve().parents[2])
     env = clean | logged.env | {"PYTHONPATH": root + os.pathsep + clean.get("PYTHONPATH", "")}
-    command = [sys.executable, "-c", "from api.cli import app; app()", "audit"]
+    command = [sys.executable, "-c", "from cli.main import app; app()", "audit"]
     exported = subprocess.run(
         [*command, "export", "--all"], env=env, capture_output=True, text=True, timeout=120
     )

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from infrastructure.composition import bootstrap
+from bootstrap.composition import bootstrap
 from infrastructure.model_scripted import (
     load_scenario,
 )

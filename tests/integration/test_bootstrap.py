@@ -22,10 +22,10 @@ from application.ports import (
     StoreNotInitialisedError,
     ToolOutput,
 )
+from bootstrap.composition import Overrides, bootstrap
 from domain.release_states import ReleaseOutcome
 from domain.states import Intent, RunState
 from domain.values import Budget
-from infrastructure.composition import Overrides, bootstrap
 from infrastructure.eventstore import init_store
 from infrastructure.model_scripted import ScriptedProvider
 from infrastructure.settings import Settings

@@ -9,8 +9,8 @@ from pydantic import SecretStr
 
 from application.audit.integrity import check_chain
 from application.audit.records import run_records, store_links, store_records
+from bootstrap.composition import Services, bootstrap
 from domain.states import CancellationReason, RunState
-from infrastructure.composition import Services, bootstrap
 from tests.integration._projection_helpers import run_scenario
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ import psycopg
 from infrastructure.settings import Settings
 from tests.conftest import PG_URL
 
-HARNESS = [sys.executable, "-c", "from api.cli import app; app()"]
+HARNESS = [sys.executable, "-c", "from cli.main import app; app()"]
 
 
 def _harness(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:

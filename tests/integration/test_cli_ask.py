@@ -6,8 +6,8 @@ from pathlib import Path
 
 import yaml
 
+from bootstrap.composition import bootstrap
 from domain.release_states import ReleaseOutcome
-from infrastructure.composition import bootstrap
 from infrastructure.settings import Settings
 from tests.integration._cli import harness, store_env
 

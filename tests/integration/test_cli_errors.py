@@ -19,7 +19,7 @@ from infrastructure.settings import Settings
 from tests.api._serve import free_port, wait_until_up
 from tests.conftest import PG_URL
 
-HARNESS = [sys.executable, "-c", "from api.cli import app; app()"]
+HARNESS = [sys.executable, "-c", "from cli.main import app; app()"]
 ROOT = Path(__file__).resolve().parents[2]
 LONG = "a-deliberately-long-directory-name-" * 4
 

@@ -10,8 +10,8 @@ from xml.etree import ElementTree as ET
 
 import yaml
 
+from bootstrap.composition import bootstrap
 from domain.tool_invocation import ToolInvocation
-from infrastructure.composition import bootstrap
 from infrastructure.eval_cases import SHIPPED_SUITE, load_suite
 from infrastructure.settings import Settings
 from tests.integration._cli import harness

@@ -23,12 +23,12 @@ from uuid import UUID
 import pytest
 
 from application.eval_records import record_eval
-from infrastructure.composition import bootstrap
+from bootstrap.composition import bootstrap
 from infrastructure.settings import Settings
 from tests.eval_reports import AFTER, AFTER_ID, BEFORE, BEFORE_ID
 from tests.integration._cli import ROOT, store_env
 
-EVAL_APP = "from api.cli import app\napp()\n"
+EVAL_APP = "from cli.main import app\napp()\n"
 """The ``harness`` command line, run as ``python -c`` (this checkout on the path)."""
 TWIN_ID = UUID("0b1e7a55-1000-4000-8000-000000000003")
 """Shares its first eight digits with BEFORE_ID."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer.main
 
-from api.cli import app
+from cli.main import app
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("sqlalchemy", "fastapi", "uvicorn", "psycopg", "eventsourcing", "openai", "pydantic")
@@ -33,7 +33,7 @@ def _run(code: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_help_imports_neither_the_web_nor_the_database_stack() -> None:
     probe = (
-        "import sys\nfrom api.cli import app\n"
+        "import sys\nfrom cli.main import app\n"
         "try:\n    app(['--help'])\nexcept SystemExit:\n    pass\n"
         f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
     )
@@ -46,7 +46,7 @@ def test_every_help_names_values_in_words_not_types() -> None:
     paths = _commands(typer.main.get_command(app))
     assert ("runs", "list") in paths and ("audit", "verify") in paths
     for path in paths:
-        result = _run("from api.cli import app; app()", *path, "--help")
+        result = _run("from cli.main import app; app()", *path, "--help")
         assert result.returncode == 0, (path, result.stderr)
         text = result.stdout
         assert "Usage: " in text

@@ -13,8 +13,8 @@ from uuid import UUID, uuid4
 
 import pytest
 
+from bootstrap.composition import Overrides, bootstrap
 from domain.run import Run
-from infrastructure.composition import Overrides, bootstrap
 from infrastructure.ops_data import sample_incidents
 from infrastructure.settings import Settings
 from projections.otel_data import trace_id

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from sqlalchemy import inspect
 
-from infrastructure.composition import bootstrap
+from bootstrap.composition import bootstrap
 from infrastructure.eventstore import init_store
 from infrastructure.settings import Settings
 from tests.integration._cli import harness, store_env

@@ -15,8 +15,8 @@ from uuid import UUID
 import pytest
 import typer
 
-from api.cli_reads import lookup_run_id
-from infrastructure.composition import bootstrap
+from bootstrap.composition import bootstrap
+from cli.reads import lookup_run_id
 from infrastructure.eventstore import init_store
 from infrastructure.settings import Settings
 from tests.integration._cli import harness, store_env

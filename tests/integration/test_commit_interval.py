@@ -23,10 +23,10 @@ from application.audit.records import store_records
 from application.audit.verify import verify_records
 from application.ports import JSON, ModelProvider, ModelRequest, ModelResponse, Tool, ToolOutput
 from application.store import HarnessStore
+from bootstrap.composition import Overrides, Services, bootstrap
 from domain.run import Run
 from domain.states import CancellationReason, FailureCode, RunState
 from domain.tool_invocation import ToolInvocation
-from infrastructure.composition import Overrides, Services, bootstrap
 from infrastructure.ops_data import sample_incidents
 from infrastructure.run_ends import PgRunEnds
 from infrastructure.settings import Settings

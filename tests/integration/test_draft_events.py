@@ -20,11 +20,11 @@ from application.chat import ChatResult
 from application.explain import Answer, explain_run
 from application.store import HarnessStore
 from application.store_reads import events_of
+from bootstrap.composition import Services
 from domain.catalogue import event_type_name
 from domain.release_states import FallbackType, ReleaseOutcome
 from domain.run import Run
 from domain.states import DraftOutcome, ModelStepPurpose
-from infrastructure.composition import Services
 from infrastructure.model_scripted import load_scenario
 from tests.helpers import ask_scripted
 

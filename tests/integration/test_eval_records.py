@@ -15,9 +15,9 @@ from sqlalchemy import Engine, select
 
 from application.audit.records import store_records
 from application.eval_records import load_eval, record_eval
+from bootstrap.composition import Services
 from domain.errors import IllegalTransitionError, InvalidCommandError
 from domain.evals import EvalReport, Verdict
-from infrastructure.composition import Services
 from infrastructure.read_tables import eval_case, eval_run
 from projections.agreement import check_agreement
 from projections.eval_queries import eval_case_rows, eval_history, eval_report

@@ -11,6 +11,7 @@ from application.explain import QUESTIONS, Answer, RunExplanation, explain_run
 from application.published import FALLBACK_MESSAGES, MISSING_QUESTIONS
 from application.store import HarnessStore
 from application.store_reads import events_of
+from bootstrap.composition import Services
 from domain.catalogue import event_type_name
 from domain.collection import collection_id
 from domain.errors import UnknownAggregateError
@@ -18,7 +19,6 @@ from domain.published import FallbackContent, MissingItem
 from domain.release_states import FallbackType, ReleaseOutcome
 from domain.run import Run
 from domain.states import BudgetKind, CancellationReason, Intent, MissingKind, RunState
-from infrastructure.composition import Services
 from tests.helpers import scripted
 from tests.integration._projection_helpers import (
     QUERY,

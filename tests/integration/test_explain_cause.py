@@ -15,9 +15,9 @@ from application.explain import explain_run
 from application.ports import ModelRequest, ModelResponse
 from application.store import HarnessStore
 from application.store_reads import events_of
+from bootstrap.composition import Services
 from domain.run import Run
 from domain.states import FailureCode, ModelStepPurpose, RunState
-from infrastructure.composition import Services
 from infrastructure.model_scripted import ScriptedProvider
 from tests.helpers import scripted
 from tests.integration._projection_helpers import QUERY, run_scenario

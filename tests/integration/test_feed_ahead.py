@@ -16,7 +16,7 @@ from sqlalchemy import Engine
 from api.feed import follow
 from api.feed_hub import FeedHub, Subscription
 from application.store import HarnessStore
-from infrastructure.composition import Services
+from bootstrap.composition import Services
 from projections.feed_ahead import FeedAhead
 from projections.queries import feed_after
 from tests.integration._projection_helpers import run_scenario

@@ -15,7 +15,7 @@ from sqlalchemy import Engine
 from api.feed_hub import FeedHub, Subscription
 from api.sse_wire import frame
 from application.store import HarnessStore
-from infrastructure.composition import Services
+from bootstrap.composition import Services
 from projections.runner import Projector
 from projections.sse_feed import SseFeed
 from tests.integration._projection_helpers import run_scenario

@@ -53,7 +53,7 @@ from tests.integration.test_runtime_properties import (
 
 if TYPE_CHECKING:
     from application.ports import Tool
-    from infrastructure.composition import Services
+    from bootstrap.composition import Services
 
 QUERY = "why is checkout slow?"
 

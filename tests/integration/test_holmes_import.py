@@ -17,7 +17,7 @@ import typer
 import yaml
 from typer.testing import CliRunner, Result
 
-from api.cli_eval_import import add_import_command
+from cli.eval_import import add_import_command
 from tests.eval_case_shape import EvalCase, load_case_file
 from tests.sample_corpus import sample_tool_lines
 

@@ -20,6 +20,7 @@ import pytest
 
 from application.chat import ChatResult
 from application.store import HarnessStore
+from bootstrap.composition import Services
 from domain.catalogue import event_type_name
 from domain.published import FallbackContent
 from domain.release_states import FallbackType, ReleaseOutcome
@@ -27,7 +28,6 @@ from domain.run import Run
 from domain.states import CancellationReason, RunState
 from domain.tool_invocation import ToolInvocation
 from domain.tool_states import ToolRejectionCode
-from infrastructure.composition import Services
 from tests.helpers import Scripted, fresh_sqlite, scripted
 
 QUERY = "why is checkout slow?"

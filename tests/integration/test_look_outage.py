@@ -22,9 +22,9 @@ import pytest
 from psycopg_pool import ConnectionPool
 
 from application.ports import ModelProvider, ModelRequest, ModelResponse
+from bootstrap.composition import Overrides, Services, bootstrap
 from domain.run import Run
 from domain.states import CancellationReason, RunState
-from infrastructure.composition import Overrides, Services, bootstrap
 from infrastructure.ops_data import sample_incidents
 from infrastructure.pg_recorder import FailFastRecorder
 from tests.conftest import pg_schema

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from bootstrap.composition import bootstrap
 from domain.tool_invocation import ToolInvocation
-from infrastructure.composition import bootstrap
 from infrastructure.settings import Settings
 from tests.api._serve import free_port
 from tests.integration._cli import harness

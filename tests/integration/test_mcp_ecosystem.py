@@ -24,11 +24,11 @@ import pytest
 
 from application.ports import ModelRequest, ModelResponse
 from application.tool_admission import AdmittedBy, Refusal
+from bootstrap.composition import Services
 from domain.run import Run
 from domain.states import ModelStepPurpose
 from domain.tool_invocation import ToolInvocation
 from domain.tool_states import ToolRejectionCode
-from infrastructure.composition import Services
 from infrastructure.model_scripted import ScriptedProvider
 from infrastructure.tool_catalog import summary_lines
 from infrastructure.tool_sources import ToolSources, assemble_tools

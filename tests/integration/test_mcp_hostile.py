@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from application.tool_admission import Refusal
+from bootstrap.composition import Services
 from domain.run import Run
 from domain.tool_invocation import ToolInvocation
 from domain.tool_states import ToolRejectionCode
-from infrastructure.composition import Services
 from infrastructure.settings import ConfigurationError
 from tests.helpers import ask_scripted, fresh_sqlite
 from tests.integration._mcp import (

@@ -24,9 +24,9 @@ import pytest
 from api.schemas_ops import ToolPublic
 from application.ports import ModelRequest, ModelResponse
 from application.tool_admission import SHOWN_NAME_CHARS, Refusal
+from bootstrap.composition import Services
 from domain.run import Run
 from domain.tool_invocation import ToolInvocation
-from infrastructure.composition import Services
 from infrastructure.model_scripted import ScriptedProvider
 from infrastructure.settings import ConfigurationError
 from infrastructure.tool_catalog import summary_lines

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
+from bootstrap.composition import Overrides, bootstrap
 from domain.tool_invocation import ToolInvocation
-from infrastructure.composition import Overrides, bootstrap
 from infrastructure.settings import Settings
 from infrastructure.tool_config import load_tools_config
 from tests.integration._mcp import HARNESS_BIN, write_config

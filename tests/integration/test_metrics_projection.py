@@ -16,7 +16,7 @@ from sqlalchemy import Engine
 
 from api.metrics import LogCollector, LogSnapshot
 from application.store import HarnessStore
-from infrastructure.composition import Services
+from bootstrap.composition import Services
 from infrastructure.settings import Settings
 from projections.metric_reads import metric_samples
 from projections.metrics import Metrics

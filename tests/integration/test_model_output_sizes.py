@@ -16,6 +16,7 @@ import yaml
 from application.chat import ChatResult
 from application.store import HarnessStore
 from application.store_reads import events_of
+from bootstrap.composition import Services
 from domain.answers import AnswerRefusal
 from domain.release_states import FallbackType, ReleaseOutcome
 from domain.run import Run
@@ -27,7 +28,6 @@ from domain.states import (
     ModelStepPurpose,
     RunState,
 )
-from infrastructure.composition import Services
 from infrastructure.knowledge import SqlKnowledgeRetriever, index_runbooks
 from infrastructure.settings import Settings
 from tests.helpers import ask_scripted
@@ -196,7 +196,7 @@ def test_a_knowledge_answer_over_the_limit_lists_the_passages(
 
 @pytest.fixture
 def long_export(sqlite_settings: Settings, tmp_path: Path) -> list[dict[str, Any]]:
-    from infrastructure.composition import bootstrap
+    from bootstrap.composition import bootstrap
 
     with bootstrap(sqlite_settings, create=True) as services:
         ask_scripted(services, _long_honest_draft(), "long", QUESTION)

@@ -19,11 +19,11 @@ import yaml
 from application.chat import ChatConfig, ChatResult
 from application.ports import ModelRequest, ModelResponse
 from application.store import HarnessStore
+from bootstrap.composition import Overrides, Services, bootstrap
 from domain.catalogue import event_type_name
 from domain.release_states import FallbackType, ReleaseOutcome
 from domain.run import Run
 from domain.states import FailureCode, ModelStepOutcome, ModelStepPurpose, RunState
-from infrastructure.composition import Overrides, Services, bootstrap
 from infrastructure.model_scripted import ScriptedProvider
 from infrastructure.settings import Settings
 from tests.helpers import scripted

@@ -11,10 +11,10 @@ from uuid import UUID
 import pytest
 
 from application.store_reads import events_of
+from bootstrap.composition import bootstrap
 from domain.release_states import ReleaseOutcome
 from domain.run import Run
 from domain.states import Intent
-from infrastructure.composition import bootstrap
 from infrastructure.settings import Settings
 from tests.integration._race_workers import race_terminations, start_service_process
 

@@ -12,8 +12,8 @@ from uuid import UUID
 import pytest
 
 from application.explain import explain_run
+from bootstrap.composition import bootstrap
 from domain.reasons import UnusableAnswer, answer_reason, failed_reason, shown_reason
-from infrastructure.composition import bootstrap
 from infrastructure.settings import Settings
 from tests.integration._cli import harness, store_env
 

@@ -17,8 +17,8 @@ import pytest
 from application.audit.records import store_records
 from application.audit.verify import verify_records
 from application.chat import ChatResult
+from bootstrap.composition import Services, bootstrap
 from domain.release_states import FallbackType, ReleaseOutcome
-from infrastructure.composition import Services, bootstrap
 from infrastructure.ops_data import sample_now, sample_window
 from infrastructure.settings import Settings
 from tests.integration._cli import harness, store_env

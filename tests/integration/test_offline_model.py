@@ -16,11 +16,11 @@ import pytest
 from application.chat import ChatService
 from application.ports import JSON, ModelProvider, ModelRequest, ModelResponse, Tool, ToolOutput
 from application.replies import reply_text
+from bootstrap.composition import Services, bootstrap
 from domain.answers import ChatReply
 from domain.grounding import DEFAULT_RULES, occurs
 from domain.release_states import FallbackType, ReleaseOutcome
 from domain.states import RunState
-from infrastructure.composition import Services, bootstrap
 from infrastructure.knowledge import load_runbooks
 from infrastructure.ops_data import SampleIncident, sample_incidents
 from infrastructure.settings import Settings
@@ -193,7 +193,7 @@ def test_harness_ask_prints_the_phases_and_the_answer(tmp_path: Path) -> None:
     env["PYTHONPATH"] = root
     question = sample_incidents()[0].question
     result = subprocess.run(
-        [sys.executable, "-c", "from api.cli import app; app()", "ask", question],
+        [sys.executable, "-c", "from cli.main import app; app()", "ask", question],
         env=env,
         cwd=tmp_path,
         capture_output=True,

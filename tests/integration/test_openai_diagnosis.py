@@ -15,10 +15,10 @@ import pytest
 
 from application.explain import explain_run
 from application.store_reads import events_of
+from bootstrap.composition import Services, bootstrap
 from domain.release_states import ReleaseOutcome
 from domain.run import Run
 from domain.states import FailureCode, ModelAttemptFailure, ModelStepPurpose, RunState
-from infrastructure.composition import Services, bootstrap
 from infrastructure.ops_data import sample_incidents
 from infrastructure.settings import Settings
 from projections.otel_data import RunStreams

@@ -15,9 +15,9 @@ from uuid import UUID
 
 import pytest
 
+from bootstrap.composition import Overrides, Services, bootstrap
 from domain.run import Run
 from domain.states import BudgetKind, CancellationReason, FailureCode
-from infrastructure.composition import Overrides, Services, bootstrap
 from infrastructure.ops_data import sample_incidents
 from infrastructure.otlp import otlp_exporter
 from infrastructure.settings import Settings

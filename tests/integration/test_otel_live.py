@@ -14,7 +14,7 @@ from uuid import UUID
 
 import pytest
 
-from infrastructure.composition import Overrides, Services, bootstrap
+from bootstrap.composition import Overrides, Services, bootstrap
 from infrastructure.ops_data import sample_incidents
 from infrastructure.otlp import otlp_exporter
 from infrastructure.read_store import SqlReadStore

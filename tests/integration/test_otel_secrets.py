@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from bootstrap.composition import Overrides, bootstrap
 from domain.redactor import MARK
-from infrastructure.composition import Overrides, bootstrap
 from infrastructure.ops_data import sample_incidents
 from infrastructure.settings import Settings
 from tests.integration._cli import harness, store_env

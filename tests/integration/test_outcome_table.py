@@ -9,11 +9,11 @@ import pytest
 
 from application.chat import ChatResult
 from application.store import HarnessStore
+from bootstrap.composition import Services
 from domain.catalogue import event_type_name
 from domain.release_states import FallbackType, ReleaseOutcome
 from domain.release_states import FallbackType as FT
 from domain.states import CancellationReason, RunState
-from infrastructure.composition import Services
 from tests.helpers import scripted
 
 SUCCESS_TRACE = [

@@ -21,8 +21,8 @@ from psycopg import sql
 
 from application.ports import StoreUnavailableError
 from application.store import HarnessStore
+from bootstrap.composition import bootstrap
 from domain.run import Run
-from infrastructure.composition import bootstrap
 from infrastructure.pg_recorder import FailFastRecorder, connection_lost
 from infrastructure.settings import Settings
 from tests.integration._private_pg import PrivatePostgres, private_postgres

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from application.chat import ChatService
 from application.ports import ModelRequest, ModelResponse
 from application.store import HarnessStore
+from bootstrap.composition import Services
 from domain.release_states import ReleaseOutcome
 from domain.states import ModelStepPurpose
-from infrastructure.composition import Services
 from infrastructure.model_scripted import ScriptedProvider
 from tests.helpers import scripted
 

@@ -25,9 +25,9 @@ from psycopg import sql
 from sqlalchemy import Engine, Table, func, select
 
 from application.store import HarnessStore
+from bootstrap.composition import bootstrap
 from domain.checkpoint import CHECKPOINTS_ID
 from domain.run import Run
-from infrastructure.composition import bootstrap
 from infrastructure.pg_listen import LISTEN_APPLICATION_NAME, PgNotifyWake
 from infrastructure.read_tables import (
     diagnosis_run,
@@ -42,7 +42,7 @@ from infrastructure.settings import Settings
 from projections.runner import Projector
 from tests.integration._projection_workers import append_runs, write_in_two_halves
 
-HARNESS = [sys.executable, "-c", "from api.cli import app; app()"]
+HARNESS = [sys.executable, "-c", "from cli.main import app; app()"]
 ROOT = Path(__file__).resolve().parents[2]
 NAMES = ("diagnosis_run", "trace_event", "sse_feed", "session_turn", "metrics", "eval_run")
 READ_TABLES: tuple[Table, ...] = tuple(

@@ -25,6 +25,7 @@ from sqlalchemy import Engine, event
 from application.chat import ChatResult
 from application.store import HarnessStore
 from application.store_reads import events_of
+from bootstrap.composition import Overrides, Services, bootstrap
 from domain.catalogue import EVENT_CLASSES, event_type_name
 from domain.release_states import ReleaseOutcome
 from domain.run import Run
@@ -37,7 +38,6 @@ from domain.states import (
     TracePhase,
 )
 from domain.tool_states import DiagnosisStopReason
-from infrastructure.composition import Overrides, Services, bootstrap
 from infrastructure.read_tables import (
     create_read_tables,
     diagnosis_run,

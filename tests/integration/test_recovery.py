@@ -11,9 +11,9 @@ from sqlalchemy import Engine, select
 from application.explain import explain_run
 from application.recovery import Liveness, RecoverySweep, SweepReport
 from application.store import HarnessStore
+from bootstrap.composition import Services, bootstrap
 from domain.run import Run
 from domain.states import CancellationReason, FailureCode, RunState
-from infrastructure.composition import Services, bootstrap
 from infrastructure.eventstore import store_environment
 from infrastructure.leases import SqlLeases, worker_lease
 from infrastructure.settings import Settings

@@ -20,8 +20,8 @@ from application.dispatch import RunDispatcher
 from application.ports import StoreUnavailableError
 from application.recovery import Liveness, RecoveryLoop, Unfinished
 from application.store import HarnessStore
+from bootstrap.composition import Services, bootstrap
 from domain.states import FailureCode, RunState
-from infrastructure.composition import Services, bootstrap
 from infrastructure.leases import (
     Heartbeat,
     SqlLeases,
@@ -42,7 +42,7 @@ from tests.integration._recovery_helpers import (
     worker,
 )
 
-HARNESS = [sys.executable, "-c", "from api.cli import app; app()"]
+HARNESS = [sys.executable, "-c", "from cli.main import app; app()"]
 ROOT = Path(__file__).resolve().parents[2]
 
 

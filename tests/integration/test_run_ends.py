@@ -21,9 +21,9 @@ import pytest
 from psycopg import sql
 
 from application.ports import JSON, Tool, ToolOutput
+from bootstrap.composition import Overrides, Services, bootstrap
 from domain.run import Run
 from domain.states import CancellationReason, FailureCode, RunState
-from infrastructure.composition import Overrides, Services, bootstrap
 from infrastructure.ops_data import sample_incidents
 from infrastructure.pg_recorder import FailFastRecorder
 from infrastructure.run_ends import PgRunEnds

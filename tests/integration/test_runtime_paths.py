@@ -27,6 +27,7 @@ from psycopg import sql
 from application.chat import ChatResult
 from application.ports import Clock, ModelProvider, ModelRequest, ModelResponse
 from application.store import HarnessStore
+from bootstrap.composition import Services, bootstrap
 from domain.catalogue import event_type_name
 from domain.collection import Collection
 from domain.release_states import CitationProblem, FallbackType, ReleaseOutcome
@@ -46,7 +47,6 @@ from domain.tool_states import (
     InvocationStatus,
     ToolRejectionCode,
 )
-from infrastructure.composition import Services, bootstrap
 from infrastructure.scripted_tools import ScriptedTool
 from infrastructure.settings import Settings
 from tests.helpers import Scripted, scripted

@@ -23,10 +23,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from application.chat import ChatResult
+from bootstrap.composition import Services
 from domain.release_states import ReleaseOutcome
 from domain.states import RunState
 from domain.tool_invocation import ToolInvocation
-from infrastructure.composition import Services
 from tests._fuzz import fuzz_settings
 from tests.helpers import ask_scripted, fresh_sqlite
 from tests.integration._invariants import check_run, read_events

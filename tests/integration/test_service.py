@@ -22,7 +22,7 @@ import pytest
 
 from tests.api._serve import free_port
 
-HARNESS = [sys.executable, "-c", "from api.cli import app; app()"]
+HARNESS = [sys.executable, "-c", "from cli.main import app; app()"]
 QUESTION = "Why was checkout slow on 2026-11-29 between 10:00 and 12:00 UTC?"
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from infrastructure.composition import bootstrap
+from bootstrap.composition import bootstrap
 
 if TYPE_CHECKING:
     from infrastructure.settings import Settings

@@ -16,11 +16,11 @@ import pytest
 
 from application.ports import JSON, ModelProvider, ModelRequest, ModelResponse, Tool, ToolOutput
 from application.store import HarnessStore
+from bootstrap.composition import Overrides, Services, bootstrap
 from domain.release_states import ReleaseOutcome
 from domain.run import Run
 from domain.states import CancellationReason, ModelStepPurpose, RunState
 from domain.tool_invocation import ToolInvocation
-from infrastructure.composition import Overrides, Services, bootstrap
 from infrastructure.ops_data import sample_incidents
 from infrastructure.settings import Settings
 from tests.helpers import scripted

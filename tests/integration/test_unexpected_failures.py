@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 from application.audit.integrity import check_chain
 from application.audit.records import store_records
 from application.ports import ModelRequest, ModelResponse, Usage
+from bootstrap.composition import Services
 from domain.states import FailureCode, ModelStepPurpose, RunState
-from infrastructure.composition import Services
 from infrastructure.model_scripted import ScriptedProvider
 from tests.helpers import scripted
 from tests.integration._projection_helpers import QUERY

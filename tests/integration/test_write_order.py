@@ -25,9 +25,9 @@ from eventsourcing.utils import get_topic
 from psycopg import sql
 
 from application.store import HarnessStore
+from bootstrap.composition import bootstrap
 from domain.run import Run
 from domain.states import CancellationReason, ChatApplicationStatus, Intent
-from infrastructure.composition import bootstrap
 from infrastructure.settings import Settings
 
 pytestmark = pytest.mark.postgres

@@ -72,7 +72,7 @@ def _command_paths(command: object, path: str) -> list[str]:
 
 
 def test_every_command_is_in_the_cli_reference_with_its_options() -> None:
-    from api.cli import app
+    from cli.main import app
 
     reference = (DOCS / "reference" / "_generated" / "cli.md").read_text()
     paths = _command_paths(typer.main.get_command(app), "harness")

@@ -10,7 +10,16 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("domain", "application", "projections", "infrastructure", "api", "bench")
+PACKAGES = (
+    "domain",
+    "application",
+    "projections",
+    "infrastructure",
+    "bootstrap",
+    "api",
+    "cli",
+    "bench",
+)
 
 
 def _modules() -> dict[str, Path]:

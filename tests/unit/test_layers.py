@@ -1,20 +1,20 @@
 """Dependencies point inward: no module of a lower layer imports a higher one.
 
 Layers, lowest first: ``domain`` ← ``application`` ← ``infrastructure`` ← ``projections`` ←
-``api``. Every import of every module counts, wherever it stands (inside functions, under
-``TYPE_CHECKING``), because a lazy import is still a dependency.
+``bootstrap`` ← ``api`` ← ``cli``. A layer may import itself and every layer below it, nothing
+else; there is no special case. Every import of every module counts, wherever it stands (inside
+functions, under ``TYPE_CHECKING``), because a lazy import is still a dependency.
 
 ``projections`` sits above ``infrastructure``: projections decide, infrastructure writes. Each
 projection maps events to rows through the ``application.views`` protocols and imports neither
 SQLAlchemy nor infrastructure (:data:`WRITE_THROUGH_VIEWS`); infrastructure defines the read
-tables and writes them (``infrastructure.read_tables``, ``view_writer``). The runner, which the
-API builds from a store and an engine, joins the projections to that SQL writer, and the queries
-read the tables, so those modules of ``projections`` import infrastructure; infrastructure never
-imports projections.
+tables and writes them (``infrastructure.read_tables``, ``view_writer``). The runner joins the
+projections to that SQL writer, and the queries read the tables, so those modules of
+``projections`` import infrastructure; infrastructure never imports projections.
 
-``infrastructure.composition`` is the composition root (cosmicpython's ``bootstrap``): it builds
-the store, providers, tools, projections and recovery for the app, the CLI, benches and tests,
-so it may import every layer, and, like ``api``, nothing below ``api`` may import it.
+``bootstrap`` is the composition root (cosmicpython's ``bootstrap.py``): it builds the store,
+providers, tools, projections and recovery for the app, the CLI, benches and tests, so it stands
+above every adapter and the read side, and below the HTTP API and the command line that use it.
 """
 
 from __future__ import annotations
@@ -25,15 +25,9 @@ from pathlib import Path
 from projections.runner import all_projections
 
 ROOT = Path(__file__).resolve().parents[2]
-COMPOSITION_ROOT = "infrastructure.composition"
-LAYERS = ("domain", "application", "infrastructure", "projections", "api")
+LAYERS = ("domain", "application", "infrastructure", "projections", "bootstrap", "api", "cli")
 ALLOWED: dict[str, frozenset[str]] = {
-    "domain": frozenset({"domain"}),
-    "application": frozenset({"domain", "application"}),
-    "infrastructure": frozenset({"domain", "application", "infrastructure"}),
-    "projections": frozenset({"domain", "application", "infrastructure", "projections"}),
-    "api": frozenset({*LAYERS, COMPOSITION_ROOT}),
-    COMPOSITION_ROOT: frozenset({*LAYERS, COMPOSITION_ROOT}),
+    layer: frozenset(LAYERS[: index + 1]) for index, layer in enumerate(LAYERS)
 }
 
 
@@ -64,11 +58,22 @@ def _imported(tree: ast.AST, module: str) -> set[str]:
 
 
 def _layer(name: str) -> str | None:
-    """The layer (or the composition root) a module of ours belongs to; None for others."""
-    if name == COMPOSITION_ROOT or name.startswith(COMPOSITION_ROOT + "."):
-        return COMPOSITION_ROOT
+    """The layer a module of ours belongs to; None for others (the standard library, packages)."""
     top = name.split(".")[0]
     return top if top in LAYERS else None
+
+
+def violations_of(module: str, names: set[str]) -> list[str]:
+    """``module -> name`` for each of ``names`` (what ``module`` imports) in a higher layer."""
+    importer = _layer(module)
+    assert importer is not None, module
+    found = []
+    for name in sorted(names):
+        target = _layer(name)
+        if target is not None and target not in ALLOWED[importer]:
+            if name.rpartition(".")[0] not in names:  # `from x import y`: say x once
+                found.append(f"{module} -> {name}")
+    return found
 
 
 def violations() -> list[str]:
@@ -77,15 +82,8 @@ def violations() -> list[str]:
     for package in LAYERS:
         for path in sorted((ROOT / package).rglob("*.py")):
             module = _module_name(path)
-            importer = _layer(module)
-            assert importer is not None
             tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-            names = _imported(tree, module)
-            for name in sorted(names):
-                target = _layer(name)
-                if target is not None and target not in ALLOWED[importer]:
-                    if name.rpartition(".")[0] not in names:  # `from x import y`: say x once
-                        found.append(f"{module} -> {name}")
+            found += violations_of(module, _imported(tree, module))
     return found
 
 
@@ -110,11 +108,16 @@ if TYPE_CHECKING:
     from projections.runner import Projector
 def later():
     import api.main
-    from . import composition
+    from ..bootstrap import composition
 """
     names = _imported(ast.parse(source), "infrastructure.live")
-    assert {"projections.runner", "api.main", COMPOSITION_ROOT} <= names
-    assert {"projections", "api", COMPOSITION_ROOT} <= {_layer(name) for name in names}
+    assert {"projections.runner", "api.main", "bootstrap.composition"} <= names
+    assert {"projections", "api", "bootstrap"} <= {_layer(name) for name in names}
+    assert violations_of("infrastructure", names) == [
+        "infrastructure -> api.main",
+        "infrastructure -> bootstrap",
+        "infrastructure -> projections.runner",
+    ]
 
 
 # -- one composition root ---------------------------------------------------------------------
@@ -125,7 +128,7 @@ CONSTRUCTORS = frozenset(
 """What opens an event store or a read-side engine, or builds the chat service on them: only the
 composition root calls these."""
 BUILDERS = {
-    "infrastructure/composition.py": "the composition root",
+    "bootstrap/composition.py": "the composition root",
     "infrastructure/eventstore.py": "defines open_store / init_store",
     "infrastructure/database.py": "defines create_sql_engine",
 }

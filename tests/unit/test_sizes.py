@@ -10,7 +10,16 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-FOLDERS = ("domain", "application", "projections", "infrastructure", "api", "bench")
+FOLDERS = (
+    "domain",
+    "application",
+    "projections",
+    "infrastructure",
+    "bootstrap",
+    "api",
+    "cli",
+    "bench",
+)
 MODULE_LINES = 300
 FUNCTION_LINES = 40
 

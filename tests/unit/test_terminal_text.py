@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from api.unseen import spelled_out
+from cli.terminal_text import spelled_out
 
 HIDDEN = [
     "\x1b",  # ESC: starts ANSI codes

@@ -19,8 +19,8 @@ import tempfile
 import threading
 from typing import TYPE_CHECKING
 
-from api.cli_common import err_console, fail
 from api.http_protocol import PROTOCOL
+from cli.common import err_console, fail
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-HARNESS = [sys.executable, "-c", "from api.cli import app; app()"]
+HARNESS = [sys.executable, "-c", "from cli.main import app; app()"]
 RESTART_AFTER = 1.0
 """Seconds before a projection process that died is started again."""
 WORKER_HEALTHCHECK = 60

@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from api.cli_common import err_console
+from cli.common import err_console
 
 mcp_app = typer.Typer(
     help="Serve the sample operations data as an MCP server.", no_args_is_help=True
@@ -36,8 +36,8 @@ def serve_sample(
     """
     import anyio
 
-    from api.cli_serve import check_port
-    from infrastructure.composition import bootstrap
+    from bootstrap.composition import bootstrap
+    from cli.serve import check_port
     from infrastructure.mcp_serve import serve_http, serve_stdio, tools_server
     from infrastructure.settings import Settings
     from infrastructure.tools import builtin_tools

@@ -19,6 +19,7 @@ from application.port_calls import PortCalls
 from application.ports import StoreUnavailableError
 from application.recovery import RecoverySweep
 from application.turns import PreviousTurns
+from bootstrap.run_config import chat_config, chat_config_of
 from infrastructure.clock import SystemClock
 from infrastructure.database import create_sql_engine
 from infrastructure.eventstore import init_store, open_store
@@ -29,7 +30,6 @@ from infrastructure.model_scripted import ScriptedProvider
 from infrastructure.ops_data import create_ops_tables, load_sample
 from infrastructure.pg_listen import PgNotifyWake, read_channel
 from infrastructure.read_tables import create_read_tables
-from infrastructure.run_config import chat_config, chat_config_of
 from infrastructure.run_ends import hear_run_ends
 from infrastructure.settings import ConfigurationError
 from infrastructure.tool_sources import assemble_tools

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from api.cli_common import err_console, fail, opened, out_console
+from cli.common import err_console, fail, opened, out_console
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -116,8 +116,8 @@ def status() -> None:
     from rich.table import Table
     from sqlalchemy.exc import SQLAlchemyError
 
-    from api.cli_reads import read_tables_missing
     from application.ports import StoreError
+    from cli.reads import read_tables_missing
     from projections.runner import ProjectionStatus, brief
 
     with opened() as services:

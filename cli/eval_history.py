@@ -16,9 +16,9 @@ from uuid import UUID
 
 import typer
 
-from api.cli_common import err_console, fail, opened
-from api.cli_reads import MIN_PREFIX, SHORT, bring_up_to_date, is_full_id
-from api.eval_text import comparison_lines, history_lines, line
+from cli.common import err_console, fail, opened
+from cli.eval_text import comparison_lines, history_lines, line
+from cli.reads import MIN_PREFIX, SHORT, bring_up_to_date, is_full_id
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection

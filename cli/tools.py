@@ -13,8 +13,8 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from api.cli_common import fail, load_settings, opened, out_console
-from api.unseen import spelled_out
+from cli.common import fail, load_settings, opened, out_console
+from cli.terminal_text import spelled_out
 
 if TYPE_CHECKING:
     from infrastructure.tool_catalog import ToolView

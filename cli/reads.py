@@ -15,14 +15,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-from api.cli_common import err_console, fail
+from cli.common import err_console, fail
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
     from sqlalchemy import Connection, Engine
 
-    from infrastructure.composition import Services
+    from bootstrap.composition import Services
     from projections.runner import Projector
 
 MIN_PREFIX = 4

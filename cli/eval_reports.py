@@ -3,8 +3,8 @@
 The table is plain lines of fixed columns, the same on a terminal and in a pipe (no width is
 read). Text a model wrote (a conclusion, an answer) and text of a case file (its reasons quote
 ``must`` texts) is shown on one line, its invisible characters spelled out
-(:func:`api.unseen.spelled_out`) and cut; the same spelling keeps the JUnit XML valid (XML 1.0
-cannot hold most control characters, even escaped).
+(:func:`cli.terminal_text.spelled_out`) and cut; the same spelling keeps the JUnit XML valid
+(XML 1.0 cannot hold most control characters, even escaped).
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, assert_never
 from xml.etree import ElementTree as ET
 
-from api.unseen import spelled_out
+from cli.terminal_text import spelled_out
 from domain.evals import Verdict
 
 if TYPE_CHECKING:
-    from api.eval_runner import CaseDetail, SuiteRun
+    from cli.eval_runner import CaseDetail, SuiteRun
     from domain.evals import CaseResult, Totals
 
 SAID_CHARS = 160

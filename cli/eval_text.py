@@ -2,7 +2,7 @@
 
 The same lines on a terminal and in a pipe, whatever the terminal's width. Text that came from a
 suite or a model (questions, reasons, names) is shown on one line, every character that would
-act on a terminal or hide spelled out (:func:`api.unseen.spelled_out`).
+act on a terminal or hide spelled out (:func:`cli.terminal_text.spelled_out`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from api.unseen import spelled_out
+from cli.terminal_text import spelled_out
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

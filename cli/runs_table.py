@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 from rich.text import Text
 
-from api.cli_reads import short_ids
-from api.unseen import spelled_out
+from cli.reads import short_ids
+from cli.terminal_text import spelled_out
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from api.cli_common import fail, load_settings, out_console
+from cli.common import fail, load_settings, out_console
 
 model_app = typer.Typer(help="Check the configured model provider.", no_args_is_help=True)
 

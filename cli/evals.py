@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from api.cli_common import err_console, fail, load_settings
+from cli.common import err_console, fail, load_settings
 
 if TYPE_CHECKING:
-    from api.eval_runner import SuiteRun
+    from cli.eval_runner import SuiteRun
     from domain.evals import CaseResult, EvalReport
     from infrastructure.eval_cases import Suite
     from infrastructure.settings import Settings
@@ -111,7 +111,7 @@ def eval_run(
 
 def evaluate(paths: list[Path], options: EvalOptions) -> int:
     """Load, check, run, report; the exit code (bad input exits 2 from here)."""
-    from api.eval_reports import Thresholds, junit_xml, report_json, table_lines
+    from cli.eval_reports import Thresholds, junit_xml, report_json, table_lines
     from infrastructure.eval_cases import SHIPPED_SUITE
 
     settings = load_settings()
@@ -162,8 +162,8 @@ def _check_outputs(options: EvalOptions) -> None:
 
 
 def _run(settings: Settings, suite: Suite, options: EvalOptions) -> SuiteRun:
-    from api.eval_runner import run_suite
     from application.ports import StoreError
+    from cli.eval_runner import run_suite
     from infrastructure.settings import ConfigurationError
 
     count = len(suite.cases)
@@ -193,9 +193,9 @@ def _record(settings: Settings, report: EvalReport) -> None:
     be opened, a value the log refuses) a warning says why, and the exit code stays the
     thresholds'.
     """
-    from api.cli_app import one_line
     from application.eval_records import record_eval
-    from infrastructure.composition import bootstrap
+    from bootstrap.composition import bootstrap
+    from cli.app import one_line
     from infrastructure.known_secrets import known_secrets
 
     where = settings.database.describe()

@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from api.cli_common import err_console, fail, opened, out_console
-from api.cli_verify import VERIFY_HELP, verify
+from cli.common import err_console, fail, opened, out_console
+from cli.verify import VERIFY_HELP, verify
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
 
     from application.audit.records import AuditRecord
     from application.audit.verify import Heads
-    from infrastructure.composition import Services
+    from bootstrap.composition import Services
 
 audit_app = typer.Typer(
     help="Export the event log as JSON Lines and verify it offline: chain links, the SPEC §16"
@@ -89,8 +89,8 @@ def export(
 
 
 def _run(services: Services, run_id: str, after: int) -> list[AuditRecord]:
-    from api.cli_reads import lookup_run_id
     from application.audit.records import run_records
+    from cli.reads import lookup_run_id
 
     key = lookup_run_id(services, run_id)  # a whole id, or a unique prefix
     found = run_records(services.store, key)

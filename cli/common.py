@@ -13,7 +13,7 @@ from rich.text import Text
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from infrastructure.composition import Overrides, Services
+    from bootstrap.composition import Overrides, Services
     from infrastructure.settings import Settings
 
 PIPE_WIDTH = 100_000
@@ -86,7 +86,7 @@ def opened(
     from sqlalchemy.exc import SQLAlchemyError
 
     from application.ports import StoreError
-    from infrastructure.composition import bootstrap
+    from bootstrap.composition import bootstrap
     from projections.runner import brief
 
     settings = settings or load_settings()

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, assert_never
 
 from rich.markup import escape as markup_escape
 
-from api.unseen import spelled_out
+from cli.terminal_text import spelled_out
 from domain.catalogue import event_type_name
 from domain.published import (
     ChatAnswer,
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 
 def escape(text: str) -> str:
-    """``text`` as console markup showing itself (:mod:`api.unseen`), escaped."""
+    """``text`` as console markup showing itself (:mod:`cli.terminal_text`), escaped."""
     return markup_escape(spelled_out(text))
 
 

@@ -12,21 +12,21 @@ from uuid import UUID
 
 import typer
 
-from api.cli_app import HarnessTyper
-from api.cli_audit import audit_app
-from api.cli_common import fail, load_settings, opened, out_console
-from api.cli_eval import eval_app
-from api.cli_eval_history import add_history_commands
-from api.cli_eval_import import add_import_command
-from api.cli_mcp import mcp_app
-from api.cli_model import model_app
-from api.cli_otel import otel_app
-from api.cli_projections import projections_app
-from api.cli_runs import runs_app
-from api.cli_tools import tools_app
+from cli.app import HarnessTyper
+from cli.audit import audit_app
+from cli.common import fail, load_settings, opened, out_console
+from cli.eval_history import add_history_commands
+from cli.eval_import import add_import_command
+from cli.evals import eval_app
+from cli.mcp import mcp_app
+from cli.model import model_app
+from cli.otel import otel_app
+from cli.projections import projections_app
+from cli.runs import runs_app
+from cli.tools import tools_app
 
 if TYPE_CHECKING:
-    from infrastructure.composition import Services
+    from bootstrap.composition import Services
     from infrastructure.settings import Settings
 
 app = HarnessTyper(
@@ -55,7 +55,7 @@ def db_init(
     ] = False,
 ) -> None:
     """Create the event store tables once (safe to run again); run it before starting workers."""
-    from infrastructure.composition import load_sample_data
+    from bootstrap.composition import load_sample_data
 
     with opened(create=True) as services:
         where = services.settings.database.describe()
@@ -115,7 +115,7 @@ def serve(
     On the SQLite default, tables and sample data are set up first and one worker serves,
     with the projections in its process. Without HARNESS_API_KEYS it only binds to loopback.
     """
-    from api.cli_serve import check_bind, check_port, serve_many, serve_one
+    from cli.serve import check_bind, check_port, serve_many, serve_one
 
     settings = load_settings()
     bind_host, bind_port = host or settings.host, settings.port if port is None else port
@@ -158,8 +158,8 @@ def ask(
 
 
 def _ask(settings: Settings, question: str, session: str | None) -> int:
-    from api.ask_view import AskView
     from api.auth import LOCAL
+    from cli.ask_view import AskView
     from infrastructure.settings import ConfigurationError
 
     embedded = settings.database.kind == "sqlite"
@@ -178,7 +178,7 @@ def _ask(settings: Settings, question: str, session: str | None) -> int:
 
 def _last_turn(services: Services, session: str) -> UUID | None:
     """The session's latest run, from the read tables brought up to the log head."""
-    from api.cli_reads import bring_up_to_date
+    from cli.reads import bring_up_to_date
     from projections.queries import last_turn_run
 
     bring_up_to_date(services)

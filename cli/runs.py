@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from api.cli_common import err_console, fail, out_console
-from api.cli_common import opened as opened_services
-from api.cli_reads import Freshness, bring_up_to_date, is_full_id, resolve_run_id
+from cli.common import err_console, fail, out_console
+from cli.common import opened as opened_services
+from cli.reads import Freshness, bring_up_to_date, is_full_id, resolve_run_id
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
 
     from application.store import HarnessStore
-    from infrastructure.composition import Services
+    from bootstrap.composition import Services
 
 runs_app = typer.Typer(
     help="List, inspect, explain, cancel and recover runs.", no_args_is_help=True
@@ -106,7 +106,7 @@ def list_command(
     as_json: JsonOption = False,
 ) -> None:
     """The newest runs with their query and how they ended (status, outcome, termination)."""
-    from api.cli_runs_table import runs_table
+    from cli.runs_table import runs_table
     from domain.release_states import ReleaseOutcome
     from domain.states import DbStatus, Intent, RunState
     from projections.queries import RunFilter, list_runs
@@ -135,7 +135,7 @@ def list_command(
 @runs_app.command("show")
 def show(run_id: RunIdArgument, as_json: JsonOption = False) -> None:
     """One run's row and its timeline."""
-    from api.cli_runs_table import run_tables
+    from cli.runs_table import run_tables
     from projections.queries import run_row, trace_rows
 
     with opened() as the:
@@ -170,7 +170,7 @@ def explain(run_id: RunIdArgument, as_json: JsonOption = False) -> None:
         return
     from rich.text import Text
 
-    from api.unseen import spelled_out
+    from cli.terminal_text import spelled_out
 
     out = out_console()
     query = spelled_out(found.query)
@@ -210,7 +210,7 @@ def recover(as_json: JsonOption = False) -> None:
     Each such run ends FAILED (WORKER_LOST), or TIMED_OUT when its deadline has passed, with
     its RUN_FINISHED; runs of live workers are never touched. Safe next to running services.
     """
-    from api.cli_runs_table import recovered_json, recovered_table
+    from cli.runs_table import recovered_json, recovered_table
 
     with opened() as the:
         the.fresh()  # the candidates come from diagnosis_run

@@ -21,8 +21,8 @@ from uuid import uuid4
 
 from api.auth import LOCAL
 from application.eval_answers import answer_of, headline, published_kind
+from bootstrap.composition import Overrides, bootstrap
 from domain.evals import CaseResult, EvalReport, score
-from infrastructure.composition import Overrides, bootstrap
 from infrastructure.fixture_tools import fixture_tools
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from uuid import UUID
 
     from application.chat import ChatResult
-    from infrastructure.composition import Services
+    from bootstrap.composition import Services
     from infrastructure.eval_cases import Case, Suite
     from infrastructure.settings import Settings
 
@@ -90,7 +90,7 @@ def run_suite(
     ``store_dir`` keeps each case's store there (an empty or new directory), so its run can be
     explained afterwards; otherwise they go in a temporary directory, removed at the end.
     ``on_case`` hears of each case as it is scored (its number from 1). Recording the report is
-    the caller's, once it has shown it (``api.cli_eval``).
+    the caller's, once it has shown it (``cli.evals``).
     """
     started = datetime.now(UTC)
     results: list[CaseResult] = []

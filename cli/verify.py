@@ -1,6 +1,6 @@
 """``harness audit verify``: replay an export, or the configured database, and check it.
 
-Registered on ``harness audit`` by ``api.cli_audit``; see :data:`VERIFY_HELP`.
+Registered on ``harness audit`` by ``cli.audit``; see :data:`VERIFY_HELP`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, TextIO
 import typer
 from rich.text import Text
 
-from api.cli_common import fail, load_settings, opened, out_console
+from cli.common import fail, load_settings, opened, out_console
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 from rich.text import Text
 
-from api.cli_common import err_console, fail, opened, out_console
-from api.cli_reads import lookup_run_id
+from cli.common import err_console, fail, opened, out_console
+from cli.reads import lookup_run_id
 from domain.redactor import shown_url
 
 if TYPE_CHECKING:

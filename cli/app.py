@@ -14,7 +14,7 @@ from rich.text import Text
 # Typer builds its commands with a click of its own: catch that click's exceptions.
 from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 
-from api.cli_common import err_console
+from cli.common import err_console
 
 DEBUG_VARIABLE = "HARNESS_DEBUG"
 MAX_MESSAGE = 500

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.text import Text
 
-from api.cli_common import err_console, fail, out_console
+from cli.common import err_console, fail, out_console
 
 if TYPE_CHECKING:
     from infrastructure.holmes_import import HolmesImport
