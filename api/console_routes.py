@@ -19,6 +19,7 @@ from fastapi.openapi.docs import (
     get_swagger_ui_html,
     get_swagger_ui_oauth2_redirect_html,
 )
+from fastapi.responses import RedirectResponse
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -51,7 +52,7 @@ CONSOLE_ASSETS = {
     "timeline.js": JS,
     "answer.js": JS,
     "live.js": JS,
-    "chat.js": JS,
+    "ask.js": JS,
     "session.js": JS,
     "system.js": JS,
     "overview.js": JS,
@@ -69,7 +70,7 @@ VENDOR_ASSETS = {
 PAGES = {
     "runs": ("Runs", "/console"),
     "run": ("Run", None),
-    "chat": ("Ask", "/console/chat"),
+    "ask": ("Ask", "/console/ask"),
     "session": ("Session", None),
     "system": ("System", "/console/system"),
     "overview": ("Overview", "/console/overview"),
@@ -133,10 +134,16 @@ def console_runs() -> Response:
     return _page("runs")
 
 
+@serves("/console/ask")
+def console_ask() -> Response:
+    """The ask page: ask, watch the statuses and the answer arrive, cancel."""
+    return _page("ask")
+
+
 @serves("/console/chat")
-def console_chat() -> Response:
-    """The chat page: ask, watch the statuses and the answer arrive, cancel."""
-    return _page("chat")
+def console_chat() -> RedirectResponse:
+    """The ask page's former address, kept for bookmarks: a permanent redirect."""
+    return RedirectResponse("/console/ask", status_code=308)
 
 
 @serves("/console/sessions/{session_id}")

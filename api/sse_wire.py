@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from api.errors import RETRY_AFTER
-from application.views import encode_json
+from application.view_port import encode_json
 
 KEEPALIVE = ": keep-alive\n\n"
 """The comment a stream sends when no entry came for a keep-alive interval."""

@@ -2,7 +2,7 @@
 
 Each model here exists to generate the strict JSON schema a provider is given
 (:mod:`application.strict_schema`); the answers themselves are parsed where they are used, by
-rules stricter than a schema can say (:mod:`application.judge`, :mod:`domain.answers`). The
+rules stricter than a schema can say (:mod:`application.judge`, :mod:`domain.answer_rules`). The
 draft's and the progress report's shapes are :mod:`application.drafts`' own models.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from domain.answers import MAX_CITATIONS, MAX_STATEMENTS, ChatReply
+from domain.answer_rules import MAX_CITATIONS, MAX_STATEMENTS, ChatReply
 from domain.release_states import SemanticVerdict
 from domain.states import Intent
 

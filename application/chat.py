@@ -14,11 +14,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from application.answers import answer_chat, answer_knowledge
+from application.answer_routes import answer_chat, answer_knowledge
 from application.conflicts import MAX_CONFLICT_RETRIES, retry_on_conflict
 from application.diagnosis import AgentFailure, AgentFault, run_agent
 from application.guards import NoSafeContent, Publication, release
-from application.harness import RunAborted, RunContext
 from application.outage import end_after_outage, resync
 from application.port_calls import PortCalls
 from application.ports import (
@@ -27,6 +26,7 @@ from application.ports import (
     StoreUnavailableError,
 )
 from application.routing import RoutingFailed, route
+from application.run_context import RunAborted, RunContext
 from application.run_writes import DEFAULT_COMMIT_INTERVAL_S
 from application.tool_boundary import ToolBoundary
 from application.tool_secrets import NO_SECRETS

@@ -17,10 +17,10 @@ from application.drafts import (
     parse_agent_text,
     validate_draft,
 )
-from application.harness import RunAborted
 from application.ports import Message, ModelError, ModelOutputTooLarge, ModelRequest, ToolSpec
 from application.prompts import AGENT_SCHEMA, STOP_INSTRUCTION, agent_prompt
 from application.proposals import propose
+from application.run_context import RunAborted
 from application.tool_admission import admitted
 from domain.errors import ControlledStopError
 from domain.states import DraftOutcome, ModelStepPurpose, RunState
@@ -36,8 +36,8 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from application.drafts import AgentStep, DiagnosisDraft
-    from application.harness import RunContext
     from application.ports import ModelResponse
+    from application.run_context import RunContext
     from application.tool_boundary import ToolBoundary
 
 

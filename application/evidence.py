@@ -29,7 +29,7 @@ from domain.tool_states import EvidenceStatus, InvocationStatus
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from application.harness import RunContext
+    from application.run_context import RunContext
     from domain.tool_invocation import ToolInvocation
     from domain.values import Fact
 

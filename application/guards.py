@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 from application.diagnosis import AgentFailure, Completed, ControlledStop
 from application.drafts import DraftError
 from application.evidence import Checked, EvidenceGuard, labelled
-from application.harness import RunAborted
 from application.judge import judge
 from application.ports import Message, ModelError, ModelOutputTooLarge, ModelRequest
 from application.prompts import DRAFT_SCHEMA, repair_prompt
 from application.proposals import record_draft
 from application.published import fallback, report, shown
+from application.run_context import RunAborted
 from domain.grounding import DEFAULT_RULES, GroundingRules
 from domain.observations import facts_in_time_order, observations
 from domain.release_states import FallbackType, GuardStage, ReleaseOutcome, SemanticVerdict
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
     from application.drafts import DiagnosisDraft, MissingOut
-    from application.harness import RunContext
+    from application.run_context import RunContext
     from domain.collection import Collection
     from domain.grounding import JudgedStatement
     from domain.published import Published

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from application.evidence import EvidenceGuard
-    from application.harness import RunContext
+    from application.run_context import RunContext
     from domain.values import Fact
 
 

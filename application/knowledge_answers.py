@@ -1,8 +1,9 @@
 """A knowledge answer's statements: parsed from the model's text, checked, judged, published.
 
-The runtime (:mod:`application.answers`) and the audit verifier (:mod:`application.audit.answers`)
-use the same functions on the same inputs, the passages retrieved and the answer proposed as the
-log records them, so the verifier derives again exactly what a run published (design §10.1).
+The runtime (:mod:`application.answer_routes`) and the audit verifier
+(:mod:`application.audit.answer_checks`) use the same functions on the same inputs, the passages
+retrieved and the answer proposed as the log records them, so the verifier derives again exactly
+what a run published (design §10.1).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from application.drafts import loads_json
 from application.judge import ask_for_verdicts, numbered
 from application.prompts import KNOWLEDGE_JUDGE_PROMPT
 from application.replies import grounded_content, ungrounded_content
-from domain.answers import (
+from domain.answer_rules import (
     AnswerRefusal,
     answer_verdict,
     knowledge_answer,
@@ -27,8 +28,8 @@ from domain.release_states import SemanticVerdict
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from application.harness import RunContext
-    from domain.answers import RetrievedPassage
+    from application.run_context import RunContext
+    from domain.answer_rules import RetrievedPassage
     from domain.grounding import GroundingRules
     from domain.published import GroundedAnswer, UngroundedAnswer
     from domain.values import Fact
@@ -53,7 +54,7 @@ def refused_before_judging(
     """The harness's list instead of an answer that may not reach the judge, or None.
 
     Such an answer has a citation that fails, or speaks of the live systems
-    (:func:`~domain.answers.live_reference`).
+    (:func:`~domain.answer_rules.live_reference`).
     """
     texts = {p.id: p.text for p in passages}
     rejected = rejected_statement_citations(statements, texts, rules)

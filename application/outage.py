@@ -24,8 +24,8 @@ from domain.tool_states import InvocationStatus
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from application.harness import RunContext
     from application.ports import Clock
+    from application.run_context import RunContext
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,8 @@
 """Threads for the port calls a run waits for: a call that never returns holds nobody else's.
 
 A blocking port call (a model request, a tool's argument check or run) runs in a thread of its
-own while the run waits for it within its bound (:meth:`~application.harness.RunContext.wait_for`).
+own while the run waits for it within its bound
+(:meth:`~application.run_context.RunContext.wait_for`).
 When the wait ends first (the deadline, a cancel) the call is *abandoned*: its thread is left to
 finish on its own and its result, whenever it comes, is dropped. A shared pool of a few threads
 would let a handful of such calls (a tool server that accepts and never answers) take every

@@ -79,7 +79,7 @@ class ModelRequest:
     tools: tuple[ToolSpec, ...] = ()
     json_schema: JSON | None = None
     timeout_s: float = math.inf
-    """Seconds this call may take. Callers leave it: :class:`~application.harness.RunContext`
+    """Seconds this call may take. Callers leave it: :class:`~application.run_context.RunContext`
     bounds every call by the model timeout and the run's remaining deadline, and sets this to
     that bound for the provider (which may stop itself then). A caller may only tighten it."""
 
@@ -159,7 +159,7 @@ class ModelProvider(Protocol):
     """Answers model requests; implementations: offline, scripted, openai-compatible.
 
     A provider may also say which ``model`` it asks for (a ``str`` attribute): model steps
-    record it with ``name`` (:func:`application.harness.model_name`).
+    record it with ``name`` (:func:`application.run_context.model_name`).
     """
 
     name: str

@@ -15,7 +15,7 @@ from domain.states import DraftOutcome
 
 if TYPE_CHECKING:
     from application.drafts import DiagnosisDraft
-    from application.harness import RunContext
+    from application.run_context import RunContext
     from domain.states import ModelStepPurpose
 
 EMPTY = "the model answered with an empty text"

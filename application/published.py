@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from application.drafts import MissingOut
-    from application.harness import RunContext
+    from application.run_context import RunContext
     from domain.observations import Observation
     from domain.tool_invocation import ToolInvocation
     from domain.values import Fact

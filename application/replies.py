@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, assert_never
 
-from domain.answers import (
+from domain.answer_rules import (
     AnswerRefusal,
     ChatReply,
     answer_citations,
@@ -33,7 +33,7 @@ from domain.scopes import measured
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from domain.answers import RetrievedPassage
+    from domain.answer_rules import RetrievedPassage
     from domain.grounding import Citation
     from domain.values import Fact
 

@@ -25,7 +25,7 @@ next call all the same: a cancel appended by another process makes the next flus
 the run's stream (the queue holds the run's next versions), and while the queue waits the look
 before each local call asks whether the run's stream grew (:meth:`others_wrote`: the log, or on
 PostgreSQL after the first look a listener that hears of ends) and then flushes into that
-conflict; the run is reread and :class:`~application.harness.RunAborted`
+conflict; the run is reread and :class:`~application.run_context.RunAborted`
 raised. A queued invocation's outcome is still recorded (:meth:`_keep`). The log keeps the order
 in which the boundaries happened, since the queue does.
 """

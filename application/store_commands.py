@@ -72,7 +72,7 @@ class StoreCommands(StoreReads):
         """The pending events :meth:`save_all` would append, taken out of the aggregates.
 
         A budget exhaustion among them stops the run's collection as in :meth:`save_all`, so a
-        caller that appends the events later (a run's boundaries, see ``application.harness``)
+        caller that appends the events later (a run's boundaries, see ``application.run_context``)
         keeps that rule. ``known`` is the run's collection if the caller holds it: one whose
         start is still queued with the caller is not in the store to be found.
         """

@@ -7,9 +7,9 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from application.harness import RunAborted
 from application.port_calls import PortBusy
 from application.ports import StoreUnavailableError, ToolExecutionError, ToolOutput
+from application.run_context import RunAborted
 from application.storable import NotStorable, storable_output, storable_text
 from application.tool_admission import admitted, shown_name
 from application.tool_port import PortView, read_port
@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from uuid import UUID
 
-    from application.harness import RunContext
     from application.ports import Tool, ToolCall
+    from application.run_context import RunContext
     from domain.collection import Collection
     from domain.redactor import Redactor
 

@@ -9,7 +9,7 @@ from uuid import UUID
 
 from eventsourcing.persistence import JSONTranscoder, Mapper, Transcoding
 
-from domain.answers import RetrievedPassage
+from domain.answer_rules import RetrievedPassage
 from domain.catalogue import ALL_ENUMS
 from domain.grounding import Citation, JudgedStatement, RejectedCitation
 from domain.values import Budget, Fact, ModelAttempt, Termination

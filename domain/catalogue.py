@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from eventsourcing.domain import CanMutateAggregate
 
-from domain.answers import AnswerRefusal
+from domain.answer_rules import AnswerRefusal
 from domain.collection import Collection
 from domain.evals import Verdict
 from domain.release_states import (

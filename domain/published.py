@@ -21,7 +21,7 @@ from domain.release_states import FallbackType
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from domain.answers import AnswerRefusal, ChatReply
+    from domain.answer_rules import AnswerRefusal, ChatReply
     from domain.grounding import Citation
     from domain.observations import Observation
     from domain.release_states import CitationProblem

@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, TypeVar
 
-from domain.answers import AnswerRefusal, ChatReply
+from domain.answer_rules import AnswerRefusal, ChatReply
 from domain.grounding import Citation
 from domain.observations import Observation
 from domain.published import (

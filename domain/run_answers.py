@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from eventsourcing.domain import Aggregate
 
-from domain.answers import PARSE_REFUSALS, AnswerRefusal, RetrievedPassage
+from domain.answer_rules import PARSE_REFUSALS, AnswerRefusal, RetrievedPassage
 from domain.run_core import RunCore
 from domain.run_steps import text_sha256
 from domain.states import MAX_MODEL_OUTPUT_CHARS, Intent

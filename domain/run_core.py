@@ -22,7 +22,7 @@ from domain.values import DEFAULT_LIMITS, Budget, Termination
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from domain.answers import RetrievedPassage
+    from domain.answer_rules import RetrievedPassage
 
 
 class RunCore(Aggregate):

@@ -12,7 +12,7 @@ from typing import Any
 
 from eventsourcing.domain import Aggregate
 
-from domain.answers import answer_verdict
+from domain.answer_rules import answer_verdict
 from domain.grounding import DEFAULT_RULES, GroundingRules, JudgedStatement, RejectedCitation
 from domain.guard_stages import guard_step_refusal
 from domain.release import release_refusal
@@ -206,7 +206,7 @@ class RunGuards(RunCore):
 
         ``verdict`` is the conclusion's: the first of ``judged`` when statements were judged. A
         knowledge answer's is SUPPORTED only when every statement of ``judged`` is
-        (:func:`domain.answers.answer_verdict`).
+        (:func:`domain.answer_rules.answer_verdict`).
         """
         self._check_guard_step(GuardStage.SEMANTIC_DECIDED)
         self._invalid_if((verdict is None) == (not unavailable), "give a verdict or a reason")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import JSON, BigInteger, Boolean, DateTime, Float, Integer, String
 
-from application.views import encode_json
+from application.view_port import encode_json
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from sqlalchemy import Connection, Table
 
-    from application.views import Row
+    from application.view_port import Row
 
 
 FEW_ROWS = 50

@@ -13,7 +13,7 @@ import json
 import re
 from typing import TYPE_CHECKING
 
-from domain.answers import ChatReply
+from domain.answer_rules import ChatReply
 from domain.grounding import occurs
 from domain.states import ModelStepPurpose
 from infrastructure import offline_knowledge

@@ -4,7 +4,7 @@ A rate limit (429), a server error (5xx but 501), a failed or reset connection a
 attempt are tried again, at most ``max_retries`` times, after the server's ``retry-after-ms`` or
 ``Retry-After`` when it sends one, else an exponential backoff with jitter. A retry is made only
 when its wait and a useful attempt fit in what is left of the call's bound (the model timeout or
-the run's deadline, whichever comes first, :meth:`application.harness.RunContext.call_model`):
+the run's deadline, whichever comes first, :meth:`application.run_context.RunContext.call_model`):
 the harness never waits past it. Anything else (400, 401, 403, 404, 422, a 429 that says the
 quota is spent) fails at once. Each retried attempt is returned as a
 :class:`~domain.values.ModelAttempt`, which the model step records.

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from domain.answers import quotable_sentences
+from domain.answer_rules import quotable_sentences
 from domain.grounding import normalise, occurs
 from infrastructure.knowledge import ASKED_AS, STOP_WORDS
 

@@ -2,7 +2,7 @@
 
 Every table here is a projection of the event log: it can be dropped and rebuilt from position 0.
 What the rows mean is the projections' business (``projections/``, which name tables and
-columns only); their definition and storage is infrastructure's (see ``application.views``).
+columns only); their definition and storage is infrastructure's (see ``application.view_port``).
 ``projection_tracking`` holds, per projection, the last log position applied; a projection
 commits its rows and its tracking row in one transaction (exactly-once). The evaluations' tables
 are defined in ``infrastructure.eval_tables``, on the same ``MetaData`` (re-exported here).

@@ -21,7 +21,7 @@ from application.ports import (
     ToolCall,
     Usage,
 )
-from domain.answers import ChatReply
+from domain.answer_rules import ChatReply
 from domain.states import ModelStepPurpose
 from infrastructure import model_offline
 from infrastructure.model_reply import estimated_usage, invocation_of, reply

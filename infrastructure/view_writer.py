@@ -1,4 +1,4 @@
-"""The SQL implementation of ``application.views``: one transaction's writes to the read tables.
+"""The SQL implementation of ``application.view_port``: one transaction's writes to the read tables.
 
 Projections name tables and columns; :class:`SqlViewWriter` finds them in
 ``infrastructure.read_tables`` and writes in bulk (``infrastructure.bulk_sql``), a few statements
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from sqlalchemy import Connection, Select, Table
 
-    from application.views import Row
+    from application.view_port import Row
 
 IN_CHUNK = 500
 """Keys per ``IN (...)`` list when a batch preloads rows."""
@@ -114,7 +114,7 @@ def _select_by_keys(table: Table, key: str) -> Select[Any]:
 
 
 class SqlViewWriter:
-    """``application.views.ViewWriter`` on one SQLAlchemy connection (its transaction)."""
+    """``application.view_port.ViewWriter`` on one SQLAlchemy connection (its transaction)."""
 
     def __init__(self, connection: Connection) -> None:
         """Write through ``connection``, inside the transaction it is in."""

@@ -1,8 +1,8 @@
 """What every projection shares: the protocol, what a batch wrote, and event-to-value helpers.
 
 A projection decides which rows the events make and writes them through an
-``application.views.ViewWriter``; it never sees SQL (see ``application.views`` for where each
-part of the read side lives).
+``application.view_port.ViewWriter``; it never sees SQL (see ``application.view_port`` for where
+each part of the read side lives).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from eventsourcing.persistence import Mapper, Notification
 
-    from application.views import Row, ViewWriter
+    from application.view_port import Row, ViewWriter
 
 Positioned = tuple[int, Any, str]
 """A domain event with its log position and its stream's id as text."""

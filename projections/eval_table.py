@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import UTC
 from typing import TYPE_CHECKING
 
-from application.views import jsonable
+from application.view_port import jsonable
 from domain.eval_run import COUNTS, EvalRun
 from domain.evals import Verdict
 from projections.base import Positioned, Written
@@ -20,7 +20,7 @@ from projections.base import Positioned, Written
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from application.views import Row, RowCache, ViewWriter
+    from application.view_port import Row, RowCache, ViewWriter
 
 VERDICT_COLUMNS = {Verdict.CORRECT: "correct", Verdict.FALLBACK: "fallback", Verdict.WRONG: "wrong"}
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from uuid import UUID
 
-    from application.views import Row
+    from application.view_port import Row
 
 OPEN_RUNS = 10_000
 """Runs whose feed state is kept at most (a run that never finishes here is dropped in time)."""

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
 
     from application.store import HarnessStore
-    from application.views import Row
+    from application.view_port import Row
     from projections.base import Committed
 
 FEED = SseFeed.name

@@ -42,7 +42,7 @@ from projections.metric_families import (
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from application.views import Row, RowCache, ViewWriter
+    from application.view_port import Row, RowCache, ViewWriter
 
 FIRST_EVENTS = (Run.ApplicationStatusChanged, Run.RunTerminated, Run.RunFinished)
 """The events whose first one is a run's first stream event after the metadata."""

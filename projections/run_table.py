@@ -7,7 +7,7 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from application.views import jsonable
+from application.view_port import jsonable
 from domain.collection import Collection
 from domain.published_reader import published_conclusion
 from domain.release import DB_STATUS, PUBLISHED
@@ -19,9 +19,8 @@ from projections.base import Positioned, Written, text, uuid_text
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from application.views import Row, RowCache, ViewWriter
+    from application.view_port import Row, RowCache, ViewWriter
 
-STATUS_BY_OUTCOME = DB_STATUS
 
 GROUP = ("intent", "release_outcome", "fallback_type", "termination_state")
 DAILY_KEY = ("day", *GROUP)
@@ -137,7 +136,7 @@ def _update(row: Row, event: Run.Event) -> None:  # noqa: C901 (one arm per even
 def _finish(row: Row, event: Run.RunFinished) -> None:
     outcome = event.release_outcome
     row["release_outcome"] = outcome.value
-    row["status"] = STATUS_BY_OUTCOME[outcome].value
+    row["status"] = DB_STATUS[outcome].value
     row["finished_at"] = event.timestamp
     row["duration_ms"] = event.duration_ms
     published = outcome in PUBLISHED

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from application.views import jsonable
+from application.view_port import jsonable
 from domain.release_states import ReleaseOutcome
 from domain.run import Run
 from domain.states import Intent
@@ -17,7 +17,7 @@ from projections.base import Positioned, Written, text
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from application.views import Row, ViewWriter
+    from application.view_port import Row, ViewWriter
 
 
 class Sessions:

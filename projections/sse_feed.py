@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from application.views import jsonable
+from application.view_port import jsonable
 from domain.release import PUBLISHED
 from domain.release_states import ReleaseOutcome
 from domain.run import Run
@@ -20,7 +20,7 @@ from projections.base import Positioned, Written, text
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
-    from application.views import Row, ViewWriter
+    from application.view_port import Row, ViewWriter
 
 
 class SseFeed:

@@ -25,7 +25,7 @@ from projections.base import Positioned, Written, payload, uuid_text
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from application.views import ViewWriter
+    from application.view_port import ViewWriter
 
 OK, INFO = TraceEventStatus.OK, TraceEventStatus.INFO
 REJECTED, ERROR = TraceEventStatus.REJECTED, TraceEventStatus.ERROR

@@ -11,7 +11,7 @@ import hashlib
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-from application.audit.answers import is_answer_run
+from application.audit.answer_checks import is_answer_run
 from application.audit.fallbacks import shown_in
 from application.audit.integrity import Violation
 from application.audit.rules import cited, no_evidence_notes

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, assert_never
 
-from application.audit.answers import is_answer_run
+from application.audit.answer_checks import is_answer_run
 from application.audit.evidence import ready_results
 from application.audit.fallbacks import fallback_problems
 from application.audit.integrity import Violation

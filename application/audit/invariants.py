@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from application.audit.answers import check_answers
+from application.audit.answer_checks import check_answers
 from application.audit.bounds import check_model_bounds, check_model_sizes, check_reasons
 from application.audit.evidence import check_evidence
 from application.audit.grounding import check_grounding

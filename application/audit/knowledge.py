@@ -4,7 +4,7 @@ A run that records the passages it retrieved (``PASSAGES_RETRIEVED``) and the an
 proposed (``ANSWER_PROPOSED``) published exactly what the harness derives from them and from the
 judge's recorded verdicts (:mod:`application.knowledge_answers`): the model's statements only
 when the judge supported every one, otherwise the harness's list of the recorded passages. A run
-recorded before those events is held to the rules of :mod:`application.audit.answers` alone.
+recorded before those events is held to the rules of :mod:`application.audit.answer_checks` alone.
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING
 from application.audit.rules import as_judged
 from application.knowledge_answers import judged_content, parse_answer
 from application.replies import shown_citation, ungrounded_content
-from domain.answers import AnswerRefusal, live_reference, quotes_not_cited
+from domain.answer_rules import AnswerRefusal, live_reference, quotes_not_cited
 from domain.published import GroundedAnswer, RefusedCitation, UngroundedAnswer
 from domain.run import Run
 from domain.states import ModelStepOutcome, ModelStepPurpose
 
 if TYPE_CHECKING:
     from application.audit.replay import Entry, RunLog
-    from domain.answers import RetrievedPassage
+    from domain.answer_rules import RetrievedPassage
     from domain.grounding import Citation
     from domain.recorded import Recorded
     from domain.values import Fact

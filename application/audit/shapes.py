@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any, ClassVar, Union, get_args, get_origin, get_type_hints
 from uuid import UUID
 
-import domain.answers
+import domain.answer_rules
 import domain.evals
 import domain.grounding
 import domain.release_states
@@ -28,8 +28,8 @@ _NAMES: dict[str, Any] = {
     **vars(domain.release_states),
     **vars(domain.values),
     **vars(domain.grounding),
-    "RetrievedPassage": domain.answers.RetrievedPassage,
-    "AnswerRefusal": domain.answers.AnswerRefusal,
+    "RetrievedPassage": domain.answer_rules.RetrievedPassage,
+    "AnswerRefusal": domain.answer_rules.AnswerRefusal,
     "Verdict": domain.evals.Verdict,
     "datetime": datetime,
     "UUID": UUID,

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from application.explain.answers import (
+from application.explain.log import _read
+from application.explain.model import Answer, BudgetUse, RunExplanation
+from application.explain.what_client_saw import (
+    _success_without_conclusion,
+    _why_no_done,
+    _why_no_previous_turn,
+)
+from application.explain.why_ended import (
     _timed_out_or_budget_exhausted,
     _why_fallback,
     _why_no_evidence,
     _why_stopped_calling_tools,
 )
-from application.explain.answers_client import (
-    _success_without_conclusion,
-    _why_no_done,
-    _why_no_previous_turn,
-)
-from application.explain.log import _read
-from application.explain.model import Answer, BudgetUse, RunExplanation
 from application.explain.words import _fallback_type, _v
 from domain.run import Run
 from domain.states import BudgetKind

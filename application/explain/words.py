@@ -8,7 +8,6 @@ from application.explain.model import QUESTIONS, Answer, EventRef, FieldValue
 from domain.catalogue import event_type_name
 from domain.published_reader import parse_published
 from domain.recorded import fallback_of
-from domain.release import DB_STATUS
 from domain.release_states import FallbackType, ReleaseOutcome
 from domain.states import CancellationReason, CompletionReason, FailureCode, TerminationReason
 
@@ -21,7 +20,6 @@ if TYPE_CHECKING:
     from domain.run import Run
     from domain.tool_invocation import ToolInvocation
 
-_STATUS = DB_STATUS
 
 _REASON_WORDS: dict[TerminationReason, str] = {
     CompletionReason.COMPLETED: "the release was decided and the run completed",

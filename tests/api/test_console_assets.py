@@ -23,7 +23,7 @@ ASSETS = [("/console/assets", CONSOLE, name, kind) for name, kind in CONSOLE_ASS
 ]
 PAGES = (
     "/console",
-    "/console/chat",
+    "/console/ask",
     "/console/system",
     "/console/overview",
     "/console/sessions/s-1",
@@ -86,7 +86,7 @@ def test_every_console_page_has_the_one_header_with_its_own_link_marked(served: 
         assert text.count("<main>") == 1 and "@" not in text.split("<main>")[0], page
         current = re.findall(r'<a href="([^"]+)" aria-current="page">', text)
         headers[page] = text.split("<main>")[0].replace(' aria-current="page"', "")
-        expected = [page] if page in ("/console", "/console/chat", "/console/system") else []
+        expected = [page] if page in ("/console", "/console/ask", "/console/system") else []
         assert current == (["/console/overview"] if page.endswith("overview") else expected)
     titled = {re.sub(r"<title>.*</title>|assets/\w+\.js", "", h) for h in headers.values()}
     assert len(titled) == 1  # the same head and header but for the title and the page's script
@@ -138,3 +138,8 @@ def test_head_answers_what_get_would_without_the_body(served: Served, url: str) 
 
 def test_head_of_an_unknown_file_is_a_404_too(served: Served) -> None:
     assert served.client.head("/console/assets/nope.js").status_code == 404
+
+
+def test_the_ask_pages_former_address_redirects_to_it(served: Served) -> None:
+    response = served.client.get("/console/chat", follow_redirects=False)
+    assert (response.status_code, response.headers["location"]) == (308, "/console/ask")

@@ -55,7 +55,7 @@ def _sign_in(browser: WebDriver, console: Console, path: str) -> None:
 
 
 @pytest.mark.parametrize("size", list(SIZES))
-@pytest.mark.parametrize("page", ["runs", "run", "chat", "session", "system"])
+@pytest.mark.parametrize("page", ["runs", "run", "ask", "session", "system"])
 def test_a_page_is_usable_at_each_size(
     browser: WebDriver, console: Console, size: str, page: str
 ) -> None:
@@ -64,7 +64,7 @@ def test_a_page_is_usable_at_each_size(
     path = {
         "runs": "/console",
         "run": f"/console/runs/{console.success_run}",
-        "chat": "/console/chat",
+        "ask": "/console/ask",
         "session": f"/console/sessions/{session}",
         "system": "/console/system",
     }[page]

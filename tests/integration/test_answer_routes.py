@@ -16,7 +16,7 @@ from application.ports import Passage
 from application.replies import EXAMPLE_DIAGNOSIS
 from application.store import HarnessStore
 from bootstrap.composition import Services
-from domain.answers import ChatReply, first_sentence
+from domain.answer_rules import ChatReply, first_sentence
 from domain.grounding import occurs
 from domain.release_states import ReleaseOutcome
 from domain.states import Intent, RunState

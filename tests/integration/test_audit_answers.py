@@ -12,7 +12,7 @@ import pytest
 
 from application.replies import ungrounded_text
 from bootstrap.composition import bootstrap
-from domain.answers import AnswerRefusal
+from domain.answer_rules import AnswerRefusal
 from domain.published import ListedPassage
 from infrastructure.settings import Settings
 from tests.integration._audit_helpers import (

@@ -17,7 +17,7 @@ from application.chat import ChatResult
 from application.store import HarnessStore
 from application.store_reads import events_of
 from bootstrap.composition import Services
-from domain.answers import AnswerRefusal
+from domain.answer_rules import AnswerRefusal
 from domain.release_states import FallbackType, ReleaseOutcome
 from domain.run import Run
 from domain.states import (

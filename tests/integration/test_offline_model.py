@@ -17,7 +17,7 @@ from application.chat import ChatService
 from application.ports import JSON, ModelProvider, ModelRequest, ModelResponse, Tool, ToolOutput
 from application.replies import reply_text
 from bootstrap.composition import Services, bootstrap
-from domain.answers import ChatReply
+from domain.answer_rules import ChatReply
 from domain.grounding import DEFAULT_RULES, occurs
 from domain.release_states import FallbackType, ReleaseOutcome
 from domain.states import RunState

@@ -10,7 +10,7 @@ import yaml
 
 from application.eval_answers import answer_of
 from application.ports import ToolArgumentsError, ToolExecutionError
-from domain.answers import AnswerRefusal
+from domain.answer_rules import AnswerRefusal
 from domain.evals import Expectation, Expected, Verdict, score
 from domain.grounding import Citation
 from domain.published import DiagnosisReport, UngroundedAnswer

@@ -26,7 +26,7 @@ from eventsourcing.persistence import (
 from eventsourcing.utils import get_topic, resolve_topic
 
 from application.transcodings import register_all
-from domain.answers import RetrievedPassage
+from domain.answer_rules import RetrievedPassage
 from domain.catalogue import ALL_ENUMS
 from domain.checkpoint import AuditCheckpoint
 from domain.collection import Collection

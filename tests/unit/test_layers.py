@@ -6,7 +6,7 @@ else; there is no special case. Every import of every module counts, wherever it
 functions, under ``TYPE_CHECKING``), because a lazy import is still a dependency.
 
 ``projections`` sits above ``infrastructure``: projections decide, infrastructure writes. Each
-projection maps events to rows through the ``application.views`` protocols and imports neither
+projection maps events to rows through the ``application.view_port`` protocols and imports neither
 SQLAlchemy nor infrastructure (:data:`WRITE_THROUGH_VIEWS`); infrastructure defines the read
 tables and writes them (``infrastructure.read_tables``, ``view_writer``). The runner joins the
 projections to that SQL writer, and the queries read the tables, so those modules of
@@ -32,7 +32,7 @@ ALLOWED: dict[str, frozenset[str]] = {
 
 
 WRITE_THROUGH_VIEWS = sorted({"projections.base", *(type(p).__module__ for p in all_projections())})
-"""The projections themselves: events to rows, written through ``application.views`` only."""
+"""The projections themselves: events to rows, written through ``application.view_port`` only."""
 SQL_SIDE = ("infrastructure", "sqlalchemy", "psycopg")
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.types import DateTime
 
-from application.views import _slow_encode, encode_json, jsonable
+from application.view_port import _slow_encode, encode_json, jsonable
 from infrastructure.bulk_sql import _copy_type, sqlite_datetime
 from infrastructure.read_tables import metadata
 

@@ -16,7 +16,7 @@ from domain.states import DraftOutcome, Intent, ModelStepPurpose
 from tests.unit.gwt import then_events
 
 if TYPE_CHECKING:
-    from application.harness import RunContext
+    from application.run_context import RunContext
 
 VALID = {
     "conclusion": {

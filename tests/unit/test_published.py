@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from application.drafts import MissingOut
 from application.published import FALLBACK_MESSAGES, missing_item, missing_question, report
 from application.replies import grounded_content, reply_content, ungrounded_content
-from domain.answers import (
+from domain.answer_rules import (
     AnswerRefusal,
     ChatReply,
     RetrievedPassage,

@@ -1,9 +1,9 @@
 """The audit reads typed content to the same findings it read from dicts (design §10.1).
 
-The readers below are those of ``application/audit/rules.py`` and ``application/audit/answers.py``
-and of ``Run.previous_turn`` as of 6fbc0bc, verbatim but for taking the content alone. On every
-shape a log may hold — today's and the older ones, built as the builders of their time built
-them — the typed readers find what these found.
+The readers below are those of ``application/audit/rules.py`` and
+``application/audit/answer_checks.py`` and of ``Run.previous_turn`` as of 6fbc0bc, verbatim but for
+taking the content alone. On every shape a log may hold — today's and the older ones, built as the
+builders of their time built them — the typed readers find what these found.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from application.audit.answers import _problem
+from application.audit.answer_checks import _problem
 from application.audit.rules import cited, no_evidence_notes
 from application.replies import EXAMPLE_HOW_TO, reply_text, ungrounded_content
-from domain.answers import AnswerRefusal, ChatReply
+from domain.answer_rules import AnswerRefusal, ChatReply
 from domain.grounding import occurs
 from domain.published_reader import parse_published, published_conclusion
 from domain.recorded import LegacyAnswer, LegacyFallback, LegacyReport

@@ -14,7 +14,7 @@ from uuid import UUID
 
 import pytest
 
-from domain.answers import AnswerRefusal, RetrievedPassage
+from domain.answer_rules import AnswerRefusal, RetrievedPassage
 from domain.errors import IllegalTransitionError, InvalidCommandError
 from domain.grounding import Citation, JudgedStatement
 from domain.release_states import ReleaseOutcome, SemanticVerdict

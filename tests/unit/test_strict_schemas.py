@@ -19,7 +19,7 @@ from application import prompts
 from application.drafts import DiagnosisDraft, validate_draft
 from application.judge import parse_verdicts
 from application.strict_schema import make_strict
-from domain.answers import knowledge_answer
+from domain.answer_rules import knowledge_answer
 from domain.release_states import SemanticVerdict
 from tests.strict_rules import strict_problems
 

@@ -1,4 +1,4 @@
-"""domain.answers: the rules of the system-chat and knowledge answers, as pure functions."""
+"""domain.answer_rules: the rules of the system-chat and knowledge answers, as pure functions."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from domain.answers import (
+from domain.answer_rules import (
     FIRST_SENTENCE_CHARS,
     AnswerRefusal,
     ChatReply,

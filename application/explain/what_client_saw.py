@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 from application.explain.causes import _no_context
 from application.explain.words import (
-    _STATUS,
     _answer,
     _ended,
     _fallback_type,
@@ -19,6 +18,7 @@ from application.explain.words import (
     _v,
 )
 from domain.recorded import conclusion_of
+from domain.release import DB_STATUS
 from domain.release_states import ReleaseOutcome
 from domain.run import Run
 from domain.states import CancellationReason, DbStatus, RunState, SseSessionState
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 def _success_without_conclusion(log: _Log) -> Answer:
     run, outcome = log.run, log.run.finished_outcome
-    status = _STATUS[outcome] if outcome else DbStatus.RUNNING
+    status = DB_STATUS[outcome] if outcome else DbStatus.RUNNING
     published = _published(run)
     success = outcome is ReleaseOutcome.SUCCESS
     conclusion = conclusion_of(published) if published is not None and success else None

@@ -1,4 +1,4 @@
-// The chat page: ask a question, watch the run's statuses and its answer arrive, cancel it.
+// The ask page: ask a question, watch the run's statuses and its answer arrive, cancel it.
 // The run is started detached (POST /v1/runs) and followed on its stream, so leaving or
 // reloading the page never cancels it; only the Cancel button does.
 import { el, keyForm, postJson, say } from "./api.js";
@@ -70,4 +70,4 @@ async function cancel() {
 document.getElementById("ask").addEventListener("submit", ask);
 document.getElementById("cancel").addEventListener("click", cancel);
 keyForm(() => say(""));
-document.body.dataset.loaded = "chat";
+document.body.dataset.loaded = "ask";

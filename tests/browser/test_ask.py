@@ -21,9 +21,9 @@ from tests.browser.test_run_endings import QUESTION, _scripted
 
 def _ask(browser: WebDriver, base: str, question: str, key: str | None) -> str:
     """Open the chat page, type the key (if any) and the question, and ask; returns the run id."""
-    browser.get(f"{base}/console/chat")
+    browser.get(f"{base}/console/ask")
     body = browser.find_element(By.TAG_NAME, "body")
-    wait(browser).until(lambda d: body.get_attribute("data-loaded") == "chat")
+    wait(browser).until(lambda d: body.get_attribute("data-loaded") == "ask")
     if key is not None:
         browser.find_element(By.ID, "key-input").send_keys(key)
         browser.find_element(By.CSS_SELECTOR, "#key-form button[type=submit]").click()

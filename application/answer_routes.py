@@ -26,15 +26,15 @@ from application.knowledge_answers import (
 from application.ports import Message, ModelOutputTooLarge, ModelRequest
 from application.prompts import CHAT_PROMPT, CHAT_SCHEMA, KNOWLEDGE_PROMPT, KNOWLEDGE_SCHEMA
 from application.replies import reply_content, ungrounded_content
-from domain.answers import AnswerRefusal, RetrievedPassage, pick_reply
+from domain.answer_rules import AnswerRefusal, RetrievedPassage, pick_reply
 from domain.release_states import ReleaseOutcome
 from domain.states import ChatApplicationStatus, ModelStepPurpose
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from application.harness import RunContext
     from application.ports import KnowledgeRetriever
+    from application.run_context import RunContext
     from domain.grounding import GroundingRules
     from domain.published import GroundedAnswer, Published, UngroundedAnswer
 
