@@ -62,7 +62,7 @@ def answer_knowledge(
     found = retriever.search(ctx.run.query) if retriever else ()
     passages = tuple(RetrievedPassage(p.id, p.title, p.text) for p in found)
     ctx.run.retrieve_passages(passages)
-    ctx.save()
+    ctx.journal.record()
     if not passages:  # nothing to ground an answer in: no model call
         return _publish(ctx, ungrounded_content([], AnswerRefusal.NOTHING_RETRIEVED))
     _enter(ctx, ChatApplicationStatus.KNOWLEDGE_ANSWERING)
@@ -86,7 +86,7 @@ def _checked(
     parsed = parse_answer(text)
     refusal = parsed if isinstance(parsed, AnswerRefusal) else None
     ctx.run.propose_answer(text, refusal)
-    ctx.save()
+    ctx.journal.record()
     if isinstance(parsed, AnswerRefusal):
         return ungrounded_content(passages, parsed)
     refused = refused_before_judging(parsed, passages, rules)
@@ -98,7 +98,7 @@ def _checked(
 def _enter(ctx: RunContext, status: ChatApplicationStatus) -> None:
     ctx.check_active()
     ctx.run.change_status(status)
-    ctx.save()
+    ctx.journal.record()
 
 
 def _ask(ctx: RunContext, system: str, user: str, schema: dict[str, Any]) -> str | None:

@@ -27,7 +27,7 @@ from application.ports import (
 )
 from application.routing import RoutingFailed, route
 from application.run_context import RunAborted, RunContext
-from application.run_writes import DEFAULT_COMMIT_INTERVAL_S
+from application.run_journal import DEFAULT_COMMIT_INTERVAL_S
 from application.tool_boundary import ToolBoundary
 from application.tool_secrets import NO_SECRETS
 from domain.grounding import DEFAULT_RULES, GroundingRules
@@ -133,7 +133,7 @@ class ChatService:
         timeout, interval = self.config.model_timeout_s, self.config.commit_interval_s
         ctx = RunContext(self.store, self.clock, self.provider, run, self.pool, timeout, interval)
         ctx.span_s = max(0.0, (run.deadline - self.clock.now()).total_seconds())
-        ctx.mark_current()
+        ctx.journal.mark_current()
         return ctx
 
     def execute(self, run: Run, context: str = "") -> ChatResult:
@@ -145,7 +145,7 @@ class ChatService:
         try:
             return self._execute(ctx, context)
         finally:
-            ctx.close()  # on every way out, a store closing under it included
+            ctx.journal.close()  # on every way out, a store closing under it included
 
     def _execute(self, ctx: RunContext, context: str) -> ChatResult:
         """:meth:`execute` with the run's live handle."""
@@ -205,18 +205,20 @@ class ChatService:
     def _diagnose(self, ctx: RunContext, context: str) -> Publication:
         ctx.check_active()
         ctx.run.change_status(ChatApplicationStatus.DIAGNOSIS_RUNNING)
-        collection = ctx.collection = self.store.new_collection(ctx.run.id, self.known_services())
-        ctx.save(collection)  # one boundary: the status and COLLECTION_STARTED together
+        collection = ctx.journal.collection = self.store.new_collection(
+            ctx.run.id, self.known_services()
+        )
+        ctx.journal.record(collection)  # one boundary: the status and COLLECTION_STARTED together
         boundary = ToolBoundary(ctx, collection, self.tools, redactor=self.config.redactor)
         try:
             now = self.config.reference_time or self.clock.now()
             outcome: Any = run_agent(ctx, boundary, ctx.run.query, context, now=now)
         except AgentFailure as failure:
             outcome = failure
-        ctx.collecting = False
+        ctx.journal.collecting = False
         ctx.check_release_window()
         ctx.run.change_status(ChatApplicationStatus.SAFETY_VALIDATING)
-        ctx.save()
+        ctx.journal.record()
         try:
             return release(ctx, outcome, collection, self.config.grounding)
         except NoSafeContent as none:
@@ -252,7 +254,8 @@ class ChatService:
             run = ctx.run
             termination = run.complete() if failure is None else run.fail(failure, cause)
             outcome = run.finished_outcome or run.finish(self.clock.now())
-            position = ctx.commit_end() or ctx.last_position  # with what the run recorded
+            journal = ctx.journal  # the end is committed with what the run recorded
+            position = journal.commit_end() or journal.last_position
             published = content if outcome in PUBLISHED else None
             return ChatResult(run.id, run.session_id, termination, outcome, published, position)
 

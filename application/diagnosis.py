@@ -222,7 +222,7 @@ def _refused_draft(ctx: RunContext, error: ModelOutputTooLarge) -> NoReturn:
     """Record the agent's answer refused TOO_LARGE (its length and hash only), then fail."""
     try:
         ctx.run.refuse_draft(ModelStepPurpose.AGENT, error.length, error.sha256)
-        ctx.save()
+        ctx.journal.record()
     except RunAborted as aborted:
         raise AgentFailure(AgentFault.RUN_ABORTED, str(aborted)) from aborted
     raise AgentFailure(DraftOutcome.TOO_LARGE, str(error)) from error
@@ -237,7 +237,7 @@ def _propose(ctx: RunContext, text: str, result: DiagnosisDraft | DraftError) ->
 
 def _save(ctx: RunContext, boundary: ToolBoundary) -> None:
     try:
-        ctx.save(boundary.collection)
+        ctx.journal.record(boundary.collection)
     except RunAborted as aborted:
         raise AgentFailure(AgentFault.RUN_ABORTED, str(aborted)) from aborted
 

@@ -55,7 +55,7 @@ def publish(
 ) -> Publication:
     """Record ``RELEASE_DECISION`` with the content as stored (its JSON), and save the run."""
     ctx.run.decide_release(outcome, kind, content.to_json())
-    ctx.save()
+    ctx.journal.record()
     return Publication(outcome, kind, content)
 
 
@@ -89,7 +89,7 @@ def _release_budget_window(
     checked = _progress(guard, collection)
     if ctx.run.guards.stage is GuardStage.NONE:
         ctx.run.check_evidence(False, True, (), len(checked.passed), checked.rejected, guard.rules)
-        ctx.save()
+        ctx.journal.record()
     if not checked.passed:
         raise NoSafeContent("the budget ran out before any fact was verified")
     return _publish(ctx, guard, FallbackType.INSUFFICIENT_EVIDENCE, checked.passed, ())
@@ -106,7 +106,7 @@ def _release_progress(
     ctx.run.check_evidence(
         False, drafted.valid, drafted.references, len(verified), rejected, guard.rules
     )
-    ctx.save()
+    ctx.journal.record()
     missing = draft.missing_info if draft else []
     if verified:
         return _publish(ctx, guard, FallbackType.INSUFFICIENT_EVIDENCE, verified, missing)
@@ -136,12 +136,12 @@ def _release_conclusion(
         checked.rejected + progress.rejected,
         guard.rules,
     )
-    ctx.save()
+    ctx.journal.record()
     if not checked.valid:
         draft, checked = _repair(ctx, guard, draft, checked)
         verified = _unique(progress.passed + _facts_of(checked, draft))
         ctx.run.recheck_evidence(checked.valid, checked.references, checked.rejected)
-        ctx.save()
+        ctx.journal.record()
     assert draft.conclusion is not None
     conclusion = draft.conclusion.to_fact()
     if not checked.valid:
@@ -176,7 +176,7 @@ def _repair(
     """The one repair: ask for the draft again, told what failed; keep the old on failure."""
     ctx.check_active()
     ctx.run.repair_evidence(_failures(checked))
-    ctx.save()
+    ctx.journal.record()
     usable = {
         str(i): inv.content
         for i, inv in ctx.invocations.items()
@@ -194,7 +194,7 @@ def _repair(
         text = ctx.call_model(request).text
     except ModelOutputTooLarge as error:  # refused whole, unread: no repaired draft
         ctx.run.refuse_draft(ModelStepPurpose.REPAIR, error.length, error.sha256)
-        ctx.save()
+        ctx.journal.record()
         return draft, checked
     except ModelError:
         return draft, checked

@@ -37,7 +37,7 @@ def judge(
     """
     ctx.check_active()
     ctx.run.attempt_semantic_guard()
-    ctx.save()
+    ctx.journal.record()
     request = ModelRequest(
         ModelStepPurpose.JUDGE,
         (Message("system", JUDGE_PROMPT), Message("user", _payload(statements, guard))),
@@ -49,7 +49,7 @@ def judge(
         for i, fact in enumerate(statements)
     )
     ctx.run.decide_semantic_guard(judged[0].verdict, unavailable, judged)
-    ctx.save()
+    ctx.journal.record()
     return judged
 
 

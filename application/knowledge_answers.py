@@ -75,7 +75,7 @@ def judge_answer(
     """
     ctx.check_active()
     ctx.run.attempt_semantic_guard()
-    ctx.save()
+    ctx.journal.record()
     payload = judge_payload(statements, passages)
     verdicts, unavailable = ask_for_verdicts(ctx, KNOWLEDGE_JUDGE_PROMPT, payload, len(statements))
     judged = tuple(
@@ -83,7 +83,7 @@ def judge_answer(
         for i, s in enumerate(statements)
     )
     ctx.run.decide_semantic_guard(answer_verdict(judged), unavailable, judged)
-    ctx.save()
+    ctx.journal.record()
     return judged
 
 

@@ -48,7 +48,7 @@ def end_after_outage(
             resync(ctx)
             if ctx.run.termination is None and ctx.run.deadline_passed(clock.now()):
                 ctx.store.time_out(ctx.run.id)
-                ctx.reload()
+                ctx.journal.reload()
             return close()
         except StoreUnavailableError:
             if time.monotonic() + pause > give_up:
@@ -63,7 +63,7 @@ def resync(ctx: RunContext) -> None:
     After a save failed for any reason, the events it collected are gone from the aggregates
     but applied in memory: recording more from there would skip versions the log never got.
     """
-    ctx.reload()
+    ctx.journal.reload()
     _abandon_open_invocations(ctx)
 
 

@@ -34,7 +34,7 @@ def propose(
 ) -> None:
     """Record ``DRAFT_PROPOSED`` for ``text``, which parsed to ``result``.
 
-    It is committed with the next external call or the run's end (:mod:`application.run_writes`).
+    It is committed with the next external call or the run's end (:mod:`application.run_journal`).
 
     Raises:
         RunAborted: the run had already ended (its events are committed at once then, and may
@@ -42,7 +42,7 @@ def propose(
     """
     outcome, detail = outcome_of(result)
     ctx.run.propose_draft(purpose, text, outcome, detail)
-    ctx.save()
+    ctx.journal.record()
 
 
 def parse_draft(text: str) -> DiagnosisDraft | DraftError:

@@ -153,7 +153,7 @@ def missing_question(item: MissingOut, known: Iterable[str] = ()) -> str:
 
 def known_of(ctx: RunContext) -> tuple[str, ...]:
     """The services the run's tools know, as its collection recorded them (none before it)."""
-    return ctx.collection.known_services if ctx.collection is not None else ()
+    return ctx.journal.collection.known_services if ctx.journal.collection is not None else ()
 
 
 def _scoped(ctx: RunContext, item: MissingOut) -> MissingOut:

@@ -32,7 +32,7 @@ def route(ctx: RunContext) -> Intent:
     ctx.check_active()
     ctx.run.change_status(ChatApplicationStatus.ROUTING)
     ctx.run.attempt_routing()
-    ctx.save()
+    ctx.journal.record()
     failed: ModelError | None = None
     request = ModelRequest(
         ModelStepPurpose.ROUTE,
@@ -47,10 +47,10 @@ def route(ctx: RunContext) -> Intent:
         intent, failed = failed_reason(error), error
     if isinstance(intent, str):  # a code and a length, never the router's words
         ctx.run.decide_routing(None, intent)
-        ctx.save()
+        ctx.journal.record()
         raise RoutingFailed(_cause(ctx, intent, failed))
     ctx.run.decide_routing(intent)
-    ctx.save()
+    ctx.journal.record()
     return intent
 
 

@@ -10,16 +10,17 @@ call, whatever its purpose or request, is bounded here by the model timeout and 
 remaining deadline: a blocking provider runs in a worker thread waited for that long at most (an
 in-process provider that cannot hang is called inline); a result that arrives after the run ended
 is discarded (SPEC §14). What a boundary records is committed before the next call that leaves
-the service, at the commit interval, or at the run's end, one transaction for all of them
-(:mod:`application.run_writes`).
+the service, at the commit interval, or at the run's end, one transaction for all of them: the
+run's :class:`~application.run_journal.RunJournal` (``ctx.journal``) holds the run in hand and
+what waits for the log.
 """
 
 from __future__ import annotations
 
 import time
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import InitVar, dataclass, field, replace
+from typing import TYPE_CHECKING, TypeVar
 
 from application.deadline import time_left
 from application.port_calls import PortBusy
@@ -30,7 +31,8 @@ from application.ports import (
     ModelUnavailableError,
     StoreUnavailableError,
 )
-from application.run_writes import RunAborted, RunWrites
+from application.run_aborted import RunAborted
+from application.run_journal import RunJournal
 from application.storable import storable_response
 from domain.redaction import describe_error
 from domain.run_steps import text_sha256
@@ -43,7 +45,6 @@ if TYPE_CHECKING:
     from application.port_calls import PortCalls
     from application.ports import Clock, ModelProvider, ModelRequest, ModelResponse
     from application.store import HarnessStore
-    from domain.collection import Collection
     from domain.run import Run
     from domain.tool_invocation import ToolInvocation
     from domain.values import ModelAttempt
@@ -75,38 +76,35 @@ def model_where(provider: ModelProvider) -> str:
 
 
 @dataclass
-class RunContext(RunWrites):
+class RunContext:
     """The live handle of a RUNNING run inside the worker that executes it."""
 
     store: HarnessStore
     clock: Clock
     provider: ModelProvider
-    run: Run
+    started: InitVar[Run]
+    """The run as this worker took it (then :attr:`run`, held by the journal)."""
     pool: PortCalls
     """Where blocking port calls run (:mod:`application.port_calls`)."""
     model_timeout_s: float
     """The longest any one model call is waited for (HARNESS_MODEL_TIMEOUT), within the deadline."""
-    commit_interval_s: float = 0.0
+    commit_interval_s: InitVar[float] = 0.0
     """The longest the run's queue waits at a local call (HARNESS_RUN_COMMIT_INTERVAL; 0: every
-    call commits first). See :mod:`application.run_writes`."""
-    collection: Collection | None = None
+    call commits first). See :mod:`application.run_journal`."""
     invocations: dict[UUID, ToolInvocation] = field(default_factory=dict)
-    unrecorded: set[UUID] = field(default_factory=set)
-    """Streams whose first event lost the race with a cancel (:meth:`RunWrites._keep`)."""
-    last_position: int = 0
-    collecting: bool = True
-    """False once the agent loop has ended: a budget spent in Release stops no collection."""
-    queue: list[Any] = field(default_factory=list)
-    """Events recorded since the last commit, in order (see :mod:`application.run_writes`)."""
-    unsaved: list[Any] = field(default_factory=list)
-    """The events of the last commit the store refused (see :meth:`RunWrites.rewind`)."""
-    _current: bool = False
-    """True after this worker read or appended to the run: the next check needs no reread (see
-    :meth:`mark_current`)."""
-    committed_at: float = field(default_factory=time.monotonic)
-    heard: object | None = None
     span_s: float = 0.0
     """The seconds the run had left when this worker took it (the publish reserve is a share)."""
+    journal: RunJournal = field(init=False)
+    """The run in hand and its way into the log: record, commit (:mod:`application.run_journal`)."""
+
+    def __post_init__(self, started: Run, commit_interval_s: float) -> None:
+        """Give the run to its journal, which rechecks it here after a lost race."""
+        self.journal = RunJournal(self.store, started, self.check_active, commit_interval_s)
+
+    @property
+    def run(self) -> Run:
+        """The run as this worker knows it (the journal's: a lost race replaces it)."""
+        return self.journal.run
 
     # -- boundaries ------------------------------------------------------------------------------
 
@@ -114,37 +112,22 @@ class RunContext(RunWrites):
         """Reread the run; time it out past its deadline; raise RunAborted once it has ended.
 
         ``reread=False`` is for a check followed by an append to the run: that append conflicts
-        if another writer (a cancel) came first, and :meth:`flush` then rereads. While events of
-        the run are queued the reread is skipped for the same reason: the next call's
-        :meth:`before_call` commits them, or looks for another writer first (a local call).
+        if another writer (a cancel) came first, and the journal's commit then rereads. While
+        events of the run are queued the reread is skipped for the same reason: the next call's
+        :meth:`~RunJournal.commit_or_record` commits them, or looks for another writer first (a
+        local call).
         """
-        if self._current:
-            self._current = False  # just appended to: no other writer came before that append
-        elif reread and not self.ahead:
-            self.run = self.store.catch_up(self.run)  # a cancel may come from another process
-        if self.run.termination is None and self.run.deadline_passed(self.clock.now()):
-            self.flush()  # what the boundaries before recorded, then the end
-            self.store.time_out(self.run.id)
-            self.run = self._reloaded()
-        if self.run.termination is not None:
-            raise RunAborted(self.run.termination)
-
-    def mark_current(self) -> None:
-        """Note that the run in hand is current: this worker has just read or appended to it.
-
-        An append succeeded against the run's version, so no other writer (a cancel) came before
-        it; the next :meth:`check_active` may skip its reread. Saves that touch only other streams
-        in between keep this: a cancel landing then is seen at the next check or makes the next
-        append to the run conflict, exactly as one landing right after a reread would.
-        """
-        self._current = True
-
-    def _reloaded(self) -> Run:
-        """The stored run: caught up when nothing is pending, else rebuilt (pending is unsaved)."""
-        if self.ahead:
-            self.queue = []
-            return self.store.get_run(self.run.id)
-        return self.store.catch_up(self.run)
+        journal = self.journal
+        if journal.current:
+            journal.current = False  # just appended to: no other writer came before that append
+        elif reread and not journal.ahead:
+            journal.run = self.store.catch_up(journal.run)  # a cancel may come from elsewhere
+        if journal.run.termination is None and journal.run.deadline_passed(self.clock.now()):
+            journal.commit()  # what the boundaries before recorded, then the end
+            self.store.time_out(journal.run.id)
+            journal.catch_up()
+        if journal.run.termination is not None:
+            raise RunAborted(journal.run.termination)
 
     def check_release_window(self) -> None:
         """Like :meth:`check_active`, but a BUDGET_EXHAUSTED run may still release (SPEC §10)."""
@@ -166,8 +149,8 @@ class RunContext(RunWrites):
         self.check_active()
         if self.run.would_exceed(BudgetKind.MODEL_CALLS, 1):
             self.run.exhaust_budget(BudgetKind.MODEL_CALLS)
-            self.save()
-        self.before_call(port=self.provider)  # durable first unless it stays here
+            self.journal.record()
+        self.journal.commit_or_record(before=self.provider)  # durable first unless it stays here
         bound, why = self._bound(request)
         bounded = replace(request, timeout_s=bound)
         started = time.monotonic()
@@ -198,7 +181,8 @@ class RunContext(RunWrites):
 
     def time_left(self) -> tuple[float, str]:
         """The seconds a port call may still take, and what sets them (:mod:`.deadline`)."""
-        collection = self.collection if self.collecting else None
+        journal = self.journal
+        collection = journal.collection if journal.collecting else None
         return time_left(self.run.deadline, self.clock.now(), self.span_s, collection)
 
     def _bounded_call(self, bounded: ModelRequest, why: str) -> ModelResponse:
@@ -253,13 +237,13 @@ class RunContext(RunWrites):
         A cancel makes that commit conflict (:class:`RunAborted`). A store that refuses it gets
         the events back in the queue, for the run's next commit to meet the outage with.
         """
-        if self.ahead:
+        if self.journal.ahead:
             try:
-                self.flush()
+                self.journal.commit()
             except StoreUnavailableError:
-                self.queue, self.unsaved = self.unsaved + self.queue, []
+                self.journal.requeue_refused()
                 return
-        self.run = self._reloaded()
+        self.journal.catch_up()
 
     def _record(
         self,
@@ -285,7 +269,7 @@ class RunContext(RunWrites):
             answer=response.text if response else "",
             attempts=response.attempts if response else tried,
         )
-        self.save()
+        self.journal.record()
 
 
 __all__ = [

@@ -58,7 +58,7 @@ class HarnessStore(StoreCommands):
         """Where this process hears of runs ended anywhere (PostgreSQL: LISTEN); None: read."""
         self.looks = 0
         """Reads of the log made to look for another writer before a local call (see
-        :meth:`~application.run_writes.RunWrites.others_wrote`)."""
+        :meth:`~application.run_journal.RunJournal.others_wrote`)."""
 
     def save_events(self, events: list[Any]) -> int | None:
         """Append as :meth:`StoreLibrary.save_events`; then tell the ``after_save`` hooks."""

@@ -104,7 +104,7 @@ class ToolBoundary:
         if self.ctx.run.would_exceed(BudgetKind.TOOL_CALLS, 1):
             self._reject(call, ToolRejectionCode.BUDGET, "the tool-call budget is spent")
             self.ctx.run.exhaust_budget(BudgetKind.TOOL_CALLS)
-            self.ctx.save(self.collection)
+            self.ctx.journal.record(self.collection)
         return self._invoke(call, tool, view, view.scope)
 
     def _preflight(self, tool: Tool, call: ToolCall) -> PortView | ToolResult:
@@ -173,7 +173,7 @@ class ToolBoundary:
             # One transaction: the invocation's failure and the run's exhaustion (SPEC §9).
             invocation.fail(ToolErrorCode.BUDGET, "the byte budget is spent")
             self.ctx.run.exhaust_budget(BudgetKind.BYTES)
-            self.ctx.save(invocation, self.collection)
+            self.ctx.journal.record(invocation, self.collection)
         return self._ready(call, invocation, output, content, repeat)
 
     def _record_begin(
@@ -181,7 +181,7 @@ class ToolBoundary:
     ) -> ToolResult | None:
         """Record the begin and charge (committed unless the tool is local); STORE if it failed."""
         try:
-            self.ctx.before_call(invocation, port=view)
+            self.ctx.journal.commit_or_record(invocation, before=view)
         except RunAborted:  # another writer ended the run first: the begin was not recorded
             self._reject(call, ToolRejectionCode.INVALID_RUN, "the run ended before the tool began")
             raise
@@ -191,7 +191,7 @@ class ToolBoundary:
             log.warning(
                 "run %s: the begin of %s was not recorded: %s", self.ctx.run.id, view.name, error
             )
-            self.ctx.rewind(lambda event: not _of_begin(event, invocation))
+            self.ctx.journal.rewind(lambda event: not _of_begin(event, invocation))
             detail = f"the invocation could not be recorded: {error}"[:500]
             return self._reject(call, ToolRejectionCode.STORE, detail)
         return None
@@ -204,7 +204,7 @@ class ToolBoundary:
             # The run ended (a cancel) while the tool ran: the call is abandoned and its
             # invocation closed, so no record is left STARTED; nothing else is recorded.
             invocation.fail(ToolErrorCode.ABANDONED, "the run ended before the tool answered")
-            self.ctx.save(invocation)
+            self.ctx.journal.record(invocation)
             raise
 
     def _check_still_active(
@@ -220,7 +220,7 @@ class ToolBoundary:
                 invocation.fail(ToolErrorCode.SIZE, f"one record exceeds {size} bytes")
             else:
                 mark_ready(invocation, output, content)
-            self.ctx.save(invocation)
+            self.ctx.journal.record(invocation)
             raise
 
     def _run(self, tool: Tool, call: ToolCall) -> ToolOutput:
@@ -258,7 +258,7 @@ class ToolBoundary:
             self.collection.record_gain(
                 InformationGain.NO_GAIN, GainSource.HARNESS, invocation_id=invocation.id
             )
-        self.ctx.save(invocation, self.collection)
+        self.ctx.journal.record(invocation, self.collection)
         note = " (repeat of an earlier call: no new information)" if repeat else ""
         found = evidence is EvidenceStatus.EVIDENCE_FOUND
         body = content if found else f"NO_EVIDENCE: {output.scope_description}"
@@ -277,7 +277,7 @@ class ToolBoundary:
         code = storable_text(str(code)).strip() or ToolErrorCode.EXECUTION.value
         message = storable_text(message)
         invocation.fail(code, message, hidden)
-        self.ctx.save(invocation)
+        self.ctx.journal.record(invocation)
         return ToolResult(
             call.id, f"invocation {invocation.id} ERROR {code}: {message}", invocation.id
         )
@@ -286,7 +286,7 @@ class ToolBoundary:
         detail = storable_text(self.redactor.hide(detail))  # it may quote the tool's own words
         self.ctx.run.reject_tool_request(call.name, code, detail)
         try:
-            self.ctx.save()
+            self.ctx.journal.record()
         except RunAborted:
             if code is not ToolRejectionCode.INVALID_RUN:
                 raise

@@ -9,7 +9,7 @@ from typing import Annotated
 from pydantic import AfterValidator, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
-from application.run_writes import DEFAULT_COMMIT_INTERVAL_S
+from application.run_journal import DEFAULT_COMMIT_INTERVAL_S
 from domain.values import DEFAULT_DEADLINE_S, DEFAULT_MODEL_TIMEOUT_S, Budget
 from domain.values import DEFAULT_LIMITS as LIMITS
 from infrastructure.api_keys import ApiKey as ApiKey  # re-exported

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
@@ -29,14 +29,21 @@ VALID = {
 
 
 @dataclass
+class FakeJournal:
+    """Counts what a run's journal was asked to record."""
+
+    records: int = 0
+
+    def record(self) -> None:
+        self.records += 1
+
+
+@dataclass
 class FakeContext:
-    """The two things ``record_draft`` uses of a RunContext: the run and a save."""
+    """The two things ``record_draft`` uses of a RunContext: the run and its journal."""
 
     run: Run
-    saves: int = 0
-
-    def save(self) -> None:
-        self.saves += 1
+    journal: FakeJournal = field(default_factory=FakeJournal)
 
 
 def _context() -> FakeContext:
@@ -65,7 +72,7 @@ def test_a_valid_repair_draft_is_returned_and_recorded_valid() -> None:
         "",
         text,
     )
-    assert ctx.saves == 1
+    assert ctx.journal.records == 1
 
 
 @pytest.mark.parametrize(
@@ -89,7 +96,7 @@ def test_a_broken_repair_draft_is_returned_as_its_error_and_recorded(
     ((_, payload),) = then_events(ctx.run)
     assert payload["outcome"] is outcome and payload["text"] == text
     assert payload["detail"].startswith(detail)
-    assert ctx.saves == 1
+    assert ctx.journal.records == 1
 
 
 @pytest.mark.parametrize(

@@ -1,46 +1,47 @@
 """A run's transaction plan: boundaries record; external calls, the interval and endings commit.
 
 A boundary of a run (a status change, a model step, a tool's result, a guard's verdict) records
-its events with :meth:`RunWrites.save`; they are taken out of their aggregates at once, in the
-order the boundaries made them, and wait in the run's queue. :meth:`RunWrites.flush` appends the
-queue in one transaction. :meth:`RunWrites.before_call` comes before every model call and tool
-run and flushes
+its events with :meth:`RunJournal.record`; they are taken out of their aggregates at once, in the
+order the boundaries made them, and wait in the journal's queue. :meth:`RunJournal.commit`
+appends the queue in one transaction. :meth:`RunJournal.commit_or_record` comes before every
+model call and tool run and commits
 
 * before a call that leaves the service (a remote model, an MCP or plugin tool): what the run
   did so far, with ``TOOL_INVOCATION_STARTED``, is durable before anything goes out, so a crash
   leaves a STARTED invocation the recovery sees, never an external call without one;
 * before any call once the commit interval (``HARNESS_RUN_COMMIT_INTERVAL``) has passed since
   the last commit, so live observers see a long run's progress and a crash loses at most that
-  much; an interval of 0 flushes before every call;
+  much; an interval of 0 commits before every call;
 
 while a call that stays in the service and changes nothing (:func:`~application.ports.
-stays_local`: the offline model, the built-in tools) only queues. :meth:`RunWrites.save` flushes
-once the run has a termination (nothing is queued on an ended run); the deadline flushes before
-it times the run out, and the end appends the queue, the termination and ``RUN_FINISHED`` in one
-transaction (:meth:`commit_end`).
+stays_local`: the offline model, the built-in tools) only records. :meth:`RunJournal.record`
+commits once the run has a termination (nothing is queued on an ended run); the deadline commits
+before it times the run out, and the end appends the queue, the termination and
+``RUN_FINISHED`` in one transaction (:meth:`RunJournal.commit_end`).
 
 So a run costs one transaction per external call plus its start and its end, and one per
 interval at most when its calls are local (docs/design.md §17.1). A cancel is seen before the
-next call all the same: a cancel appended by another process makes the next flush conflict on
+next call all the same: a cancel appended by another process makes the next commit conflict on
 the run's stream (the queue holds the run's next versions), and while the queue waits the look
-before each local call asks whether the run's stream grew (:meth:`others_wrote`: the log, or on
-PostgreSQL after the first look a listener that hears of ends) and then flushes into that
-conflict; the run is reread and :class:`~application.run_context.RunAborted`
-raised. A queued invocation's outcome is still recorded (:meth:`_keep`). The log keeps the order
-in which the boundaries happened, since the queue does.
+before each local call asks whether the run's stream grew (:meth:`RunJournal.others_wrote`: the
+log, or on PostgreSQL after the first look a listener that hears of ends) and then commits into
+that conflict; the run is reread and :class:`~application.run_aborted.RunAborted` raised. A
+queued invocation's outcome is still recorded (:mod:`application.lost_commits`). The log
+keeps the order in which the boundaries happened, since the queue does.
 """
 
 from __future__ import annotations
 
 import time
-from abc import ABC, abstractmethod
 from contextlib import suppress
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from application.lost_commits import kept, lost_streams, requeued
 from application.ports import StoreUnavailableError, stays_local
+from application.run_aborted import RunAborted
 from domain.errors import ConcurrentWriteError
 from domain.run import Run
-from domain.tool_invocation import ToolInvocation
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
 
     from application.store import HarnessStore
     from domain.collection import Collection
-    from domain.values import Termination
+    from domain.tool_invocation import ToolInvocation
 
 
 DEFAULT_COMMIT_INTERVAL_S = 0.25
@@ -56,45 +57,38 @@ DEFAULT_COMMIT_INTERVAL_S = 0.25
 long run's progress about this late, and a crash loses at most about this much of a run."""
 
 
-class RunAborted(Exception):
-    """The run already has a termination: stop work at this boundary."""
-
-    def __init__(self, termination: Termination) -> None:
-        """Carry the termination that ended the run."""
-        super().__init__(f"run ended {termination.state.value} ({termination.reason.value})")
-        self.termination = termination
-
-
-class RunWrites(ABC):
-    """The write path of a run's live handle (``RunContext`` is the one implementation)."""
+@dataclass
+class RunJournal:
+    """The run in hand and its way into the log: what waits, what was committed, what was lost."""
 
     store: HarnessStore
     run: Run
-    collecting: bool
-    collection: Collection | None
+    """The run as this worker knows it; a commit that lost a race rereads it from the log."""
+    recheck: Callable[[], None]
+    """After a lost race, on the reread run: raises :class:`RunAborted` once it has ended (the
+    owner's ``check_active``, which also times the run out past its deadline)."""
+    commit_interval_s: float = 0.0
+    """The longest the queue waits, at a local call, before it is committed (0: every call)."""
+    collection: Collection | None = None
     """The run's collection once started (its start may still be queued here, not stored)."""
-    last_position: int
-    queue: list[Any]
+    collecting: bool = True
+    """False once the agent loop has ended: a budget spent in Release stops no collection."""
+    last_position: int = 0
+    """The log position of the last event this journal appended (0: none yet)."""
+    queue: list[Any] = field(default_factory=list)
     """Events recorded by the run's boundaries since the last commit, in the order made."""
-    unrecorded: set[UUID]
+    unrecorded: set[UUID] = field(default_factory=set)
     """Streams (an invocation, the collection) whose first event lost the race with a cancel:
     nothing of theirs is recorded, then or later."""
-    unsaved: list[Any]
+    unsaved: list[Any] = field(default_factory=list)
     """The events of the last commit the store refused (StoreUnavailableError), for rewind."""
-    commit_interval_s: float
-    """The longest the queue waits, at a local call, before it is committed (0: every call)."""
-    committed_at: float
+    committed_at: float = field(default_factory=time.monotonic)
     """``time.monotonic()`` at the run's last commit (or its start)."""
-    heard: object | None
+    heard: object | None = None
     """The token of :attr:`HarnessStore.run_ends` since this run's last read look (None: none)."""
-
-    @abstractmethod
-    def check_active(self, *, reread: bool = True) -> None:
-        """Raise :class:`RunAborted` when the run has ended (``RunContext`` rereads it)."""
-
-    @abstractmethod
-    def mark_current(self) -> None:
-        """Note that the run in hand matches the log (``RunContext`` skips its next reread)."""
+    current: bool = False
+    """True after this worker read or appended to the run: the next check needs no reread (see
+    :meth:`mark_current`)."""
 
     @property
     def ahead(self) -> bool:
@@ -103,19 +97,29 @@ class RunWrites(ABC):
             e.originator_id == self.run.id for e in self.queue
         )
 
-    def before_call(self, *others: Collection | ToolInvocation, port: object) -> None:
-        """Record ``others``' events before a call to ``port`` (the model provider or a tool).
+    def mark_current(self) -> None:
+        """Note that the run in hand is current: this worker has just read or appended to it.
 
-        They are committed with the queue first, unless the call stays local
+        An append succeeded against the run's version, so no other writer (a cancel) came before
+        it; the next check may skip its reread. Commits that touch only other streams in between
+        keep this: a cancel landing then is seen at the next check or makes the next append to
+        the run conflict, exactly as one landing right after a reread would.
+        """
+        self.current = True
+
+    def commit_or_record(self, *others: Collection | ToolInvocation, before: object) -> None:
+        """Make the run's events and ``others``' durable before a call to ``before`` (a port).
+
+        They are committed with the queue, unless the call stays local
         (:func:`~application.ports.stays_local`), the commit interval has not passed since the
         last commit and no other writer appended to the run (a cancel: the commit then conflicts
-        with it, see :meth:`flush`): then they only join the queue. Raises as :meth:`flush` does.
+        with it, see :meth:`commit`): then they are only recorded. Raises as :meth:`commit` does.
         """
         waiting = time.monotonic() - self.committed_at < self.commit_interval_s
-        if stays_local(port) and waiting and not (self.ahead and self._must_commit()):
-            self.save(*others)
+        if stays_local(before) and waiting and not (self.ahead and self._must_commit()):
+            self.record(*others)
         else:
-            self.flush(*others)
+            self.commit(*others)
 
     def _must_commit(self) -> bool:
         """Whether another writer appended to the run, or the look could not tell (read failed).
@@ -158,17 +162,17 @@ class RunWrites(ABC):
         if self.store.run_ends is not None:
             self.store.run_ends.forget(self.run.id)
 
-    def save(self, *others: Collection | ToolInvocation) -> None:
-        """Record this boundary's events (the run's and ``others``'); commit with the next flush.
+    def record(self, *others: Collection | ToolInvocation) -> None:
+        """Queue this boundary's events (the run's and ``others``'); the next commit stores them.
 
         Once the run has a termination the queue is committed at once, and when this boundary's
         own events ended it (budget exhaustion) :class:`RunAborted` tells the caller to stop.
         """
         self.queue.extend(self._collect(*others))
         if self.run.termination is not None:
-            self.flush()
+            self.commit()
 
-    def flush(self, *others: Collection | ToolInvocation) -> None:
+    def commit(self, *others: Collection | ToolInvocation) -> None:
         """Append the queue (and ``others``' events) in one transaction.
 
         When another process appended to the run first (a cancel), the run is reread, the other
@@ -184,7 +188,7 @@ class RunWrites(ABC):
         except ConcurrentWriteError as conflict:
             self.run = self.store.get_run(self.run.id)
             try:
-                self.check_active()
+                self.recheck()
             except RunAborted:
                 self._keep(conflict.unsaved, ended=True)
                 raise
@@ -234,13 +238,28 @@ class RunWrites(ABC):
         self.run = self.store.get_run(self.run.id)
         self.mark_current()
 
+    def catch_up(self) -> None:
+        """Read the run's latest state: caught up when nothing waits, else rebuilt from the log.
+
+        What waited was never stored, so it is dropped with the queue.
+        """
+        if self.ahead:
+            self.queue = []
+            self.run = self.store.get_run(self.run.id)
+        else:
+            self.run = self.store.catch_up(self.run)
+
+    def requeue_refused(self) -> None:
+        """Put the events of the commit the store just refused back in front of the queue."""
+        self.queue, self.unsaved = self.unsaved + self.queue, []
+
     def rewind(self, keep: Callable[[Any], bool]) -> None:
         """After a commit the store refused: requeue the ``keep`` events of it, drop the rest.
 
-        The run is read back and its kept events applied again (they must come before the
-        dropped ones); the other streams' kept events are still applied in their aggregates.
-        Events the log got after all (the refusal came after the commit) are not queued again.
-        When the run has ended meanwhile (a cancel), nothing of it is: :class:`RunAborted`.
+        The run is read back and its kept events applied again
+        (:func:`~application.lost_commits.requeued`); the other streams' kept events are still
+        applied in their aggregates. When the run has ended meanwhile (a cancel), nothing of it
+        is: :class:`RunAborted`.
         """
         lost, self.unsaved = self.unsaved, []
         self.run = self.store.get_run(self.run.id)
@@ -249,18 +268,15 @@ class RunWrites(ABC):
             with suppress(ConcurrentWriteError):  # (or it landed, and the end came after it)
                 self._keep([e for e in lost if keep(e)], ended=True)
             raise RunAborted(self.run.termination)
-        for event in lost:
-            if not keep(event):
-                continue
-            if event.originator_id == self.run.id:
-                if event.originator_version <= self.run.version:
-                    continue
-                event.mutate(self.run)
-            self.queue.append(event)
+        self.queue = requeued(lost, keep, self.run)
         self.mark_current()
 
     def _collect(self, *others: Collection | ToolInvocation) -> list[Any]:
-        """The pending events of the run and ``others``, but none of an unrecorded stream."""
+        """The pending events of the run and ``others``, but none of an unrecorded stream.
+
+        While the agent collects, a budget exhaustion among the run's events stops its
+        collection in the same transaction (:meth:`HarnessStore.collect`).
+        """
         known, collecting = self.collection, self.collecting
         events = self.store.collect(self.run, *others, collecting=collecting, known=known)
         if self.unrecorded:
@@ -270,31 +286,11 @@ class RunWrites(ABC):
     def _keep(self, unsaved: list[Any], *, ended: bool) -> None:
         """Record the other streams' events of a transaction that lost the race on the run.
 
-        An invocation's outcome (READY or FAILED) is kept when its begin is in the log: its
-        facts are never lost. Once the run has ended nothing may start after it in the log, so a
-        begin that was still waiting is dropped with everything of its invocation, now and
-        later (:attr:`unrecorded`: every stream whose first event was in the lost transaction;
-        with local calls, a tool that ran since the last commit), as is the collection's
-        progress (a late result's gain, a budget stop the run never recorded) (SPEC §5, §14).
+        Once the run has ended, every stream whose first event was in the lost transaction is
+        :attr:`unrecorded` from now on (:mod:`application.lost_commits`).
         """
         if ended:
-            self.unrecorded |= {
-                e.originator_id
-                for e in unsaved
-                if e.originator_version == 1 and e.originator_id != self.run.id
-            }
-        kept = [
-            e
-            for e in unsaved
-            if getattr(e, "originator_id", None) != self.run.id
-            and (not ended or _outcome_of(e, self.unrecorded))
-        ]
-        position = self.store.save_events(kept)
+            self.unrecorded |= lost_streams(unsaved, self.run.id)
+        position = self.store.save_events(kept(unsaved, self.run.id, self.unrecorded, ended=ended))
         if position:
             self.last_position = position
-
-
-def _outcome_of(event: Any, unrecorded: set[UUID]) -> bool:
-    """Whether ``event`` closes an invocation whose begin is in the log."""
-    closing = (ToolInvocation.ToolInvocationReady, ToolInvocation.ToolInvocationFailed)
-    return isinstance(event, closing) and event.originator_id not in unrecorded
