@@ -7,6 +7,7 @@ It ends in exactly one of two legal shapes — :class:`Completed` (a strictly va
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, NoReturn
@@ -20,10 +21,10 @@ from application.drafts import (
 from application.ports import Message, ModelError, ModelOutputTooLarge, ModelRequest, ToolSpec
 from application.prompts import AGENT_SCHEMA, STOP_INSTRUCTION, agent_prompt
 from application.proposals import propose
-from application.run_context import RunAborted
+from application.run_aborted import BudgetExhausted, RunAborted
 from application.tool_admission import admitted
 from domain.errors import ControlledStopError
-from domain.states import DraftOutcome, ModelStepPurpose, RunState
+from domain.states import DraftOutcome, ModelStepPurpose
 from domain.tool_states import (
     CollectionState,
     DiagnosisStopReason,
@@ -33,6 +34,7 @@ from domain.tool_states import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from datetime import datetime
 
     from application.drafts import AgentStep, DiagnosisDraft
@@ -88,11 +90,34 @@ def run_agent(
     specs = tuple(ToolSpec(t.name, t.description, t.parameters) for t in offered)
     prompt = f"{query}\n\nPrevious diagnosis in this session:\n{context}" if context else query
     messages = [Message("system", agent_prompt(now)), Message("user", prompt)]
+    with _fails_if_aborted():
+        try:
+            return _converse(ctx, boundary, messages, specs)
+        except BudgetExhausted:  # a model or tool call spent the last of a budget (SPEC §9)
+            return ControlledStop(DiagnosisStopReason.BUDGET_LIMIT_REACHED)
+
+
+@contextmanager
+def _fails_if_aborted() -> Iterator[None]:
+    """The run ended while the agent worked (a cancel, the deadline): the agent fails."""
+    try:
+        yield
+    except RunAborted as aborted:
+        raise AgentFailure(AgentFault.RUN_ABORTED, str(aborted)) from aborted
+
+
+def _converse(
+    ctx: RunContext, boundary: ToolBoundary, messages: list[Message], specs: tuple[ToolSpec, ...]
+) -> Completed | ControlledStop:
+    """The agent's turns until it drafts or is stopped; raises RunAborted when the run ended.
+
+    The run's end found by a model or tool call comes out as is: :func:`run_agent` stops the
+    agent on :class:`BudgetExhausted` and fails it on any other. One found while the agent's
+    progress or draft is recorded fails it whatever the end (:func:`_fails_if_aborted`).
+    """
     awaiting_progress = False
     while True:
         response = _step(ctx, messages, specs)
-        if response is None:
-            return ControlledStop(DiagnosisStopReason.BUDGET_LIMIT_REACHED)
         messages.append(Message("assistant", response.text, tool_calls=response.tool_calls))
         step, problem = parse_agent_text(response.text)
         if awaiting_progress:
@@ -112,16 +137,10 @@ def run_agent(
         _fail_unless_drafting(ctx, response.text, problem)
 
 
-def _step(
-    ctx: RunContext, messages: list[Message], specs: tuple[ToolSpec, ...]
-) -> ModelResponse | None:
+def _step(ctx: RunContext, messages: list[Message], specs: tuple[ToolSpec, ...]) -> ModelResponse:
     request = ModelRequest(ModelStepPurpose.AGENT, tuple(messages), specs, json_schema=AGENT_SCHEMA)
     try:
         return ctx.call_model(request)
-    except RunAborted as aborted:
-        if aborted.termination.state is RunState.BUDGET_EXHAUSTED:
-            return None
-        raise AgentFailure(AgentFault.RUN_ABORTED, str(aborted)) from aborted
     except ModelOutputTooLarge as error:  # refused whole, unread: a draft broken by its size
         _refused_draft(ctx, error)
     except ModelError as error:
@@ -184,10 +203,6 @@ def _call_tools(
         except ControlledStopError:
             reason = boundary.collection.stop_reason
             return ControlledStop(reason or DiagnosisStopReason.INFORMATION_SATURATED)
-        except RunAborted as aborted:
-            if aborted.termination.state is RunState.BUDGET_EXHAUSTED:
-                return ControlledStop(DiagnosisStopReason.BUDGET_LIMIT_REACHED)
-            raise AgentFailure(AgentFault.RUN_ABORTED, str(aborted)) from aborted
         messages.append(Message("tool", result.text, call.id))
         awaits = result.awaits_progress
     return awaits
@@ -220,26 +235,20 @@ def _failed_draft(ctx: RunContext, text: str, error: DraftError) -> NoReturn:
 
 def _refused_draft(ctx: RunContext, error: ModelOutputTooLarge) -> NoReturn:
     """Record the agent's answer refused TOO_LARGE (its length and hash only), then fail."""
-    try:
+    with _fails_if_aborted():
         ctx.run.refuse_draft(ModelStepPurpose.AGENT, error.length, error.sha256)
         ctx.journal.record()
-    except RunAborted as aborted:
-        raise AgentFailure(AgentFault.RUN_ABORTED, str(aborted)) from aborted
     raise AgentFailure(DraftOutcome.TOO_LARGE, str(error)) from error
 
 
 def _propose(ctx: RunContext, text: str, result: DiagnosisDraft | DraftError) -> None:
-    try:
+    with _fails_if_aborted():
         propose(ctx, ModelStepPurpose.AGENT, text, result)
-    except RunAborted as aborted:
-        raise AgentFailure(AgentFault.RUN_ABORTED, str(aborted)) from aborted
 
 
 def _save(ctx: RunContext, boundary: ToolBoundary) -> None:
-    try:
+    with _fails_if_aborted():
         ctx.journal.record(boundary.collection)
-    except RunAborted as aborted:
-        raise AgentFailure(AgentFault.RUN_ABORTED, str(aborted)) from aborted
 
 
 __all__ = ["AgentFailure", "AgentFault", "Completed", "ControlledStop", "run_agent"]

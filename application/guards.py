@@ -20,11 +20,11 @@ from application.ports import Message, ModelError, ModelOutputTooLarge, ModelReq
 from application.prompts import DRAFT_SCHEMA, repair_prompt
 from application.proposals import record_draft
 from application.published import fallback, report, shown
-from application.run_context import RunAborted
+from application.run_aborted import BudgetExhausted
 from domain.grounding import DEFAULT_RULES, GroundingRules
 from domain.observations import facts_in_time_order, observations
 from domain.release_states import FallbackType, GuardStage, ReleaseOutcome, SemanticVerdict
-from domain.states import ModelStepPurpose, RunState
+from domain.states import ModelStepPurpose
 from domain.values import Fact
 
 if TYPE_CHECKING:
@@ -72,9 +72,7 @@ def release(
             return _release_conclusion(ctx, guard, result.draft, collection)
         draft = result.draft if isinstance(result, Completed) else None
         return _release_progress(ctx, guard, draft, collection)
-    except RunAborted as aborted:
-        if aborted.termination.state is not RunState.BUDGET_EXHAUSTED:
-            raise
+    except BudgetExhausted:  # any other end of the run goes on up: nothing is published
         return _release_budget_window(ctx, guard, collection)
 
 

@@ -2,7 +2,8 @@
 
 Every model, tool and guard boundary goes through :meth:`RunContext.check_active`, which sees the
 run's latest state (a cancel may have been appended by another process), times it out when the
-deadline has passed, and raises :class:`RunAborted` once the run has a termination. Seeing the
+deadline has passed, and raises :class:`RunAborted` once the run has a termination (a
+:class:`BudgetExhausted` when its budget ran out). Seeing the
 latest state costs a read only when nothing cheaper proves it: an append to the run succeeds only
 against its latest version, so right after this worker's own append, or right before one, the
 event store's optimistic concurrency does the check (a conflicting commit rereads). Every model
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import suppress
 from dataclasses import InitVar, dataclass, field, replace
 from typing import TYPE_CHECKING, TypeVar
 
@@ -31,12 +33,12 @@ from application.ports import (
     ModelUnavailableError,
     StoreUnavailableError,
 )
-from application.run_aborted import RunAborted
+from application.run_aborted import BudgetExhausted, RunAborted
 from application.run_journal import RunJournal
 from application.storable import storable_response
 from domain.redaction import describe_error
 from domain.run_steps import text_sha256
-from domain.states import MAX_MODEL_OUTPUT_CHARS, BudgetKind, ModelStepOutcome, RunState
+from domain.states import MAX_MODEL_OUTPUT_CHARS, BudgetKind, ModelStepOutcome
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -127,15 +129,12 @@ class RunContext:
             self.store.time_out(journal.run.id)
             journal.catch_up()
         if journal.run.termination is not None:
-            raise RunAborted(journal.run.termination)
+            raise RunAborted.of(journal.run.termination)
 
     def check_release_window(self) -> None:
         """Like :meth:`check_active`, but a BUDGET_EXHAUSTED run may still release (SPEC §10)."""
-        try:
+        with suppress(BudgetExhausted):
             self.check_active()
-        except RunAborted as aborted:
-            if aborted.termination.state is not RunState.BUDGET_EXHAUSTED:
-                raise
 
     # -- model calls -----------------------------------------------------------------------------
 
@@ -229,7 +228,7 @@ class RunContext:
                     raise
             self._look()  # RunAborted when a commit of the queue meets a cancel
             if self.run.termination is not None:
-                raise RunAborted(self.run.termination)
+                raise RunAborted.of(self.run.termination)
 
     def _look(self) -> None:
         """While a port call is waited for: commit what waits (a slow local call), see the run.
@@ -276,6 +275,7 @@ __all__ = [
     "CANCEL_POLL",
     "MAX_BOUND_S",
     "MAX_FINISH_REASON",
+    "BudgetExhausted",
     "RunAborted",
     "RunContext",
     "model_name",

@@ -203,7 +203,7 @@ class RunJournal:
         if any(e.originator_id == self.run.id for e in events):
             self.mark_current()
         if any(type(e) is Run.RunTerminated for e in events) and self.run.termination is not None:
-            raise RunAborted(self.run.termination)  # these events exhausted the budget
+            raise RunAborted.of(self.run.termination)  # these events exhausted the budget
 
     def commit_end(self) -> int | None:
         """Append the queue with the run's ending (termination, ``RUN_FINISHED``) at once.
@@ -267,7 +267,7 @@ class RunJournal:
         if self.run.termination is not None:  # ended meanwhile: the commit lost the race with it
             with suppress(ConcurrentWriteError):  # (or it landed, and the end came after it)
                 self._keep([e for e in lost if keep(e)], ended=True)
-            raise RunAborted(self.run.termination)
+            raise RunAborted.of(self.run.termination)
         self.queue = requeued(lost, keep, self.run)
         self.mark_current()
 
