@@ -37,6 +37,7 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from application.budget_stop import stopped_by_budget
 from application.lost_commits import kept, lost_streams, requeued
 from application.ports import StoreUnavailableError, stays_local
 from application.run_aborted import RunAborted
@@ -275,10 +276,11 @@ class RunJournal:
         """The pending events of the run and ``others``, but none of an unrecorded stream.
 
         While the agent collects, a budget exhaustion among the run's events stops its
-        collection in the same transaction (:meth:`HarnessStore.collect`).
+        collection in the same transaction (:mod:`application.budget_stop`).
         """
-        known, collecting = self.collection, self.collecting
-        events = self.store.collect(self.run, *others, collecting=collecting, known=known)
+        find, held = self.store.find_collection, self.collection
+        stopped = stopped_by_budget(self.run, others, held, find) if self.collecting else []
+        events = self.store.collect(self.run, *others, *stopped)
         if self.unrecorded:
             events = [e for e in events if e.originator_id not in self.unrecorded]
         return events

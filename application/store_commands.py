@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from application.budget_stop import stopped_by_budget
 from application.conflicts import MAX_CONFLICT_RETRIES, retry_on_conflict
 from application.store_reads import StoreReads
 from domain.collection import Collection, collection_id
@@ -50,34 +51,20 @@ class StoreCommands(StoreReads):
     conflicts_resolved: int
     """How many times a terminal command lost a write race and was decided again."""
 
-    def save_all(
-        self, *aggregates: Run | ToolInvocation | Collection | Session, collecting: bool = True
-    ) -> int | None:
+    def save_all(self, *aggregates: Run | ToolInvocation | Collection | Session) -> int | None:
         """Append the pending events of all given aggregates in one transaction.
 
-        When a run among them was just exhausted by its budget while its agent was still
-        ``collecting``, its collection is stopped with BUDGET_LIMIT_REACHED in the same
-        transaction (a budget spent later, during Release, is not why the agent stopped).
         Returns the log position of the last event appended, or None when nothing was pending.
         Raises :class:`ConcurrentWriteError` if another writer appended to one of the streams.
         """
-        return self.save_events(self.collect(*aggregates, collecting=collecting))
+        return self.save_events(self.collect(*aggregates))
 
-    def collect(
-        self,
-        *aggregates: Run | ToolInvocation | Collection | Session,
-        collecting: bool = True,
-        known: Collection | None = None,
-    ) -> list[Any]:
+    def collect(self, *aggregates: Run | ToolInvocation | Collection | Session) -> list[Any]:
         """The pending events :meth:`save_all` would append, taken out of the aggregates.
 
-        A budget exhaustion among them stops the run's collection as in :meth:`save_all`, so a
-        caller that appends the events later (a run's boundaries, see ``application.run_context``)
-        keeps that rule. ``known`` is the run's collection if the caller holds it: one whose
-        start is still queued with the caller is not in the store to be found.
+        For a caller that appends them later, with others (a run's boundaries: see
+        :mod:`application.run_journal`).
         """
-        if collecting:
-            aggregates = aggregates + self._collections_stopped_by_budget(aggregates, known)
         return [event for aggregate in aggregates for event in aggregate.collect_events()]
 
     def start_run(
@@ -138,7 +125,7 @@ class StoreCommands(StoreReads):
     def start_collection(self, run_id: UUID) -> int:
         """Start the run's one collection with the configured thresholds."""
         self.get_run(run_id).check_active()
-        if self._find_collection(run_id) is not None:
+        if self.find_collection(run_id) is not None:
             raise IllegalTransitionError(
                 collection_id(run_id), f"run {run_id!r} already has its collection"
             )
@@ -172,17 +159,27 @@ class StoreCommands(StoreReads):
 
     def exhaust_budget(self, run_id: UUID, kind: BudgetKind) -> TerminalResult:
         """Terminate BUDGET_EXHAUSTED; the collection stops (never SATURATED) in the same save."""
-        return self._decide_terminal(run_id, lambda run: run.exhaust_budget(kind))
+
+        def stopped(run: Run) -> list[Collection]:  # :mod:`application.budget_stop`
+            return stopped_by_budget(run, (), None, self.find_collection)
+
+        return self._decide_terminal(run_id, lambda run: run.exhaust_budget(kind), stopped)
 
     def _decide_terminal(
-        self, run_id: UUID, command: Callable[[Run], Termination]
+        self,
+        run_id: UUID,
+        command: Callable[[Run], Termination],
+        stopped: Callable[[Run], list[Collection]] = lambda run: [],
     ) -> TerminalResult:
-        """Decide ``command`` on the latest run and save it, again after each lost race."""
+        """Decide ``command`` on the latest run and save it, again after each lost race.
+
+        ``stopped`` gives what joins the run in that save (a collection its budget's end stops).
+        """
 
         def attempt() -> TerminalResult:
             run = self.get_run(run_id)
             termination = command(run)
-            return TerminalResult(termination, self.save_all(run))
+            return TerminalResult(termination, self.save_all(run, *stopped(run)))
 
         def on_conflict(_: ConcurrentWriteError) -> None:
             self.conflicts_resolved += 1  # another process appended first: decide again
@@ -199,27 +196,3 @@ class StoreCommands(StoreReads):
         if claim is not None:
             claim.check_owner(owner)
         return [Session.claim(session_id, owner)] if owner and claim is None else []
-
-    def _collections_stopped_by_budget(
-        self,
-        aggregates: tuple[Run | ToolInvocation | Collection | Session, ...],
-        known: Collection | None = None,
-    ) -> tuple[Collection, ...]:
-        """Budget exhaustion stops the run's collection in the same transaction (SPEC §9)."""
-        exhausted = [
-            a
-            for a in aggregates
-            if type(a) is Run and any(type(e) is Run.BudgetExhausted for e in a.pending_events)
-        ]
-        extra: list[Collection] = []
-        for run in exhausted:
-            given = [a for a in aggregates if type(a) is Collection and a.run_id == run.id]
-            if given:
-                given[0].stop_for_budget()
-                continue
-            held = known if known is not None and known.run_id == run.id else None
-            collection = held if held is not None else self._find_collection(run.id)
-            if collection is not None:
-                collection.stop_for_budget()
-                extra.append(collection)
-        return tuple(extra)

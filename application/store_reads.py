@@ -108,7 +108,8 @@ class StoreReads(StoreLibrary):
                 ) from error
             raise
 
-    def _find_collection(self, run_id: UUID) -> Collection | None:
+    def find_collection(self, run_id: UUID) -> Collection | None:
+        """The run's collection, or None when it has none in the log (yet)."""
         try:
             return self.get_collection(run_id)
         except UnknownAggregateError:

@@ -132,9 +132,7 @@ def test_budget_exhaustion_stops_the_collection_in_the_same_save(store: HarnessS
     limits = Budget(model_calls=5, tool_calls=5, tokens=100, bytes=100)
     run_id, _ = store.start_run("s", "q", _deadline(), limits)
     store.start_collection(run_id)
-    run = store.get_run(run_id)
-    run.record_model_step(ModelStepPurpose.AGENT, 90, 20, 3)
-    position = store.save_all(run)
+    position = store.exhaust_budget(run_id, BudgetKind.TOKENS).position
     collection = store.get_collection(run_id)
     assert store.get_run(run_id).state is RunState.BUDGET_EXHAUSTED
     assert collection.stop_reason is not None and collection.stop_reason.value == (
