@@ -31,7 +31,10 @@ FUNCTION_LINES = 40
 MAX_ALLOWED = 5
 
 # Modules over MODULE_TARGET lines, each with why it stays one module (path relative to ROOT).
-LONG_MODULES: dict[str, str] = {}
+LONG_MODULES: dict[str, str] = {
+    "infrastructure/settings.py": "the one Settings model: every HARNESS_* variable with a full"
+    " description (the configuration reference is generated from it), read in one place",
+}
 
 
 def _sources() -> list[Path]:
