@@ -8,6 +8,10 @@ message over ``max_message_bytes``); calls are submitted to that loop and awaite
 timeout. A call that fails because the connection broke, hung or answered garbage marks the
 connection broken; the next call (or the next listing) starts it again and lists its tools anew.
 A stdio server's stderr goes to its log file (``infrastructure.mcp_stderr``), or nowhere.
+
+The SDK is imported when a server is first started, not with this module: it takes about a third
+of a second to import, and every process that assembles its tools imports this module, most of
+them with no MCP server configured.
 """
 
 from __future__ import annotations
