@@ -34,6 +34,10 @@ MAX_ALLOWED = 5
 LONG_MODULES: dict[str, str] = {
     "infrastructure/settings.py": "the one Settings model: every HARNESS_* variable with a full"
     " description (the configuration reference is generated from it), read in one place",
+    "application/ports.py": "every port the application depends on and the errors its adapters"
+    " raise, in the one module the house style names for them",
+    "infrastructure/mcp_client.py": "one class, a restartable MCP session owned by its own event"
+    " loop: starting, calling, listing and shutting down share its state and its lock",
 }
 
 
