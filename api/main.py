@@ -26,7 +26,9 @@ from application.dispatch import RunDispatcher
 from application.recovery import RecoveryLoop
 from bootstrap.composition import Overrides, Services, bootstrap
 from infrastructure.known_secrets import known_secrets
+from infrastructure.otlp import configured_endpoint
 from infrastructure.pg_listen import PgNotifyWake, read_channel
+from infrastructure.settings import ConfigurationError, Settings
 from infrastructure.tool_sources import tool_views
 from projections.feed_ahead import FeedAhead
 
@@ -34,7 +36,6 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Mapping
 
     from application.store import HarnessStore
-    from infrastructure.settings import Settings
     from projections.runner import Projector
 
 log = logging.getLogger(__name__)
@@ -115,9 +116,6 @@ def create_app_from_environment() -> FastAPI:
     Without API keys, a bind address that is not loopback (``--host`` or ``UVICORN_HOST``) is
     warned about at once: the app answers only this machine's requests (``LoopbackOnly``).
     """
-    from infrastructure.otlp import configured_endpoint
-    from infrastructure.settings import ConfigurationError, Settings
-
     try:
         settings = Settings.from_environment()
         configured_endpoint(os.environ)  # the live trace exporter's receiver, if one is named

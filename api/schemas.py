@@ -1,4 +1,8 @@
-"""Request and response bodies of the HTTP API (``XCreate`` in, ``XPublic`` / ``XsPublic`` out)."""
+"""Request and response bodies of runs, chats and sessions (``XCreate`` in, ``XPublic`` out).
+
+The operators' bodies (health, projections, the audit log, daily totals, workers, tools) are in
+:mod:`api.schemas_ops`.
+"""
 
 from __future__ import annotations
 
@@ -54,16 +58,21 @@ class BudgetCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model_calls: Annotated[int, Field(ge=1), JSON_NUMBER] | None = Field(
-        None, description="Model calls."
+        None,
+        description="Model calls the run may make (at most HARNESS_BUDGET_MODEL_CALLS).",
     )
     tool_calls: Annotated[int, Field(ge=0), JSON_NUMBER] | None = Field(
-        None, description="Tool calls."
+        None,
+        description="Tool calls the run may make (at most HARNESS_BUDGET_TOOL_CALLS).",
     )
     tokens: Annotated[int, Field(ge=1), JSON_NUMBER] | None = Field(
-        None, description="Tokens, in and out."
+        None,
+        description="Model tokens, prompt and answer together, the run may use (at most"
+        " HARNESS_BUDGET_TOKENS).",
     )
     bytes: Annotated[int, Field(ge=0), JSON_NUMBER] | None = Field(
-        None, description="Bytes of tool output."
+        None,
+        description="Bytes of tool output the run may take in (at most HARNESS_BUDGET_BYTES).",
     )
 
 
@@ -209,65 +218,6 @@ class SessionPublic(BaseModel):
     count: int
 
 
-class ProjectionPublic(BaseModel):
-    """Where one projection stands against the log."""
-
-    name: str
-    position: int
-    head: int
-    lag: int
-
-
-class ProjectionsPublic(BaseModel):
-    """Every projection's position, the log's head and the lag."""
-
-    head: int
-    data: list[ProjectionPublic]
-
-
-class RebuildPublic(BaseModel):
-    """A finished rebuild."""
-
-    names: list[str]
-    entries: int = Field(description="Log entries applied.")
-
-
-class AuditEventPublic(BaseModel):
-    """One domain event of the log, as stored (the same record as `harness audit export`)."""
-
-    position: int = Field(description="Its log position (global, ordered).")
-    stream: UUID = Field(description="The aggregate it belongs to (run, tool invocation, …).")
-    version: int = Field(description="Its version in the stream, from 1.")
-    type: str = Field(description="The trace type, e.g. RUN_STARTED.")
-    topic: str = Field(description="The event class's topic in the store.")
-    timestamp: str | None = Field(description="When it was recorded (ISO 8601).")
-    payload: dict[str, Any] = Field(description="Its state as stored (transcoded JSON).")
-    hash: str | None = Field(description="Its chain link over the stream (see the Audit section).")
-
-
-class AuditEventsPublic(BaseModel):
-    """A page of the log; ask for the next with ``after=next_after``."""
-
-    data: list[AuditEventPublic]
-    count: int = Field(description="Events in this page.")
-    next_after: int = Field(description="The position to continue after (this page's last).")
-    head: int = Field(description="The log's last position when the page was read.")
-
-
-class HealthPublic(BaseModel):
-    """Liveness: the process answers."""
-
-    status: str
-
-
-class ReadinessPublic(BaseModel):
-    """Readiness: the event store answers, with its backend and last log position."""
-
-    status: str
-    backend: str
-    head: int
-
-
 class ProblemPublic(BaseModel):
     """An error body: what went wrong and what to do."""
 
@@ -291,6 +241,7 @@ def document_limits(document: dict[str, Any], settings: Settings) -> dict[str, A
 
 
 def _maximum(field: dict[str, Any] | None, ceiling: float) -> None:
+    """Set ``ceiling`` as the ``maximum`` of a numeric field, or of its numeric choice."""
     for choice in (field or {}).get("anyOf", [field] if field else []):
         if choice.get("type") in ("number", "integer"):
             choice["maximum"] = ceiling

@@ -1,9 +1,14 @@
-"""Response bodies of the operators' routes: daily totals, workers' leases, audits, tools."""
+"""Response bodies of the operators' routes: what the service and its log look like.
+
+Health and readiness, the projections' positions and rebuilds, the audit log's pages and
+verification, daily totals, the workers' leases, the tools offered and the model check.
+"""
 
 from __future__ import annotations
 
 from datetime import date  # noqa: TC003
 from typing import TYPE_CHECKING, Any, Literal
+from uuid import UUID  # noqa: TC003 (pydantic reads it)
 
 from pydantic import BaseModel, Field
 
@@ -154,3 +159,62 @@ class ModelCheckPublic(BaseModel):
     passed: bool
     data: list[CapabilityPublic]
     count: int
+
+
+class ProjectionPublic(BaseModel):
+    """Where one projection stands against the log."""
+
+    name: str
+    position: int
+    head: int
+    lag: int
+
+
+class ProjectionsPublic(BaseModel):
+    """Every projection's position, the log's head and the lag."""
+
+    head: int
+    data: list[ProjectionPublic]
+
+
+class RebuildPublic(BaseModel):
+    """A finished rebuild."""
+
+    names: list[str]
+    entries: int = Field(description="Log entries applied.")
+
+
+class AuditEventPublic(BaseModel):
+    """One domain event of the log, as stored (the same record as `harness audit export`)."""
+
+    position: int = Field(description="Its log position (global, ordered).")
+    stream: UUID = Field(description="The aggregate it belongs to (run, tool invocation, …).")
+    version: int = Field(description="Its version in the stream, from 1.")
+    type: str = Field(description="The trace type, e.g. RUN_STARTED.")
+    topic: str = Field(description="The event class's topic in the store.")
+    timestamp: str | None = Field(description="When it was recorded (ISO 8601).")
+    payload: dict[str, Any] = Field(description="Its state as stored (transcoded JSON).")
+    hash: str | None = Field(description="Its chain link over the stream (see the Audit section).")
+
+
+class AuditEventsPublic(BaseModel):
+    """A page of the log; ask for the next with ``after=next_after``."""
+
+    data: list[AuditEventPublic]
+    count: int = Field(description="Events in this page.")
+    next_after: int = Field(description="The position to continue after (this page's last).")
+    head: int = Field(description="The log's last position when the page was read.")
+
+
+class HealthPublic(BaseModel):
+    """Liveness: the process answers."""
+
+    status: str
+
+
+class ReadinessPublic(BaseModel):
+    """Readiness: the event store answers, with its backend and last log position."""
+
+    status: str
+    backend: str
+    head: int

@@ -198,7 +198,9 @@ class ToolExecutionError(Exception):
     def __init__(self, code: str, message: str, redactions: int = 0) -> None:
         """Keep a stable code for the audit record, and the secrets already hidden in it."""
         super().__init__(message)
-        self.code, self.redactions = code, redactions  # secrets replaced by [redacted]
+        self.code = code
+        self.redactions = redactions
+        """How many secrets in ``message`` were already replaced by [redacted] (recorded)."""
 
 
 @dataclass(frozen=True)
@@ -211,7 +213,8 @@ class ToolOutput:
     notes: tuple[str, ...] = ()
     """The tool's own words about the result (limits, counts, what was left out): shown to the
     model apart from the records, recorded beside them, never quotable as evidence."""
-    redactions: int = 0  # secrets already replaced by [redacted] in lines and notes (recorded)
+    redactions: int = 0
+    """How many secrets in the lines and notes were already replaced by [redacted] (recorded)."""
 
 
 @runtime_checkable

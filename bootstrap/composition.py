@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from functools import cached_property, partial
 from typing import TYPE_CHECKING
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from application.chat import ChatService
 from application.port_calls import PortCalls
 from application.ports import StoreUnavailableError
@@ -28,12 +30,14 @@ from infrastructure.leases import Heartbeat, SqlLeases, start_heartbeat
 from infrastructure.model_provider import configured_provider
 from infrastructure.model_scripted import ScriptedProvider
 from infrastructure.ops_data import create_ops_tables, load_sample
+from infrastructure.otlp import configured_endpoint, otlp_exporter
 from infrastructure.pg_listen import PgNotifyWake, read_channel
 from infrastructure.read_tables import create_read_tables
 from infrastructure.run_ends import hear_run_ends
 from infrastructure.settings import ConfigurationError
 from infrastructure.tool_sources import assemble_tools
 from projections.live import LiveProjections
+from projections.otel_follower import follow_traces
 from projections.queries import last_turn_run, unfinished_runs
 from projections.runner import Projector, brief
 
@@ -177,9 +181,6 @@ class Services:
         ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_ENDPOINT`` turn it on;
         ``retry`` is its first and longest wait after a failure (None: its defaults).
         """
-        from infrastructure.otlp import configured_endpoint, otlp_exporter
-        from projections.otel_follower import follow_traces
-
         if configured_endpoint(os.environ) is None:
             return None
         poll = self.settings.projection_poll
@@ -261,8 +262,6 @@ def bootstrap(
 
 def init_read_side(services: Services) -> None:
     """Create the read tables and the lease table (workers only check that they exist)."""
-    from sqlalchemy.exc import SQLAlchemyError
-
     try:
         create_read_tables(services.engine)
         SqlLeases(services.engine).create()
@@ -275,8 +274,6 @@ def init_read_side(services: Services) -> None:
 
 def load_sample_data(services: Services) -> dict[str, int]:
     """Create and fill the sample operations tables and the runbook index (idempotent)."""
-    from sqlalchemy.exc import SQLAlchemyError
-
     engine = services.engine
     try:
         create_ops_tables(engine)

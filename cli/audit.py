@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from cli.common import err_console, fail, opened, out_console
+from cli.reads import lookup_run_id
 from cli.verify import VERIFY_HELP, verify
 
 if TYPE_CHECKING:
@@ -90,7 +91,6 @@ def export(
 
 def _run(services: Services, run_id: str, after: int) -> list[AuditRecord]:
     from application.audit.records import run_records
-    from cli.reads import lookup_run_id
 
     key = lookup_run_id(services, run_id)  # a whole id, or a unique prefix
     found = run_records(services.store, key)

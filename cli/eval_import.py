@@ -51,7 +51,8 @@ def import_holmes_command(
     outputs are LLM-judged statements there: only their literal facts found in the recordings
     become `must`; the statements are kept in the notes. Cases marked skip are left out.
     """
-    from infrastructure.holmes_import import HolmesImportError, import_holmes
+    from infrastructure.holmes_import import import_holmes
+    from infrastructure.holmes_recordings import HolmesImportError
 
     _check_dest(dest, force=force)
     try:

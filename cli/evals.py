@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
+from cli.app import one_line
 from cli.common import err_console, fail, load_settings
 
 if TYPE_CHECKING:
@@ -136,8 +137,6 @@ def evaluate(paths: list[Path], options: EvalOptions) -> int:
 
 
 def _suite(paths: list[Path], only: list[str], max_chars: int) -> Suite:
-    from dataclasses import replace
-
     from infrastructure.eval_cases import CaseFileError, load_suite
 
     try:
@@ -195,7 +194,6 @@ def _record(settings: Settings, report: EvalReport) -> None:
     """
     from application.eval_records import record_eval
     from bootstrap.composition import bootstrap
-    from cli.app import one_line
     from infrastructure.known_secrets import known_secrets
 
     where = settings.database.describe()

@@ -22,6 +22,7 @@ from cli.mcp import mcp_app
 from cli.model import model_app
 from cli.otel import otel_app
 from cli.projections import projections_app
+from cli.reads import bring_up_to_date
 from cli.runs import runs_app
 from cli.tools import tools_app
 
@@ -178,7 +179,6 @@ def _ask(settings: Settings, question: str, session: str | None) -> int:
 
 def _last_turn(services: Services, session: str) -> UUID | None:
     """The session's latest run, from the read tables brought up to the log head."""
-    from cli.reads import bring_up_to_date
     from projections.queries import last_turn_run
 
     bring_up_to_date(services)

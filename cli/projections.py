@@ -10,8 +10,10 @@ import threading
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.table import Table
 
 from cli.common import err_console, fail, opened, out_console
+from cli.reads import read_tables_missing
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -113,11 +115,9 @@ def _bar() -> AbstractContextManager[Progress]:
 @projections_app.command("status")
 def status() -> None:
     """Show each projection's position, the log head and the lag between them."""
-    from rich.table import Table
     from sqlalchemy.exc import SQLAlchemyError
 
     from application.ports import StoreError
-    from cli.reads import read_tables_missing
     from projections.runner import ProjectionStatus, brief
 
     with opened() as services:

@@ -14,10 +14,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.text import Text
 
 from cli.common import err_console, fail, out_console
 from cli.common import opened as opened_services
 from cli.reads import Freshness, bring_up_to_date, is_full_id, resolve_run_id
+from cli.terminal_text import spelled_out
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -168,10 +170,6 @@ def explain(run_id: RunIdArgument, as_json: JsonOption = False) -> None:
     if as_json:
         typer.echo(found.model_dump_json(indent=2))
         return
-    from rich.text import Text
-
-    from cli.terminal_text import spelled_out
-
     out = out_console()
     query = spelled_out(found.query)
     out.print(Text.assemble((query, "bold"), f" — {found.release_outcome or 'not finished'}"))

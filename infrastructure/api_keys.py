@@ -16,9 +16,20 @@ class ApiKey(BaseModel):
 
     model_config = {"frozen": True}
 
-    key: SecretStr = Field(description="The secret (at least 16 characters).")
-    name: str = Field(min_length=1, max_length=200, description="Who holds it (runs' owner).")
-    role: Literal["user", "auditor", "admin"]
+    key: SecretStr = Field(
+        description="The secret a client sends as its bearer token (at least 16 characters)."
+    )
+    name: str = Field(
+        min_length=1,
+        max_length=200,
+        description="Who holds the key: the owner recorded on the runs it starts (1 to 200"
+        " characters, unique, not the reserved 'local').",
+    )
+    role: Literal["user", "auditor", "admin"] = Field(
+        description="What the key may do: user (start runs, see and cancel only its own),"
+        " auditor (read every run and the audit, change nothing), admin (an auditor who may also"
+        " start and cancel runs and rebuild projections)."
+    )
 
 
 def check_api_keys(keys: list[ApiKey]) -> None:

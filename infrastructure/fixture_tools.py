@@ -18,7 +18,7 @@ from referencing.exceptions import Unresolvable
 
 from application.ports import ToolArgumentsError, ToolExecutionError, ToolOutput
 from application.tool_admission import VALID_NAME
-from infrastructure.mcp_tools import MAX_ERROR_CHARS, canonical_scope
+from infrastructure.mcp_results import MAX_ERROR_CHARS, canonical_scope
 from infrastructure.tool_schemas import SchemaRefused, compiled
 from infrastructure.tools import DEFAULT_MAX_RESULT_BYTES, OPS_READ_SCOPE
 

@@ -6,7 +6,7 @@ A HolmesGPT case (``tests/llm/fixtures/test_ask_holmes/<case>/``, Apache-2.0) is
 (``toolset_name``, ``tool_name``, ``match_params``), line 2 the structured result (``status``,
 ``error``, …) and the lines after it the output itself. Each folder becomes one case per prompt,
 its recordings a ``fixture`` (one result per file, matched by its ``match_params``; the most
-specific first, since the first match wins).
+specific first, since the first match wins; :mod:`infrastructure.holmes_recordings` reads them).
 
 HolmesGPT's expected outputs are statements an LLM judges. Only literal, checkable facts are
 kept as ``must``: quoted strings, identifiers, versions and numbers of a statement that also occur
@@ -27,6 +27,7 @@ from pydantic import ValidationError
 
 from infrastructure.eval_cases import Case, NoAliases
 from infrastructure.holmes_facts import literal_facts
+from infrastructure.holmes_recordings import HolmesImportError, read_recording, recorded_tools
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -47,11 +48,6 @@ REFUSED = {
     "conversation_history": "earlier turns of a conversation cannot be replayed as one question",
     "include_files": "attached files are not imported; inline them into user_prompt",
 }
-STATUSES = frozenset({"success", "error", "no_data", "approval_required"})
-
-
-class HolmesImportError(ValueError):
-    """A HolmesGPT folder the importer cannot read: ``path: field: what is wrong``."""
 
 
 @dataclass(frozen=True)
@@ -122,7 +118,7 @@ def convert_folder(folder: Path) -> tuple[list[dict[str, Any]], str | None]:
             "id": case_id(folder.name, index if len(prompts) > 1 else None),
             "question": prompt,
             "expect": {"outcome": "conclusion", "must": must},
-            "fixture": {"tools": fixture_tools(recorded)},
+            "fixture": {"tools": recorded_tools(recorded)},
             "tags": _tags(spec, checked=bool(must)),
             "notes": _notes(folder, spec, statements, must, unchecked),
         }
@@ -172,80 +168,6 @@ def _check_fields(path: Path, spec: dict[str, Any]) -> None:
     for field, kind, name in (("tags", list, "list"), ("skip", bool, "boolean")):
         if spec.get(field) is not None and not isinstance(spec[field], kind):
             raise HolmesImportError(f"{path}: {field}: not a {name}")
-
-
-def read_recording(path: Path) -> dict[str, Any] | None:
-    """One recorded tool output, or None for a ``.txt`` that is not one (line 1 is no JSON)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise HolmesImportError(f"{path}: cannot read it: {error.strerror or error}") from None
-    except UnicodeDecodeError:
-        raise HolmesImportError(f"{path}: not UTF-8 text") from None
-    lines = text.splitlines()
-    if not lines or not lines[0].lstrip().startswith("{"):
-        return None  # notes or logs beside the case: HolmesGPT skips them too
-    header = _json_line(path, lines, 1, "header")
-    tool, params = header.get("tool_name"), header.get("match_params")
-    if not isinstance(tool, str) or not tool.strip():
-        raise HolmesImportError(f"{path}: line 1: tool_name: missing or not a text")
-    if params is not None and not isinstance(params, dict):
-        raise HolmesImportError(f"{path}: line 1: match_params: not an object or null")
-    result = _json_line(path, lines, 2, "structured result")
-    status = result.get("status")
-    if status not in STATUSES:
-        raise HolmesImportError(
-            f"{path}: line 2: status: {status!r} is not one of {sorted(STATUSES)}"
-        )
-    body = lines[2:] or str(result.get("data") or "").splitlines()
-    recorded: dict[str, Any] = {"tool": tool.strip(), "file": path.name}
-    recorded["toolset"] = str(header.get("toolset_name") or "")
-    if params:
-        recorded["match"] = params
-    if status in ("error", "approval_required"):
-        recorded["error"] = str(result.get("error") or status).strip() or status
-    else:
-        recorded["lines"] = [line for line in body if line.strip()] if status == "success" else []
-    return recorded
-
-
-def _json_line(path: Path, lines: list[str], number: int, what: str) -> dict[str, Any]:
-    if len(lines) < number:
-        raise HolmesImportError(f"{path}: line {number}: missing (the {what} JSON)")
-    try:
-        value = json.loads(lines[number - 1])
-    except json.JSONDecodeError as error:
-        raise HolmesImportError(f"{path}: line {number}: bad {what} (not JSON: {error})") from None
-    if not isinstance(value, dict):
-        raise HolmesImportError(f"{path}: line {number}: bad {what} (not a JSON object)")
-    return value
-
-
-def fixture_tools(recorded: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One fixture tool per recorded tool name; its most specific recordings first."""
-    tools: dict[str, list[dict[str, Any]]] = {}
-    for item in recorded:
-        tools.setdefault(item["tool"], []).append(item)
-    return [_tool(name, items) for name, items in sorted(tools.items())]
-
-
-def _tool(name: str, items: list[dict[str, Any]]) -> dict[str, Any]:
-    items = sorted(items, key=lambda item: (-len(item.get("match", {})), item["file"]))
-    toolset = next((item["toolset"] for item in items if item["toolset"]), "")
-    keys = {key: value for item in items for key, value in item.get("match", {}).items()}
-    properties = {key: {"type": _json_type(value)} for key, value in sorted(keys.items())}
-    results = [{k: item[k] for k in ("match", "lines", "error") if k in item} for item in items]
-    return {
-        "name": name,
-        "description": f"{name} of HolmesGPT's {toolset or 'unnamed'} toolset (recorded outputs)",
-        "parameters": {"type": "object", "properties": properties},
-        "results": results,
-    }
-
-
-def _json_type(value: object) -> str:
-    kinds = {bool: "boolean", int: "integer", float: "number", list: "array", dict: "object"}
-    return "string" if value is None else kinds.get(type(value), "string")
 
 
 def case_id(name: str, variant: int | None) -> str:

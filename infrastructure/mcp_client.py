@@ -8,6 +8,10 @@ message over ``max_message_bytes``); calls are submitted to that loop and awaite
 timeout. A call that fails because the connection broke, hung or answered garbage marks the
 connection broken; the next call (or the next listing) starts it again and lists its tools anew.
 A stdio server's stderr goes to its log file (``infrastructure.mcp_stderr``), or nowhere.
+
+The SDK is imported when a server is first started, not with this module: it takes about a third
+of a second to import, and every process that assembles its tools imports this module, most of
+them with no MCP server configured.
 """
 
 from __future__ import annotations
@@ -41,9 +45,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CLOSE_WAIT_S = 5.0
-_MAX_PAGES = 20
 __all__ = ["McpConnection", "McpServerError"]
+
+CLOSE_WAIT_S = 5.0
+"""Seconds a closing session is given to end (and a stdio server's process to exit)."""
+_MAX_PAGES = 20
+"""Pages of a tool listing read at most: a server that pages on and on is not listed forever."""
 
 START_FLOOR_S = 15.0
 """The least a server's start (process, handshake, tool listing) is given, whatever its call
@@ -142,9 +149,11 @@ class McpConnection:
             ) from None
 
     def _broken(self) -> bool:
+        """Whether the session ended or was told to stop, so the next call starts it again."""
         return self._ended is None or self._ended.done() or bool(self._stop and self._stop.is_set())
 
     def _boot(self) -> None:
+        """Start the loop thread and the session, then list the tools, within the start bound."""
         self._open_stderr_log()
         loop = asyncio.new_event_loop()
         thread = threading.Thread(
@@ -236,6 +245,7 @@ class McpConnection:
         return streamable_http_client(config.url, http_client=http, max_sse_event_size=limit)
 
     async def _list(self) -> dict[str, Tool]:
+        """The server's tools by name, from every page of its listing (at most _MAX_PAGES)."""
         client = self._client
         assert client is not None
         tools: dict[str, Tool] = {}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 
+from pydantic import ValidationError
+
 from infrastructure.mcp_lines import NOT_READ, TOO_LARGE
 
 
@@ -37,8 +39,7 @@ class McpServerError(Exception):
 
 def failure(name: str, error: Exception) -> McpServerError:
     """What a failed request means: a closed or garbled connection, or the server's own error."""
-    from mcp.shared.exceptions import MCPError
-    from pydantic import ValidationError
+    from mcp.shared.exceptions import MCPError  # the SDK loads only once a server runs
 
     if isinstance(error, MCPError) and (error.code == TOO_LARGE or NOT_READ in error.message):
         words = error.message[max(error.message.find("the server's answer"), 0) :]

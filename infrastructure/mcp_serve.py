@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp_types as types
+import uvicorn
 from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
 
 from application.ports import ToolArgumentsError, ToolExecutionError
 
@@ -70,16 +72,12 @@ def _error(message: str) -> types.CallToolResult:
 
 async def serve_stdio(server: Server[Any]) -> None:
     """Serve one client over this process's stdin and stdout until it closes them."""
-    from mcp.server.stdio import stdio_server
-
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())
 
 
 def serve_http(server: Server[Any], sock: socket.socket) -> None:
     """Serve Streamable HTTP at ``/mcp`` on the bound ``sock`` until interrupted."""
-    import uvicorn
-
     host, port = sock.getsockname()[:2]
     app = server.streamable_http_app(host=host)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning")

@@ -12,8 +12,6 @@ that no longer passes is never called. Its schemas are checked and compiled once
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import TYPE_CHECKING, Any
 
 from jsonschema import exceptions as schema_errors
@@ -22,24 +20,22 @@ from referencing.exceptions import Unresolvable
 from application.ports import JSON, ToolArgumentsError, ToolExecutionError, ToolOutput
 from application.tool_admission import READ_ONLY, Admission, AdmittedBy, Refusal
 from application.tool_secrets import NO_SECRETS
-from domain.tokens import inside_a_token
 from domain.tool_states import ToolErrorCode
 from infrastructure.mcp_client import McpServerError
+from infrastructure.mcp_results import MAX_ERROR_CHARS, canonical_scope, error_texts, project
 from infrastructure.mcp_secrets import redacted_result
 from infrastructure.tool_schemas import SchemaRefused, compiled
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
-    from mcp_types import CallToolResult, ContentBlock
     from mcp_types import Tool as McpToolSpec
 
     from domain.redactor import Redactor
     from infrastructure.mcp_client import McpConnection
     from infrastructure.tool_config import ToolOptions
 
-MAX_SCOPE_CHARS = 1000
-MAX_ERROR_CHARS = 500
 DEFAULT_MAX_RESULT_BYTES = 8000
+"""Bytes of a result the harness keeps when the configuration does not say."""
 
 
 def says_read_only(spec: McpToolSpec | None) -> bool:
@@ -51,17 +47,19 @@ def annotation_admission(
     spec: McpToolSpec | None, allow_not_read_only: bool = False, setting: str = ""
 ) -> Admission:
     """The read-only rule over a listed tool's annotations; ``setting`` is where to allow it."""
-    notes = None if spec is None else spec.annotations
-    ro = None if notes is None else notes.read_only_hint
-    destructive = notes is not None and notes.destructive_hint is True
     if spec is None:
-        found = Admission(refusal=Refusal.NOT_LISTED, why="the server no longer lists it")
-        return found  # nothing to admit: allow_not_read_only does not bring it back
-    if ro is True and not destructive:
+        # Nothing to admit: allow_not_read_only does not bring back a tool the server dropped.
+        return Admission(refusal=Refusal.NOT_LISTED, why="the server no longer lists it")
+    notes = spec.annotations
+    read_only = None if notes is None else notes.read_only_hint
+    destructive = notes is not None and notes.destructive_hint is True
+    if read_only is True and not destructive:
         return READ_ONLY
-    if ro is False:
-        refusal, why = Refusal.READ_ONLY_HINT_FALSE, "the server says readOnlyHint: false"
-        why += ", destructiveHint: true" if destructive else ""
+    if read_only is False:
+        refusal = Refusal.READ_ONLY_HINT_FALSE
+        why = "the server says readOnlyHint: false"
+        if destructive:
+            why += ", destructiveHint: true"
     elif destructive:
         refusal, why = Refusal.DESTRUCTIVE, "the server says destructiveHint: true"
     else:
@@ -103,10 +101,12 @@ class McpTool:
         self.max_result_bytes = max_result_bytes
         self.allow_not_read_only = options.allow_not_read_only
         self.origin = f"mcp:{connection.name}"
-        self._schemas = (spec.input_schema, spec.output_schema)  # a change refuses it
+        # The schemas it was admitted with: a server that lists others later refuses the tool.
+        self._schemas = (spec.input_schema, spec.output_schema)
         self._validator: Validator | None = None
         self._refused: Admission | None = None
-        try:  # nothing is fetched, ever; a secret it was handed refuses it too
+        # Compiling fetches nothing, ever; a schema holding a secret it was handed refuses it.
+        try:
             self._validator = compiled(spec.input_schema, secrets=redactor)
             if spec.output_schema is not None:
                 compiled(spec.output_schema, "outputSchema", redactor)
@@ -173,14 +173,16 @@ class McpTool:
                 raise ToolExecutionError(
                     "NOT_READ_ONLY", f"not called: {admission.rejection(self.name)}"
                 )
-            connection = self.connection
-            result = connection.call(self.remote_name, dict(arguments), connection.timeout)
-        except McpServerError as error:  # its text may quote the server: redacted, then cut
+            result = self.connection.call(
+                self.remote_name, dict(arguments), self.connection.timeout
+            )
+        except McpServerError as error:
+            # Its text may quote the server: the secrets are hidden first, then it is cut.
             said = self.redactor.redact(str(error))
             raise ToolExecutionError(error.code, said.text[:MAX_ERROR_CHARS], said.count) from None
         result, hidden = redacted_result(self.redactor, result)
         if result.is_error:
-            text = " ".join(_text_of(result.content)).strip() or "no message"
+            text = " ".join(error_texts(result.content)).strip() or "no message"
             raise ToolExecutionError(
                 ToolErrorCode.EXECUTION.value,
                 f"{self.name} failed: {text}"[:MAX_ERROR_CHARS],
@@ -190,111 +192,5 @@ class McpTool:
         return ToolOutput(lines, "", notes, hidden)
 
     def _listed(self) -> McpToolSpec | None:
+        """The tool as the server last listed it; None once the server no longer lists it."""
         return self.connection.tools.get(self.remote_name)
-
-
-def canonical_scope(arguments: JSON) -> str:
-    """Sorted compact JSON; beyond MAX_SCOPE_CHARS, a prefix and a digest of the whole."""
-    text = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    if len(text) <= MAX_SCOPE_CHARS:
-        return text
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    return f"{text[: MAX_SCOPE_CHARS - 40]}… sha256:{digest}"
-
-
-class _Lines:
-    """Lines kept up to a byte limit; once one does not fit, the rest is only counted.
-
-    What the harness says about the result (a record cut short, bytes not shown, content not
-    inlined) goes to ``notes``, never into the records: a citation can quote only records.
-    """
-
-    def __init__(self, limit: int) -> None:
-        self.limit = max(limit, 64)
-        self.kept: list[str] = []
-        self.notes: list[str] = []
-        self.used = 0
-        self.skipped = 0
-        """Bytes of content not shown (counted once the limit is reached)."""
-
-    def add(self, line: str) -> None:
-        size = len(line.encode("utf-8", "surrogatepass")) + 1
-        if self.skipped or self.used + size > self.limit:
-            if not self.used:  # one huge first line: keep its start, say so
-                start = _start_of(line, self.limit - 48)
-                self.kept += [start] if start else []
-                shown = len(start.encode("utf-8", "surrogatepass"))
-                self.notes.append(f"[the first record was cut to {shown} of {size - 1} bytes]")
-                self.used = self.limit
-            else:
-                self.skipped += size
-            return
-        self.kept.append(line)
-        self.used += size
-
-    def result(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        note = f"[{self.skipped} more bytes of the result not shown]"
-        notes = (*self.notes, note) if self.skipped else tuple(self.notes)
-        return tuple(self.kept), notes
-
-
-def _start_of(line: str, limit: int) -> str:
-    """The whole tokens ``line`` starts with in ``limit`` bytes: a cut token proves nothing."""
-    end = used = 0
-    for char in line:
-        used += len(char.encode("utf-8", "surrogatepass"))
-        if used > limit:
-            break
-        end += 1
-    while end > 0 and inside_a_token(line, end):
-        end -= 1
-    return line[:end].rstrip()
-
-
-def project(result: CallToolResult, limit: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Evidence lines of a result and notes about it: text lines, or structured content as JSON.
-
-    Structured content is shown only when there is no text: a server that sends both sends the
-    same data twice (the MCP specification asks it to serialise the structure as text too).
-    Images, audio and resources are never inlined: a note describes each.
-    """
-    lines = _Lines(limit)
-    texts = 0
-    for block in result.content:
-        if block.type != "text":
-            lines.notes.append(describe(block))
-            continue
-        texts += 1
-        if lines.skipped:  # full already: count the block, do not split it
-            lines.skipped += len(block.text.encode("utf-8", "surrogatepass")) + 1
-            continue
-        for line in block.text.splitlines():
-            lines.add(line)
-    if result.structured_content is not None and not texts:
-        structured = json.dumps(
-            result.structured_content, sort_keys=True, separators=(",", ":"), ensure_ascii=False
-        )
-        lines.add(structured)
-    return lines.result()
-
-
-def describe(block: ContentBlock) -> str:
-    """A one-line description of content that is never inlined (images, audio, resources)."""
-    kind: str = block.type
-    data: Any = getattr(block, "data", None)
-    if kind in ("image", "audio") and isinstance(data, str):
-        mime = getattr(block, "mime_type", "?")
-        return f"[{kind} {mime}, about {len(data.rstrip('=')) * 3 // 4} bytes, not shown]"
-    if kind == "resource":
-        inner = block.resource  # type: ignore[union-attr]
-        body = str(getattr(inner, "text", None) or getattr(inner, "blob", ""))
-        mime = inner.mime_type or "unknown type"
-        return f"[resource {str(inner.uri)[:200]} ({mime}), {len(body)} characters, not shown]"
-    if kind == "resource_link":
-        uri = str(getattr(block, "uri", ""))[:200]
-        return f"[resource link {uri} ({getattr(block, 'mime_type', None) or 'unknown type'})]"
-    return f"[{kind[:40]} content, not shown]"
-
-
-def _text_of(content: list[ContentBlock]) -> list[str]:
-    return [block.text[:MAX_ERROR_CHARS] for block in content if block.type == "text"]

@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING
 import openai
 
 from application.ports import Message, ModelError, ModelRequest, ToolSpec
+from application.prompts import SCHEMAS
 from domain.states import ModelStepPurpose
+from infrastructure.model_openai import OpenAICompatibleProvider
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-    from infrastructure.model_openai import OpenAICompatibleProvider
     from infrastructure.settings import Settings
 
 PROBE_TOOL = ToolSpec(
@@ -52,9 +53,6 @@ def check_configured(settings: Settings) -> list[Capability] | None:
     Raises:
         ValueError: the provider's configuration is wrong (the message says what to set).
     """
-    from application.prompts import SCHEMAS
-    from infrastructure.model_openai import OpenAICompatibleProvider
-
     if settings.model != "openai":
         return None
     with OpenAICompatibleProvider.from_settings(settings) as provider:

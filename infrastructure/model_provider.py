@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from infrastructure.model_config import SCRIPTED, check_model
+from infrastructure.model_offline import OfflineProvider
 from infrastructure.model_scripted import ScriptedProvider, load_scenario
 
 if TYPE_CHECKING:
@@ -29,10 +30,9 @@ def configured_provider(settings: Settings) -> tuple[ModelProvider, Callable[[],
         scripted = ScriptedProvider(load_scenario(name.removeprefix(SCRIPTED)))
         return scripted, scripted.release
     if name == "openai":
+        # openai takes about a third of a second to import; only this provider needs it
         from infrastructure.model_openai import OpenAICompatibleProvider
 
         provider = OpenAICompatibleProvider.from_settings(settings)
         return provider, provider.close
-    from infrastructure.model_offline import OfflineProvider
-
     return OfflineProvider(), None

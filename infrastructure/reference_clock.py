@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from infrastructure.ops_data import sample_now
+
 SAMPLE, SYSTEM, AUTO = "sample", "system", "auto"
 
 
@@ -39,8 +41,6 @@ def reference_time(value: str, sample_tools: bool = True) -> datetime | None:
     if value == SYSTEM:
         return None
     if value == SAMPLE:
-        from infrastructure.ops_data import sample_now  # the sample is read only when used
-
         return sample_now()
     return _fixed(value)
 

@@ -36,49 +36,87 @@ class Settings(BaseSettings):
 
     database_url: str = Field(
         default=DEFAULT_DATABASE_URL,
-        description="Event store: sqlite:///PATH (default) or postgresql://USER@HOST:PORT/DB.",
+        description="Where the event store and the read tables live: sqlite:///PATH for an SQLite"
+        " file (the default, ./harness.db in the working directory) or"
+        " postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME for a PostgreSQL database.",
     )
     database_schema: str = Field(
         "public",
-        description="PostgreSQL schema holding the tables (lowercase letters, digits, _ and $).",
+        description="PostgreSQL schema that holds every table of the harness: the event log, the"
+        " read tables and the worker leases. A lowercase name that needs no quoting (letters,"
+        " digits, _ and $); the default is PostgreSQL's own public schema. Unused on SQLite.",
     )
     db_lock_timeout: int = Field(
-        default=5, ge=1, description="Seconds a write waits for a lock before failing."
+        default=5,
+        ge=1,
+        description="Seconds a database write waits for a lock held by another writer before it"
+        " fails (SQLite's busy timeout, PostgreSQL's lock_timeout).",
     )
     db_connect_timeout: int = Field(
         default=5,
         ge=1,
-        description="PostgreSQL connect timeout (s), and the longest a request waits for a pooled"
-        " connection: while the database is away, requests fail with 503 after about this long.",
+        description="Seconds to wait for a new PostgreSQL connection, and the longest a request"
+        " waits for a pooled one: while the database is away, requests fail with 503 after about"
+        " this long.",
     )
-    db_pool_size: int = Field(default=5, ge=1, description="PostgreSQL connections kept open.")
-    db_max_overflow: int = Field(default=10, ge=0, description="Extra connections under load.")
+    db_pool_size: int = Field(
+        default=5,
+        ge=1,
+        description="PostgreSQL connections each of a process's two pools (the event store's and"
+        " the read side's) keeps open between uses.",
+    )
+    db_max_overflow: int = Field(
+        default=10,
+        ge=0,
+        description="Connections each PostgreSQL pool may open beyond HARNESS_DB_POOL_SIZE under"
+        " load; they are closed once returned (0: never more than the pool size).",
+    )
     db_pre_ping: bool = Field(
         default=False,
-        description="Check each pooled PostgreSQL connection before use (costs a round trip).",
+        description="Check each pooled PostgreSQL connection with a round trip before use, so a"
+        " connection the server dropped is replaced before a query fails on it. Off by default:"
+        " a dropped connection already discards the whole pool on its first error.",
     )
     no_gain_threshold: int = Field(
-        default=3, ge=1, description="Consecutive NO_GAIN results that saturate a collection."
+        default=3,
+        ge=1,
+        description="Consecutive tool results that bring no new information (NO_GAIN) after"
+        " which a run's evidence collection is saturated and the agent is told to stop and"
+        " draft its answer (design §9).",
     )
     violation_threshold: int = Field(
-        default=2, ge=1, description="Consecutive progress-protocol violations that saturate it."
+        default=2,
+        ge=1,
+        description="Consecutive missing or malformed progress reports from the agent after"
+        " which a run's evidence collection is saturated and the agent is told to stop and"
+        " draft its answer (design §9).",
     )
     model: Annotated[str, AfterValidator(check_model)] = Field(
         default="offline",
-        description="Model provider: offline (default, no network), scripted:PATH (a scenario"
-        " file, read and checked with the settings), or openai.",
+        description="Model provider: offline (the default: a built-in model that needs no"
+        " network), scripted:PATH (plays a scenario file, read and checked with the settings),"
+        " or openai (an OpenAI-compatible server at HARNESS_OPENAI_BASE_URL).",
     )
     openai_base_url: Annotated[str, AfterValidator(check_base_url)] = Field(
         default="https://api.openai.com/v1",
-        description="Base URL of an OpenAI-compatible server (vLLM, Ollama, OpenAI, DeepSeek, …);"
-        " no user:password@ in it (the key goes in HARNESS_OPENAI_API_KEY).",
+        description="Base URL of the OpenAI-compatible server used when HARNESS_MODEL=openai"
+        " (vLLM, Ollama, OpenAI, DeepSeek, …; the default is OpenAI's). No user:password@ in"
+        " it: the key goes in HARNESS_OPENAI_API_KEY.",
     )
     openai_api_key: SecretStr = Field(
-        default=SecretStr(""), description="API key for the OpenAI-compatible server."
+        default=SecretStr(""),
+        description="API key sent to the OpenAI-compatible server; empty (the default) sends no"
+        " Authorization header, for a local server that needs none.",
     )
-    openai_model: str = Field(default="gpt-4o-mini", description="Model name to request.")
+    openai_model: str = Field(
+        default="gpt-4o-mini",
+        description="Model name requested from the OpenAI-compatible server.",
+    )
     model_timeout: float = Field(
-        DEFAULT_MODEL_TIMEOUT_S, gt=0, description="Seconds per model call."
+        DEFAULT_MODEL_TIMEOUT_S,
+        gt=0,
+        description="Seconds one model call may take, its retries included; a call still"
+        " unanswered then fails. The run's remaining deadline bounds it further.",
     )
     model_max_retries: int = Field(
         default=2,
@@ -87,23 +125,50 @@ class Settings(BaseSettings):
         description="Retries of a model call after a 429, a 5xx, a reset or a timeout, with"
         " backoff and the server's Retry-After, all within the call's timeout (0: none).",
     )
-    run_deadline: float = Field(DEFAULT_DEADLINE_S, gt=0, description="Seconds a run may take.")
+    run_deadline: float = Field(
+        DEFAULT_DEADLINE_S,
+        gt=0,
+        description="Seconds a run may take from its start; a run still going then ends"
+        " TIMED_OUT. It is also the longest deadline a request may ask for.",
+    )
     run_commit_interval: float = Field(
         DEFAULT_COMMIT_INTERVAL_S,
         ge=0,
         le=60,
         allow_inf_nan=False,
-        description="Seconds a run's events may wait"
-        " uncommitted while its calls stay local (0: commit before every model and tool call).",
+        description="Seconds a run's recorded events may wait uncommitted while its calls stay"
+        " inside the service; they are always committed before a call that leaves it and at the"
+        " run's end (0: commit before every model and tool call).",
     )
-    budget_model_calls: int = Field(LIMITS.model_calls, ge=1, description="Model calls per run.")
-    budget_tool_calls: int = Field(LIMITS.tool_calls, ge=0, description="Tool calls per run.")
-    budget_tokens: int = Field(LIMITS.tokens, ge=1, description="Tokens (in + out) per run.")
-    budget_bytes: int = Field(LIMITS.bytes, ge=0, description="Tool-output bytes per run.")
+    budget_model_calls: int = Field(
+        LIMITS.model_calls,
+        ge=1,
+        description="Model calls a run may make; going past it ends the run BUDGET_EXHAUSTED."
+        " Also the most a request may ask for.",
+    )
+    budget_tool_calls: int = Field(
+        LIMITS.tool_calls,
+        ge=0,
+        description="Tool calls a run may make; going past it ends the run BUDGET_EXHAUSTED (0:"
+        " no tool calls). Also the most a request may ask for.",
+    )
+    budget_tokens: int = Field(
+        LIMITS.tokens,
+        ge=1,
+        description="Model tokens (prompt and answer together) a run may use; going past it ends"
+        " the run BUDGET_EXHAUSTED. Also the most a request may ask for.",
+    )
+    budget_bytes: int = Field(
+        LIMITS.bytes,
+        ge=0,
+        description="Bytes of tool output a run may take in; going past it ends the run"
+        " BUDGET_EXHAUSTED. Also the most a request may ask for.",
+    )
     projections_in_process: bool = Field(
         default=True,
-        description="Run the projections inside the service; false when `harness projections run`"
-        " follows the log in its own process (several workers).",
+        description="Run the projections inside the service (the default, for one worker); set"
+        " false when `harness projections run` follows the log in its own process, as it must"
+        " with several workers.",
     )
     projection_batch: int | None = Field(
         default=None,
@@ -113,20 +178,41 @@ class Settings(BaseSettings):
         " batch holds the only write lock, 4000 on PostgreSQL, where it saves round trips).",
     )
     projection_poll: float = Field(
-        default=1.0, gt=0, le=60, description="Seconds between polls when no wake-up arrives."
+        default=1.0,
+        gt=0,
+        le=60,
+        description="Seconds between a projection follower's looks at the log when nothing woke"
+        " it (this process's own appends and, on PostgreSQL, a NOTIFY wake it at once; the poll"
+        " catches writes of other processes).",
     )
-    host: str = Field(default="127.0.0.1", description="Address `harness serve` binds to.")
-    port: int = Field(default=8000, ge=1, le=65535, description="Port `harness serve` binds to.")
+    host: str = Field(
+        default="127.0.0.1",
+        description="Address `harness serve` listens on; the default takes connections from this"
+        " machine only.",
+    )
+    port: int = Field(
+        default=8000, ge=1, le=65535, description="TCP port `harness serve` listens on."
+    )
     api_keys: list[ApiKey] = Field(
         default_factory=list,
         description='API keys as JSON: [{"key": "…", "name": "ann", "role": "user"}, …]; roles'
-        " user, auditor, admin. None: one local user, loopback only.",
+        " user, auditor, admin. Empty (the default): no keys, one local user, and the service"
+        " answers loopback clients only.",
     )
     max_concurrent_runs: int = Field(
-        default=8, ge=1, le=1000, description="Runs one worker executes at once (429 beyond)."
+        default=8,
+        ge=1,
+        le=1000,
+        description="Runs one worker executes at once; beyond it a new run is refused with 429"
+        " and Retry-After.",
     )
     max_runs_per_key: int | None = Field(
-        default=None, ge=1, le=1000, description="Runs one key may execute at once on a worker."
+        default=None,
+        ge=1,
+        le=1000,
+        description="Runs one API key may execute at once on a worker (429 beyond). Unset: half"
+        " of HARNESS_MAX_CONCURRENT_RUNS, rounded up, once two keys may start runs; no share of"
+        " its own otherwise.",
     )
     max_stuck_calls: int = Field(
         default=16,
@@ -150,7 +236,11 @@ class Settings(BaseSettings):
         " it); the runs of a worker silent longer are ended WORKER_LOST by the recovery sweep.",
     )
     recovery_interval: float = Field(
-        default=10.0, gt=0, le=3600, description="Seconds between a worker's recovery sweeps."
+        default=10.0,
+        gt=0,
+        le=3600,
+        description="Seconds between a service worker's recovery sweeps, which end the runs of"
+        " workers whose lease expired (one sweep also runs at start-up).",
     )
     reference_time: Annotated[str, AfterValidator(check_reference_time)] = Field(
         default="auto",
@@ -159,19 +249,30 @@ class Settings(BaseSettings):
         " while the built-in tools serve the sample data, system once HARNESS_TOOLS_CONFIG is set.",
     )
     excerpt_min_words: int = Field(
-        default=3, ge=1, le=50, description="Words a citation's excerpt needs (design §10.1)."
+        default=3,
+        ge=1,
+        le=50,
+        description="Words a citation's excerpt needs before it can prove anything; a shorter"
+        " excerpt fails the draft's grounding (design §10.1).",
     )
     excerpt_min_chars: int = Field(
         default=12,
         ge=1,
         le=500,
-        description="Non-space characters a citation's excerpt needs (design §10.1).",
+        description="Non-space characters a citation's excerpt needs before it can prove"
+        " anything; a shorter excerpt fails the draft's grounding (design §10.1).",
     )
     max_query_chars: int = Field(
-        default=4000, ge=1, description="Longest query a run accepts (characters)."
+        default=4000,
+        ge=1,
+        description="Longest question a run accepts, in characters; a longer one is refused"
+        " before a run starts.",
     )
     max_body_bytes: int = Field(
-        default=65_536, ge=1024, description="Largest request body the API reads (bytes)."
+        default=65_536,
+        ge=1024,
+        description="Largest request body the API reads, in bytes; a larger one is refused with"
+        " 413.",
     )
     max_header_bytes: int = Field(
         default=32_768,
@@ -181,36 +282,62 @@ class Settings(BaseSettings):
         " as it arrives (bytes; 431 beyond).",
     )
     max_headers: int = Field(
-        default=100, ge=8, le=10_000, description="Header fields a request may have (431 beyond)."
+        default=100,
+        ge=8,
+        le=10_000,
+        description="Header fields one request may have (431 beyond).",
     )
-    max_streams: int = Field(default=1000, ge=1, description="Streams one worker sends at once.")
+    max_streams: int = Field(
+        default=1000,
+        ge=1,
+        description="Event streams (SSE) one worker sends at once; beyond it a new stream is"
+        " refused with 429 and Retry-After.",
+    )
     max_streams_per_key: int | None = Field(
         default=None,
         ge=1,
-        description="Event streams one key may have open at once on a worker (429 beyond).",
+        description="Event streams one API key may have open at once on a worker (429 beyond)."
+        " Unset: half of HARNESS_MAX_STREAMS, rounded up, once there are two keys; no share of"
+        " its own otherwise.",
     )
     request_read_timeout: float = Field(
-        default=15.0, gt=0, le=3600, description="Seconds a client has to send a whole request."
+        default=15.0,
+        gt=0,
+        le=3600,
+        description="Seconds a client has to send a whole request, head and body; a request not"
+        " in by then is answered 408 (or its connection closed) so it cannot hold a connection.",
     )
     sse_keepalive: float = Field(
-        default=15.0, gt=0, le=300, description="Seconds between SSE keep-alive comments."
+        default=15.0,
+        gt=0,
+        le=300,
+        description="Seconds an event stream may stay silent before the service sends a"
+        " keep-alive comment, so proxies do not close it.",
     )
     feed_poll: float = Field(
-        default=1.0, gt=0, le=60, description="Seconds between feed looks without a wake-up."
+        default=1.0,
+        gt=0,
+        le=60,
+        description="Seconds between a worker's looks for new event-stream entries when no"
+        " wake-up arrives.",
     )
     audit_key: SecretStr = Field(
         default=SecretStr(""),
-        description="Secret that makes each event's chain link an HMAC (see Audit); empty: a plain"
-        " SHA-256 chain. Verifying needs the same key.",
+        description="Secret that makes each event's chain link an HMAC (see Audit); empty (the"
+        " default): a plain SHA-256 chain. Verifying needs the same key.",
     )
     tools_config: Annotated[Path | None, AfterValidator(check_tools_config)] = Field(
-        None, description="TOML/YAML file of tools: built-ins, plugins, MCP servers (see README)."
+        None,
+        description="TOML or YAML file naming the tools runs may call: built-ins, plugins and MCP"
+        " servers (see the Tools guide). Unset: the built-in tools over the sample data.",
     )
     read_wait: float = Field(
         default=5.0,
         ge=0,
         le=60,
-        description="Seconds a query waits for the read tables to reach a run it knows of.",
+        description="Seconds a query waits for the read tables to catch up with a run the log"
+        " already holds before it answers with what they show, or 202 (retry) when the run's row"
+        " is not there yet (0: do not wait).",
     )
 
     @field_validator("database_url")

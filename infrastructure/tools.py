@@ -141,12 +141,14 @@ class OpsTool(ABC):
         """What the scope asks for, in words, e.g. ``ERROR logs containing 'timeout'``."""
 
     def _describe(self, scope: OpsScope, shown: int, total: int) -> str:
+        """The scope in words with how many records matched and how many are shown."""
         what = f"{self.records(scope)} {scope.window()}"
         if total == 0:
             return f"no {what}"
         return f"{what}: {total} found" if shown == total else f"{what}: first {shown} of {total}"
 
     def _backend_message(self, error: SQLAlchemyError) -> str:
+        """The database's failure in one line, and what to check."""
         cause = getattr(error, "orig", None) or error
         detail = (str(cause).strip().splitlines() or [""])[0][:200]
         return (

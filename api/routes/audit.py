@@ -11,8 +11,7 @@ from api.audit_verify import VERIFYING, verify_database
 from api.auth import Auditor
 from api.deps import WorkerDep
 from api.errors import error_responses
-from api.schemas import AuditEventPublic, AuditEventsPublic
-from api.schemas_ops import VerifyPublic
+from api.schemas_ops import AuditEventPublic, AuditEventsPublic, VerifyPublic
 from application.audit.records import store_records
 
 router = APIRouter(prefix="/v1/audit", tags=["audit"])

@@ -11,14 +11,15 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from api.auth import Admin, Auditor, Caller
 from api.deps import WorkerDep
 from api.errors import RETRY_AFTER, error_responses, first_line
-from api.schemas import (
+from api.schemas_ops import (
     HealthPublic,
+    LeasePublic,
     ProjectionPublic,
     ProjectionsPublic,
     ReadinessPublic,
     RebuildPublic,
+    WorkersPublic,
 )
-from api.schemas_ops import LeasePublic, WorkersPublic
 from application.ports import StoreError
 from infrastructure.leases import SqlLeases
 

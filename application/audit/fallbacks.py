@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from application.drafts import MissingOut
 from application.published import FALLBACK_MESSAGES, missing_question, not_checked_note
 from domain.collection import Collection
 from domain.grounding import restates
@@ -114,8 +115,6 @@ def _missing_problems(log: RunLog, content: FallbackContent | LegacyFallback) ->
     In a fallback of observations (the current shape), a service it names was named by the
     question or is one the run's tools know, as recorded when the collection started.
     """
-    from application.drafts import MissingOut
-
     recorded = content.missing if isinstance(content, FallbackContent) else ()
     if isinstance(content, FallbackContent) and content.observations is not None:
         question = log.run.aggregate.query if log.run and log.run.aggregate else ""

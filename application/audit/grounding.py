@@ -22,7 +22,10 @@ from application.audit.answer_checks import is_answer_run
 from application.audit.evidence import ready_results
 from application.audit.fallbacks import fallback_problems
 from application.audit.integrity import Violation
+from application.audit.rederive import comparable, rejections
 from application.audit.rules import as_judged, cited, statements
+from application.drafts import DraftError, validate_draft
+from application.proposals import recorded_draft
 from domain.collection import Collection
 from domain.grounding import DEFAULT_RULES, GroundingRules, normalise
 from domain.published import (
@@ -161,8 +164,6 @@ def _guard_verdict(log: RunLog, rules: GroundingRules) -> list[Violation]:
 def _verdict_problem(
     log: RunLog, entry: Entry, evidence: dict[str, Evidence], rules: GroundingRules
 ) -> str | None:
-    from application.audit.rederive import comparable, rejections
-
     at = entry.record.position
     recorded = comparable((r.statement, r.reference, r.problem) for r in entry.event.rejected)
     statements = _draft_statements(log, entry)
@@ -219,9 +220,6 @@ def _draft_statements(log: RunLog, entry: Entry) -> list[tuple[str, Any]] | None
 
 def _parsed(drafts: list[Entry], purpose: str) -> Any:
     """The last VALID draft of ``purpose`` parsed; None if there is none; or :data:`_UNREADABLE`."""
-    from application.drafts import DraftError, validate_draft
-    from application.proposals import recorded_draft
-
     valid = [
         e.event
         for e in drafts

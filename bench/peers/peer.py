@@ -20,6 +20,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.prebuilt import create_react_agent
+from langgraph.pregel import Pregel
 
 from bench.common import Place, pg_conninfo
 from bench.peers import TOOL_CALLS
@@ -57,8 +58,6 @@ def lookup(step: int) -> str:
 
 def has_durability() -> bool:
     """Whether the installed LangGraph's ``invoke`` takes ``durability``."""
-    from langgraph.pregel import Pregel
-
     return "durability" in inspect.signature(Pregel.invoke).parameters
 
 

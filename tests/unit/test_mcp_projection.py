@@ -14,13 +14,8 @@ from hypothesis import strategies as st
 from application.ports import ToolArgumentsError
 from application.tool_admission import Refusal
 from infrastructure.mcp_client import McpConnection
-from infrastructure.mcp_tools import (
-    MAX_SCOPE_CHARS,
-    McpTool,
-    canonical_scope,
-    project,
-    says_read_only,
-)
+from infrastructure.mcp_results import MAX_SCOPE_CHARS, canonical_scope, project
+from infrastructure.mcp_tools import McpTool, says_read_only
 from infrastructure.tool_config import StdioServer, ToolOptions, ToolsConfigError, load_tools_config
 
 SCHEMA = {
