@@ -17,9 +17,9 @@ from infrastructure.mcp_client import McpConnection
 from infrastructure.mcp_tools import (
     MAX_SCOPE_CHARS,
     McpTool,
+    annotation_admission,
     canonical_scope,
     project,
-    says_read_only,
 )
 from infrastructure.tool_config import StdioServer, ToolOptions, ToolsConfigError, load_tools_config
 
@@ -96,6 +96,11 @@ def test_one_huge_token_keeps_nothing_that_could_be_quoted() -> None:
     lines, notes = project(types.CallToolResult(content=[types.TextContent(text="x" * 10**6)]), 500)
     assert lines == ()
     assert notes == ("[the first record was cut to 0 of 1000000 bytes]",)
+
+
+def says_read_only(spec: types.Tool | None) -> bool:
+    """True only for ``readOnlyHint: true`` without ``destructiveHint: true``."""
+    return annotation_admission(spec).admitted
 
 
 @pytest.mark.parametrize(

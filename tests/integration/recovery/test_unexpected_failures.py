@@ -6,7 +6,6 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from application.audit.integrity import check_chain
 from application.audit.records import store_records
 from application.ports import ModelRequest, ModelResponse, Usage
 from bootstrap.composition import Services
@@ -14,6 +13,7 @@ from domain.states import FailureCode, ModelStepPurpose, RunState
 from infrastructure.model_scripted import ScriptedProvider
 from tests.helpers import scripted
 from tests.integration._projection_helpers import QUERY
+from tests.log_checks import check_chain
 
 if TYPE_CHECKING:
     from application.store import HarnessStore

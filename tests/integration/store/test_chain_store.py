@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 from pydantic import SecretStr
 
-from application.audit.integrity import check_chain
 from application.audit.records import run_records, store_links, store_records
 from bootstrap.composition import Services, bootstrap
 from domain.states import CancellationReason, RunState
 from tests.integration._projection_helpers import run_scenario
+from tests.log_checks import check_chain
 
 if TYPE_CHECKING:
     from application.store import HarnessStore
