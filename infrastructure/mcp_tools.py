@@ -38,11 +38,6 @@ DEFAULT_MAX_RESULT_BYTES = 8000
 """Bytes of a result the harness keeps when the configuration does not say."""
 
 
-def says_read_only(spec: McpToolSpec | None) -> bool:
-    """True only for ``readOnlyHint: true`` without ``destructiveHint: true``."""
-    return annotation_admission(spec).admitted
-
-
 def annotation_admission(
     spec: McpToolSpec | None, allow_not_read_only: bool = False, setting: str = ""
 ) -> Admission:

@@ -8,8 +8,6 @@ from typing import TYPE_CHECKING
 from application.audit.chain import KEYED, link
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
-
     from application.audit.records import AuditRecord
 
 
@@ -129,11 +127,3 @@ class ChainCheck:
 
     def _report(self, rule: str, message: str, record: AuditRecord) -> None:
         self.violations.append(Violation(rule, message, record))
-
-
-def check_chain(records: Iterable[AuditRecord], key: bytes | None = None) -> list[Violation]:
-    """Every break of log order, stream versions and chain links in ``records``."""
-    check = ChainCheck(key)
-    for record in records:
-        check.add(record)
-    return check.finish()

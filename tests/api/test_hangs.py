@@ -1,6 +1,6 @@
 """A model provider or a tool that never answers: the run's deadline ends it, over real HTTP.
 
-The ChatService tests show this at the use-case level (``tests/integration/test_runtime_paths``
+The ChatService tests show this at the use-case level (``tests/integration/runs/test_runtime_paths``
 and the outcome table); here the same scenarios run inside the real service behind uvicorn, so
 what a client sees is checked too: the stream ends ``failure`` then ``done`` (FAILED), and the
 run's row says TIMED_OUT because of DEADLINE_EXCEEDED. Nothing is cancelled by the test: the

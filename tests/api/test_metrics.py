@@ -25,7 +25,7 @@ from tests.api.test_auth import KEYS, ROLES
 from tests.api.test_streams import HANGS, QUESTION
 from tests.integration._metrics_sql import Series, expected, log_derived, parse
 from tests.integration._private_pg import PrivatePostgres, private_postgres
-from tests.integration.test_metrics_projection import MIX, run_mix
+from tests.integration.projections.test_metrics_projection import MIX, run_mix
 
 DEADLINE_S = 60.0
 

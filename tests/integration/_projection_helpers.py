@@ -25,7 +25,7 @@ from infrastructure.read_tables import diagnosis_run, metadata
 from projections.base import Positioned, positioned
 from projections.runner import Projector
 from tests.helpers import SCENARIOS, scripted
-from tests.integration.test_outcome_table import ROWS
+from tests.integration.runs.test_outcome_table import ROWS
 
 QUERY = "why is checkout slow?"
 

@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from application.audit.chain import canonical, link, split_state, with_link
-from application.audit.integrity import check_chain
 from application.audit.records import AuditFormatError, AuditRecord, read_jsonl, type_of
+from tests.log_checks import check_chain
 
 TOPIC = "domain.run:Run.RoutingAttempt"
 KEY = b"an audit key of the tests"

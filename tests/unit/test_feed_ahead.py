@@ -16,7 +16,8 @@ import pytest
 from domain.run import Run
 from projections.feed_ahead import FeedAhead
 from projections.sse_feed import run_feed
-from tests.unit.test_run import DEADLINE, LIMITS, RUN_ID, SPEC_TABLE, Step
+from tests.unit.run_steps import DEADLINE, LIMITS, RUN_ID, Step
+from tests.unit.test_run_outcome_table import SPEC_TABLE
 
 OTHER_RUN = UUID("00000000-0000-4000-8000-000000000002")
 

@@ -15,7 +15,8 @@ from api.feed import _frames
 from domain.release_states import ReleaseOutcome
 from domain.run import Run
 from projections.sse_feed import ends_feed, run_feed
-from tests.unit.test_run import DEADLINE, LIMITS, RUN_ID, SPEC_TABLE, Step
+from tests.unit.run_steps import DEADLINE, LIMITS, RUN_ID, Step
+from tests.unit.test_run_outcome_table import SPEC_TABLE
 
 
 @pytest.mark.parametrize(

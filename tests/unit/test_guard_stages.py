@@ -1,7 +1,7 @@
 """The guard chain table of SPEC §10: each guard event's allowed prior stages, and its one check.
 
-The Run's own refusals of out-of-order guard events are in ``test_run.py`` (GUARD_REFUSALS); these
-tests hold the table itself to the shape of a chain.
+The Run's own refusals of out-of-order guard events are in ``test_run_guards.py``
+(GUARD_REFUSALS); these tests hold the table itself to the shape of a chain.
 """
 
 from __future__ import annotations

@@ -166,12 +166,18 @@ def test_only_the_composition_root_opens_stores_and_engines() -> None:
 
 NO_READ_SIDE = "a log without the read side, which bootstrap(create=True) would create"
 TESTS_ABOUT_THE_THING = {
-    "tests/integration/test_store.py: open_store": "open_store refuses a store before db init",
-    "tests/integration/test_store.py: init_store": "init_store ignores the process environment",
-    "tests/integration/test_bootstrap.py: init_store": "a store bootstrap is given, left open",
-    "tests/integration/test_cli_projections.py: init_store": NO_READ_SIDE,
-    "tests/integration/test_cli_runs.py: init_store": NO_READ_SIDE,
-    "tests/integration/test_knowledge.py: create_sql_engine": (
+    "tests/integration/store/test_store.py: open_store": (
+        "open_store refuses a store before db init"
+    ),
+    "tests/integration/store/test_store.py: init_store": (
+        "init_store ignores the process environment"
+    ),
+    "tests/integration/store/test_bootstrap.py: init_store": (
+        "a store bootstrap is given, left open"
+    ),
+    "tests/integration/cli/test_cli_projections.py: init_store": NO_READ_SIDE,
+    "tests/integration/cli/test_cli_runs.py: init_store": NO_READ_SIDE,
+    "tests/integration/diagnosis/test_knowledge.py: create_sql_engine": (
         "an engine on a schema that does not exist, which bootstrap refuses to open"
     ),
 }

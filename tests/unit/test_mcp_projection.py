@@ -15,7 +15,7 @@ from application.ports import ToolArgumentsError
 from application.tool_admission import Refusal
 from infrastructure.mcp_client import McpConnection
 from infrastructure.mcp_results import MAX_SCOPE_CHARS, canonical_scope, project
-from infrastructure.mcp_tools import McpTool, says_read_only
+from infrastructure.mcp_tools import McpTool, annotation_admission
 from infrastructure.tool_config import StdioServer, ToolOptions, ToolsConfigError, load_tools_config
 
 SCHEMA = {
@@ -91,6 +91,11 @@ def test_one_huge_token_keeps_nothing_that_could_be_quoted() -> None:
     lines, notes = project(types.CallToolResult(content=[types.TextContent(text="x" * 10**6)]), 500)
     assert lines == ()
     assert notes == ("[the first record was cut to 0 of 1000000 bytes]",)
+
+
+def says_read_only(spec: types.Tool | None) -> bool:
+    """True only for ``readOnlyHint: true`` without ``destructiveHint: true``."""
+    return annotation_admission(spec).admitted
 
 
 @pytest.mark.parametrize(

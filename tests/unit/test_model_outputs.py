@@ -10,7 +10,7 @@ from domain.errors import InvalidCommandError
 from domain.run import Run
 from domain.states import MAX_MODEL_OUTPUT_CHARS, ModelStepOutcome, ModelStepPurpose
 from tests.unit.gwt import then_events, then_refused
-from tests.unit.test_run import ROUTE_DIAGNOSIS, given
+from tests.unit.run_steps import ROUTE_DIAGNOSIS, given
 
 
 def sha256(text: str) -> str:

@@ -1,7 +1,8 @@
 """The SPEC §10 outcome table and ``final_outcome`` in the domain: the two agree, row by row.
 
 ``Run.finish`` records :func:`final_outcome`; the audit holds every finished run to it and to
-:data:`OUTCOME_TABLE`. The rows as the Run reaches them are in ``test_run.py`` (SPEC_TABLE).
+:data:`OUTCOME_TABLE`. The rows as the Run reaches them are in ``test_run_outcome_table.py``
+(SPEC_TABLE).
 """
 
 from __future__ import annotations

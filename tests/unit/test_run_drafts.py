@@ -16,7 +16,7 @@ from domain.states import (
     ModelStepPurpose,
 )
 from tests.unit.gwt import then_events, then_refused
-from tests.unit.test_run import PROGRESS_ONLY, ROUTE_DIAGNOSIS, Step, exhaust, given, released
+from tests.unit.run_steps import PROGRESS_ONLY, ROUTE_DIAGNOSIS, Step, exhaust, given, released
 
 DRAFT = '{"draft": {"conclusion": null, "facts": [], "missing_info": [{"kind": "SERVICE"}]}}'
 

@@ -1,0 +1,1 @@
+"""Evaluations: ``harness eval``, its history, the recorded evaluations, HolmesGPT imports."""

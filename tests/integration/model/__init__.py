@@ -1,0 +1,1 @@
+"""Model providers: the OpenAI-compatible one, conformance, timeouts, sizes, secrets, settings."""

@@ -1,0 +1,1 @@
+"""OpenTelemetry: traces sent to a real OTLP/HTTP receiver, live and by ``harness otel export``."""

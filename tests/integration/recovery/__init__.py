@@ -1,0 +1,1 @@
+"""Surviving failures: crash recovery, database outages, failed looks and unforeseen save errors."""

@@ -1,0 +1,1 @@
+"""The run lifecycle through the chat use case: SPEC §10 outcomes, paths, commits, hung ports."""

@@ -1,0 +1,1 @@
+"""The event store: SQLite and PostgreSQL, closing, chain links, write order, racing processes."""
