@@ -32,7 +32,8 @@ and the process's resident memory (RSS, ``/proc/self/status``): the worker that 
 and serves the reads is this process. Then two heavy runs with the scripted model and tools: a
 tool result of 5 MB and 50 tool calls, each with its time and the rise of peak RSS it caused.
 Last it prints the query plans (SQLite ``EXPLAIN QUERY PLAN``, PostgreSQL ``EXPLAIN``) of the
-list and trace reads at the largest size. Nothing is asserted. The report gives p50 and p95 per
+list and trace reads at the largest size (and, on PostgreSQL, whether autovacuum keeps the
+planner's statistics). Nothing is asserted. The report gives p50 and p95 per
 read and size, the growth ratio p50 at the largest size over p50 at the smallest, and RSS
 largest over smallest; its last lines are JSON.
 """

@@ -12,7 +12,7 @@ from bench.common import interleaved, percentile, place, shares
 from bench.growth import READS, ROUNDS
 from bench.growth.fill import Filler, memory_kb, questions
 from bench.growth.heavy import Heavy, heavy_runs
-from bench.growth.plans import plans
+from bench.growth.plans import plans, statistics_note
 from bench.growth.reads import cli_list, getter, http_reads, timed
 from bench.sse.service import serving
 from bootstrap.composition import Overrides, bootstrap
@@ -54,6 +54,7 @@ class Grown:
     sizes: list[Size] = field(default_factory=list)
     heavy: list[Heavy] = field(default_factory=list)
     plans: dict[str, Any] = field(default_factory=dict)
+    note: str = ""
 
 
 def caught_up(worker: Worker) -> None:
@@ -128,5 +129,6 @@ def bench_backend(backend: str, sizes: list[int], samples: int) -> Grown:
         caught_up(worker)
         deep = deep_key(worker, grown.sizes[-1].deep_page)
         grown.plans = plans(runtime.engine, query_reads(filler, deep))
+        grown.note = statistics_note(runtime.engine)
         grown.heavy = heavy_runs(where.settings, runtime.store)
     return grown

@@ -71,6 +71,20 @@ def plans(engine: Engine, reads: dict[str, Callable[[Connection], object]]) -> d
     return found
 
 
+def statistics_note(engine: Engine) -> str:
+    """On PostgreSQL, whether autovacuum keeps the planner's statistics (else nothing)."""
+    if engine.dialect.name != "postgresql":
+        return ""
+    with engine.connect() as connection:
+        autovacuum = connection.exec_driver_sql("SHOW autovacuum").scalar()
+    if autovacuum == "on":
+        return ""
+    return (
+        "autovacuum is off on this server: the tables are never analysed, so PostgreSQL plans "
+        "from the statistics of their first rows (a Sort below may be that)"
+    )
+
+
 def print_plans(backend: str, found: dict[str, Any]) -> int:
     """Print every plan, marking suspect lines; how many lines were suspect."""
     suspects = 0

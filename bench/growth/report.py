@@ -107,6 +107,8 @@ def report(results: list[Grown]) -> None:
     for grown in results:
         suspects = print_plans(grown.backend, grown.plans)
         print(f"  {suspects} plan line(s) marked on {grown.backend}")
+        if grown.note:
+            print(f"  note: {grown.note}")
     print()
     print_json(line for grown in results for line in json_lines(grown))
     print_ratios_json(ratio for grown in results for ratio in ratios(grown))
