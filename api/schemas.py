@@ -160,9 +160,13 @@ class RunsPublic(BaseModel):
     """A page of runs, newest first."""
 
     data: list[RunPublic]
-    count: int = Field(description="Runs matching the filters in all.")
+    count: int = Field(description="Runs matching the filters in all, counted up to 10,000.")
+    count_capped: bool = Field(description="More than 10,000 runs match: count is a lower bound.")
     limit: int
     offset: int
+    next_cursor: str | None = Field(
+        description="Pass as cursor for the next (older) page; null on the last page."
+    )
 
 
 class TraceEventPublic(BaseModel):

@@ -111,7 +111,7 @@ def list_command(
     from cli.runs_table import runs_table
     from domain.release_states import ReleaseOutcome
     from domain.states import DbStatus, Intent, RunState
-    from projections.queries import RunFilter, list_runs
+    from projections.run_listing import RunFilter, list_runs
 
     chosen_state = _choice("--state", state, RunState)
     running = chosen_state == RunState.RUNNING.value  # not ended: no termination state yet
@@ -125,13 +125,14 @@ def list_command(
     with opened() as the:
         the.fresh()
         with the.engine.connect() as connection:
-            rows, count = list_runs(connection, where, limit, 0)
+            page = list_runs(connection, where, limit)
+            rows = page.rows
             table = None if as_json else runs_table(connection, rows, out_console().is_terminal)
     if table is None:
-        _print_json({"data": rows, "count": count})
+        _print_json({"data": rows, "count": page.count, "count_capped": page.count_capped})
     else:
         out_console().print(table)
-    err_console().print(f"{len(rows)} of {count} run(s)")
+    err_console().print(f"{len(rows)} of {page.count}{'+' if page.count_capped else ''} run(s)")
 
 
 @runs_app.command("show")

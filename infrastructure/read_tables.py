@@ -48,22 +48,22 @@ diagnosis_run = Table(
     "diagnosis_run",
     metadata,
     Column("run_id", String(36), primary_key=True),
-    Column("session_id", String(200), nullable=False, index=True),
-    Column("owner", String(200), nullable=False, index=True),
+    Column("session_id", String(200), nullable=False),
+    Column("owner", String(200), nullable=False),
     Column("query", Text, nullable=False),
     Column("intent", String(32)),
-    Column("status", String(16), nullable=False, index=True),
+    Column("status", String(16), nullable=False),
     Column("application_status", String(32)),
     Column("release_outcome", String(16)),
     Column("fallback_type", String(40)),
-    Column("termination_state", String(24), index=True),
+    Column("termination_state", String(24)),
     Column("termination_reason", String(40)),
     Column("stop_reason", String(40)),
     Column("safe_answer", JSON(none_as_null=True)),
     Column("conclusion", Text),
     Column("published_result", JSON(none_as_null=True)),
     Column("release_content", JSON(none_as_null=True)),
-    Column("created_at", DateTime(timezone=True), nullable=False, index=True),
+    Column("created_at", DateTime(timezone=True), nullable=False),
     Column("deadline", DateTime(timezone=True), nullable=False),
     Column("finished_at", DateTime(timezone=True)),
     Column("duration_ms", Integer),
@@ -76,6 +76,23 @@ diagnosis_run = Table(
     Column("collection_id", String(36), index=True),
     Column("last_position", BigInteger, nullable=False),
 )
+LISTED_BY = ("owner", "session_id", "status", "intent", "release_outcome", "termination_state")
+"""The listing's filters that have an index of their own, in the listing's order."""
+
+
+def _listing_indexes() -> None:
+    """Index the run listing's order (newest first, then id), alone and after each filter.
+
+    A page, filtered or not, is then the next ``limit`` entries of one index from where the
+    last page ended: no sort of every matching row, no rows skipped one by one.
+    """
+    newest = (diagnosis_run.c.created_at.desc(), diagnosis_run.c.run_id)
+    Index("ix_diagnosis_run_listed", *newest)
+    for name in LISTED_BY:
+        Index(f"ix_diagnosis_run_{name}_listed", diagnosis_run.c[name], *newest)
+
+
+_listing_indexes()
 
 
 def _daily_key() -> list[Column[str]]:
@@ -229,9 +246,9 @@ def schema_fingerprint() -> str:
             parts.append(
                 f"{table.name}.{column.name}:{column.type!r}:{column.nullable}:{column.primary_key}"
             )
-        parts.extend(  # by columns: an index=True column's index is only named at DDL time
+        parts.extend(  # by what it orders: an index=True column's index is only named at DDL
             sorted(
-                f"{table.name}#{sorted(c.name for c in index.columns)}:{index.unique}"
+                f"{table.name}#{[str(e) for e in index.expressions]}:{index.unique}"
                 for index in table.indexes
             )
         )

@@ -1,12 +1,11 @@
 """Queries over the read tables: what the API and the CLI show (no SQL anywhere else).
 
 Every function takes a SQLAlchemy ``Connection`` and returns plain rows (dicts) or values,
-newest first where a list is paged.
+newest first where a list is paged; the run listing is :mod:`projections.run_listing`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -27,59 +26,10 @@ from projections.sse_feed import SseFeed
 
 if TYPE_CHECKING:
     from collections.abc import Collection
-    from datetime import datetime
 
     from sqlalchemy import Connection
 
 Row = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class RunFilter:
-    """What ``list_runs`` narrows by; None means any."""
-
-    owner: str | None = None
-    session_id: str | None = None
-    intent: str | None = None
-    status: str | None = None
-    release_outcome: str | None = None
-    fallback_type: str | None = None
-    termination_state: str | None = None
-    created_after: datetime | None = None
-    created_before: datetime | None = None
-
-
-def list_runs(
-    connection: Connection, where: RunFilter, limit: int, offset: int
-) -> tuple[list[Row], int]:
-    """One page of ``diagnosis_run`` rows (newest first) and how many rows match in all."""
-    column = diagnosis_run.c
-    conditions = [
-        column[name] == value
-        for name in (
-            "owner",
-            "session_id",
-            "intent",
-            "status",
-            "release_outcome",
-            "fallback_type",
-            "termination_state",
-        )
-        if (value := getattr(where, name)) is not None
-    ]
-    if where.created_after is not None:
-        conditions.append(column.created_at >= where.created_after)
-    if where.created_before is not None:
-        conditions.append(column.created_at < where.created_before)
-    total = connection.scalar(select(func.count()).select_from(diagnosis_run).where(*conditions))
-    page = connection.execute(
-        select(diagnosis_run)
-        .where(*conditions)
-        .order_by(column.created_at.desc(), column.run_id)
-        .limit(limit)
-        .offset(offset)
-    )
-    return [dict(row) for row in page.mappings()], int(total or 0)
 
 
 def run_row(connection: Connection, run_id: str) -> Row | None:

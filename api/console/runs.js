@@ -82,15 +82,15 @@ async function load() {
   const answer = JSON.stringify(got.data);
   if (answer === shown) return;
   shown = answer;
-  const { data, count } = got.data;
+  const { data, count, count_capped: capped } = got.data;
   body.replaceChildren(...data.map(row));
   if (data.length === 0) body.append(el("tr", {}, el("td", { colSpan: 7 }, "No runs match.")));
   const first = count === 0 ? 0 : offset + 1;
-  document.getElementById("page-info").textContent = `${first}–${offset + data.length} of ${count}`;
+  document.getElementById("page-info").textContent = `${first}–${offset + data.length} of ${count}${capped ? "+" : ""}`;
   const newer = document.getElementById("newer");
   const older = document.getElementById("older");
   newer.disabled = offset === 0;
-  older.disabled = offset + data.length >= count;
+  older.disabled = got.data.next_cursor === null; // null: no older runs
   newer.onclick = () => go(params, Math.max(0, offset - PAGE));
   older.onclick = () => go(params, offset + PAGE);
   document.body.dataset.loaded = "runs";

@@ -30,7 +30,8 @@ from api.sse_wire import STREAM_DOC
 from application.explain import RunExplanation, explain_run
 from domain.release_states import FallbackType, ReleaseOutcome
 from domain.states import CancellationReason, Intent, RunState
-from projections.queries import RunFilter, list_runs, trace_rows
+from projections.queries import trace_rows
+from projections.run_listing import RunFilter, RunKey, RunsPage, list_runs
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
 
@@ -41,6 +42,10 @@ EVENT_ID = re.compile(r"[0-9]{1,18}")
 MAX_EVENT_ID = 2**31 - 1
 """The largest event id a feed can hold (``sse_event.seq`` is an int4 on PostgreSQL)."""
 TEXT = {"schema": {"type": "string"}}
+Cursor = Annotated[
+    str | None,
+    Query(description="Start after the page that gave this `next_cursor` (not with offset)."),
+]
 NOT_SHOWN: dict[int | str, dict[str, Any]] = {
     202: {
         "model": RunNotShownPublic,
@@ -74,7 +79,7 @@ def create_run(
     )
 
 
-@router.get("", summary="List runs", responses=error_responses(401, 503))
+@router.get("", summary="List runs", responses=error_responses(400, 401, 503))
 def list_all(
     worker: WorkerDep,
     caller: Caller,
@@ -91,8 +96,14 @@ def list_all(
     created_before: Annotated[UtcTime | None, Query(description="Created before.")] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+    cursor: Cursor = None,
 ) -> RunsPublic:
-    """Runs newest first, narrowed by the filters; a user sees only their own."""
+    """Runs newest first, narrowed by the filters; a user sees only their own.
+
+    Page with ``cursor`` (each page's ``next_cursor``): every page costs the same, however far
+    down. ``count`` stops at 10,000 (``count_capped``).
+    """
+    start = _start_of(cursor, offset)
     where = RunFilter(
         owner=None if caller.reads_all else caller.name,
         session_id=session_id,
@@ -106,10 +117,29 @@ def list_all(
     )
     worker.fresh("diagnosis_run")
     with worker.engine.connect() as connection:
-        rows, count = list_runs(connection, where, limit, offset)
+        return _public(list_runs(connection, where, limit, offset, start), limit, offset)
+
+
+def _public(page: RunsPage, limit: int, offset: int) -> RunsPublic:
     return RunsPublic(
-        data=[RunPublic.model_validate(r) for r in rows], count=count, limit=limit, offset=offset
+        data=[RunPublic.model_validate(r) for r in page.rows],
+        count=page.count,
+        count_capped=page.count_capped,
+        limit=limit,
+        offset=offset,
+        next_cursor=page.next.cursor() if page.next else None,
     )
+
+
+def _start_of(cursor: str | None, offset: int) -> RunKey | None:
+    if cursor is None:
+        return None
+    if offset:
+        raise BadRequest("give either cursor or offset, not both (a cursor page starts after it)")
+    try:
+        return RunKey.from_cursor(cursor)
+    except ValueError as error:
+        raise BadRequest(f"{error}: pass a next_cursor of GET /v1/runs, or no cursor") from None
 
 
 @router.get(

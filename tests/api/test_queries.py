@@ -70,6 +70,36 @@ def test_listings_filter_by_session_outcome_state_and_time_and_page(
     assert [t["turn"] for t in session["data"]] == [1, 2]
 
 
+def test_cursor_pages_cover_every_run_once_and_say_where_they_end(client: httpx.Client) -> None:
+    made = [_finished(client, HELLO, "sess-c") for _ in range(3)]
+    seen: list[str] = []
+    path = "/v1/runs?limit=2"
+    while path:
+        page = client.get(path).json()
+        assert (page["count"], page["count_capped"]) == (3, False)
+        seen += [run["run_id"] for run in page["data"]]
+        following = page["next_cursor"]
+        path = f"/v1/runs?limit=2&cursor={following}" if following else ""
+    assert seen == made[::-1]
+    newest = client.get("/v1/runs?limit=1").json()["next_cursor"]
+    _finished(client, HELLO, "sess-c")  # a run created meanwhile shifts no cursor page
+    after = client.get(f"/v1/runs?limit=2&cursor={newest}").json()
+    assert [run["run_id"] for run in after["data"]] == made[1::-1]
+    assert after["next_cursor"] is None
+
+
+@pytest.mark.parametrize(
+    "query", ["cursor=bm90IGEgY3Vyc29y", "cursor=%25%25", "cursor=", "offset=1&cursor={cursor}"]
+)
+def test_a_cursor_the_listing_did_not_give_is_a_400(client: httpx.Client, query: str) -> None:
+    _finished(client, HELLO, "sess-d")
+    _finished(client, HELLO, "sess-d")
+    cursor = client.get("/v1/runs?limit=1").json()["next_cursor"]
+    answer = client.get("/v1/runs?" + query.format(cursor=cursor))
+    assert answer.status_code == 400, answer.text
+    assert "cursor" in answer.json()["detail"]
+
+
 @pytest.mark.parametrize("intent", ["diagnosis", "CHAT", "", "DIAGNOSIS\u0000"])
 def test_an_intent_that_is_not_one_is_a_422_naming_the_intents(
     client: httpx.Client, intent: str

@@ -25,6 +25,7 @@ TINY = {
     "run": ["--runs", "5"],
     "projections": ["--runs", "2", "--repeat", "1", "--prefix", "5"],
     "metrics": ["--runs", "50", "--scrapes", "5"],
+    "growth": ["--sizes", "12", "24", "--samples", "3"],
 }
 """The smallest options of the benches that measure both backends."""
 
