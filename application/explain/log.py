@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID
 
-from application.store_reads import events_of
+from application.store import events_of
 from domain.collection import Collection
 from domain.errors import UnknownAggregateError
 from domain.run import Run

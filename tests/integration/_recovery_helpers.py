@@ -18,8 +18,7 @@ from uuid import UUID
 from sqlalchemy import Engine
 
 from application.recovery import RecoverySweep, SweepReport, Unfinished
-from application.store import HarnessStore
-from application.store_reads import events_of
+from application.store import HarnessStore, events_of
 from infrastructure.leases import SqlLeases, WorkerIdentity
 from infrastructure.processes import process_identity
 from infrastructure.read_tables import sse_event

@@ -32,6 +32,8 @@ MAX_ALLOWED = 5
 
 # Modules over MODULE_TARGET lines, each with why it stays one module (path relative to ROOT).
 LONG_MODULES: dict[str, str] = {
+    "application/store.py": "the one eventsourcing Application (as the library's own examples keep"
+    " one): its plumbing, reads and commands in three sections of one class, not a chain of four",
     "infrastructure/settings.py": "the one Settings model: every HARNESS_* variable with a full"
     " description (the configuration reference is generated from it), read in one place",
     "application/ports.py": "every port the application depends on and the errors its adapters"

@@ -14,8 +14,7 @@ from pydantic import SecretStr
 from sqlalchemy import text
 
 from application.audit.checkpoints import Checkpointer, record_checkpoint
-from application.store import HarnessStore
-from application.store_reads import events_of
+from application.store import HarnessStore, events_of
 from bootstrap.composition import Services, bootstrap
 from domain.checkpoint import CHECKPOINTS_ID, AuditCheckpoint
 from domain.states import CancellationReason

@@ -18,8 +18,7 @@ from application.audit.records import store_records
 from application.audit.verify import verify_records
 from application.chat import ChatResult
 from application.explain import Answer, explain_run
-from application.store import HarnessStore
-from application.store_reads import events_of
+from application.store import HarnessStore, events_of
 from bootstrap.composition import Services
 from domain.catalogue import event_type_name
 from domain.release_states import FallbackType, ReleaseOutcome

@@ -9,8 +9,7 @@ import pytest
 
 from application.explain import QUESTIONS, Answer, RunExplanation, explain_run
 from application.published import FALLBACK_MESSAGES, MISSING_QUESTIONS
-from application.store import HarnessStore
-from application.store_reads import events_of
+from application.store import HarnessStore, events_of
 from bootstrap.composition import Services
 from domain.catalogue import event_type_name
 from domain.collection import collection_id

@@ -13,8 +13,7 @@ from application.audit.records import AuditRecord, store_records
 from application.audit.verify import verify_records
 from application.explain import explain_run
 from application.ports import ModelRequest, ModelResponse
-from application.store import HarnessStore
-from application.store_reads import events_of
+from application.store import HarnessStore, events_of
 from bootstrap.composition import Services
 from domain.run import Run
 from domain.states import FailureCode, ModelStepPurpose, RunState

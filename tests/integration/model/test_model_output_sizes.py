@@ -14,8 +14,7 @@ import pytest
 import yaml
 
 from application.chat import ChatResult
-from application.store import HarnessStore
-from application.store_reads import events_of
+from application.store import HarnessStore, events_of
 from bootstrap.composition import Services
 from domain.answer_rules import AnswerRefusal
 from domain.release_states import FallbackType, ReleaseOutcome

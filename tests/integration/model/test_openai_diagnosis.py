@@ -14,7 +14,7 @@ from uuid import UUID
 import pytest
 
 from application.explain import explain_run
-from application.store_reads import events_of
+from application.store import events_of
 from bootstrap.composition import Services, bootstrap
 from domain.release_states import ReleaseOutcome
 from domain.run import Run

@@ -23,8 +23,7 @@ import pytest
 from sqlalchemy import Engine, event
 
 from application.chat import ChatResult
-from application.store import HarnessStore
-from application.store_reads import events_of
+from application.store import HarnessStore, events_of
 from bootstrap.composition import Overrides, Services, bootstrap
 from domain.catalogue import EVENT_CLASSES, event_type_name
 from domain.release_states import ReleaseOutcome

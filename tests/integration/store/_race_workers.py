@@ -15,8 +15,7 @@ if TYPE_CHECKING:
     from multiprocessing.synchronize import Barrier
     from queue import Queue
 
-    from application.store import HarnessStore
-    from application.store_commands import TerminalResult
+    from application.store import HarnessStore, TerminalResult
 
 
 def _terminal_command(store: HarnessStore, run_id: UUID, worker: int, index: int) -> TerminalResult:

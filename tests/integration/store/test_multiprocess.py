@@ -10,7 +10,7 @@ from uuid import UUID
 
 import pytest
 
-from application.store_reads import events_of
+from application.store import events_of
 from bootstrap.composition import bootstrap
 from domain.release_states import ReleaseOutcome
 from domain.run import Run

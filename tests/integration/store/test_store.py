@@ -11,8 +11,7 @@ import pytest
 from eventsourcing.persistence import StoredEvent
 
 from application.ports import StoreNotInitialisedError
-from application.store import HarnessStore
-from application.store_reads import events_of
+from application.store import HarnessStore, events_of
 from domain.collection import Collection
 from domain.errors import (
     ConcurrentWriteError,
