@@ -12,6 +12,7 @@ import asyncio
 import logging
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from api.errors import first_line
 from api.sse_wire import frame
 from projections.queries import feed_position, feed_since
+from projections.sse_feed import ends_feed
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -27,6 +29,9 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
 
 log = logging.getLogger(__name__)
+
+ENDED_AHEAD_KEPT = 1024
+"""How many runs' feed endings made ahead of the table a hub remembers (the newest ones)."""
 
 
 @dataclass(eq=False)
@@ -64,6 +69,9 @@ class FeedHub:
         self._thread = threading.Thread(target=self._run, name="harness-feed", daemon=True)
         self._failing_since: float | None = None
         """When the hub's reads began to fail (monotonic), None while they succeed."""
+        self._ended_ahead: OrderedDict[str, int] = OrderedDict()
+        """Run id → number of its feed's last entry, for feeds whose ending this process made
+        ahead of the table (:meth:`ahead`): a stream may have sent it before the table has it."""
 
     def start(self) -> FeedHub:
         """Start delivering."""
@@ -143,9 +151,25 @@ class FeedHub:
         for row in rows:
             frame(row)  # rendered here, once, not in the streams' event loop
         with self._lock:
+            for row in rows:
+                if ends_feed(row["event"], row["data"]):
+                    self._ended_ahead[row["run_id"]] = row["seq"]
+                    while len(self._ended_ahead) > ENDED_AHEAD_KEPT:
+                        self._ended_ahead.popitem(last=False)
             handed = self._hand_over(rows, then)
         if not handed and then is not None:
             then()
+
+    def ended_ahead(self, run_id: str, after_seq: int) -> bool:
+        """Whether the run's feed ended at or before entry ``after_seq`` by an entry made ahead.
+
+        A stream sends an entry made ahead as soon as it is made, so a client may see a feed's
+        last entry and resume after it before the table has that entry; the table alone would
+        then call the feed open. This process made that ending, so it can tell.
+        """
+        with self._lock:
+            last = self._ended_ahead.get(run_id)
+        return last is not None and after_seq >= last
 
     def _run(self) -> None:
         while not self._stop.is_set():

@@ -186,7 +186,8 @@ async def stream(
     """
     after = _event_id(last_event_id)
     await anyio.to_thread.run_sync(worker.owned_run, run_id, caller)
-    if await anyio.to_thread.run_sync(feed_ended, worker.hub.engine, str(run_id), after):
+    ended = worker.hub.ended_ahead(str(run_id), after)  # its ending sent, the table behind
+    if ended or await anyio.to_thread.run_sync(feed_ended, worker.hub.engine, str(run_id), after):
         return Response(status_code=status.HTTP_204_NO_CONTENT)
     slot = worker.streams.take(caller.name)
     feed = follow(worker.hub, str(run_id), after, worker.settings.sse_keepalive)

@@ -81,3 +81,23 @@ def test_starting_a_run_answers_202_with_its_location(
     document = client.get("/openapi.json").json()
     headers = document["paths"]["/v1/runs"]["post"]["responses"]["202"]["headers"]
     assert set(headers) == {"Location"}
+
+
+def test_a_feed_whose_ending_was_made_ahead_of_its_table_answers_204_after_it(
+    hanging: Served,
+) -> None:
+    """An EventSource may resume after ``done`` before the feed's table has it (the entry went
+    out as soon as this process made it): the worker that made it answers 204 all the same."""
+    client = hanging.client
+    run_id = client.post("/v1/runs", json={"query": QUESTION}).json()["run_id"]
+    stream = f"/v1/runs/{run_id}/stream"
+    hub = hanging.app.state.worker.hub
+    ending = {"run_id": run_id, "seq": 40, "position": 1, "event": "done", "data": {}}
+    hub.ahead([ending])  # as the appending thread hands a run's last entry over, table behind
+    assert (hub.ended_ahead(run_id, 39), hub.ended_ahead(run_id, 40)) == (False, True)
+    for after in (40, 41):
+        answer = client.get(stream, headers={"Last-Event-ID": str(after)})
+        assert (answer.status_code, answer.content) == (204, b""), after
+    with client.stream("GET", stream, headers={"Last-Event-ID": "3"}) as still_open:
+        assert still_open.status_code == 200  # before the ending: the feed goes on
+    assert client.post(f"/v1/runs/{run_id}/cancel").json()["cancelled"] is True
