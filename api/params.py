@@ -20,6 +20,14 @@ SessionId = Annotated[
 """A session id wherever a request names one: a letter or digit, then letters, digits, ``._:@-``."""
 
 
+PageCursor = Annotated[
+    str, StringConstraints(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_-]+$")
+]
+"""A listing's ``next_cursor`` handed back: URL-safe base64 without padding (what the listing
+gives); anything else is refused at the door. One of that shape the listing did not give is a 400
+from the route, which decodes it."""
+
+
 def as_utc(value: datetime) -> datetime:
     """A time in UTC; a naive one is taken as UTC (SQLite hands stored times back naive)."""
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)

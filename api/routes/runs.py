@@ -14,7 +14,7 @@ from api.deps import WorkerDep
 from api.errors import BadRequest, error_responses
 from api.event_stream import EventStream
 from api.feed import feed_ended, follow
-from api.params import SessionId, UtcTime
+from api.params import PageCursor, SessionId, UtcTime
 from api.routes.starting import start_run
 from api.schemas import (
     CancelPublic,
@@ -43,7 +43,7 @@ MAX_EVENT_ID = 2**31 - 1
 """The largest event id a feed can hold (``sse_event.seq`` is an int4 on PostgreSQL)."""
 TEXT = {"schema": {"type": "string"}}
 Cursor = Annotated[
-    str | None,
+    PageCursor | None,
     Query(description="Start after the page that gave this `next_cursor` (not with offset)."),
 ]
 NOT_SHOWN: dict[int | str, dict[str, Any]] = {
