@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bench.common import add_backend, add_profile, banner, chosen, parser
+from bench.model_external import add_model
 from bench.run import DEFAULT_RUNS, ROUNDS
 from bench.run.measure import BackendReport, bench_backend
 from bench.run.report import report
@@ -15,13 +16,14 @@ def main(argv: list[str] | None = None) -> None:
     arguments.add_argument("--runs", type=int, default=DEFAULT_RUNS, help="runs per measurement")
     add_backend(arguments)
     add_profile(arguments, "one harness run")
+    add_model(arguments, "offline")
     args = arguments.parse_args(argv)
     runs: int = max(ROUNDS, args.runs)
     banner()
 
     reports: list[BackendReport] = []
     for backend in chosen(args.backend):
-        reports.append(bench_backend(backend, runs, args.profile))
+        reports.append(bench_backend(backend, runs, args.profile, args.model))
     report(reports, runs, sample_incidents()[0].question)
 
 

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 from bench.common import interleaved, percentile, place, print_profile, shares
 from bench.floor import BareBench
-from bench.run import MEASUREMENTS, OVERHEAD, PROFILE_LINES, ROUNDS, SESSION, WARM_UP
+from bench.model_external import model_settings
+from bench.run import MEASUREMENTS, MODEL_FREE, OVERHEAD, PROFILE_LINES, ROUNDS, SESSION, WARM_UP
 from bench.run.ports import time_ports
 from bench.run.replay import Floor, padded_plan
 from bench.run.shape import capture_shape
@@ -74,7 +75,7 @@ def measure(
     """Warm up every runner, then ``runs`` runs each in interleaved, rotating rounds.
 
     The harness runner is wrapped by ``ports``; the derived :data:`OVERHEAD` measurement is each
-    harness run minus its port seconds.
+    harness run minus its port seconds, :data:`MODEL_FREE` each run minus its model seconds.
     """
     for name in MEASUREMENTS:
         timed_runs(runners[name], WARM_UP)
@@ -85,10 +86,11 @@ def measure(
     results = [Result(backend, name, tuple(durations[name])) for name in MEASUREMENTS]
     if len(ports.runs) != len(durations["harness"]):
         raise RuntimeError("port timings do not match the harness runs")
-    overhead = tuple(d - p for d, p in zip(durations["harness"], ports.runs, strict=True))
-    results.append(Result(backend, OVERHEAD, overhead))
+    timed = list(zip(durations["harness"], ports.runs, strict=True))
+    results.append(Result(backend, OVERHEAD, tuple(d - p.total for d, p in timed)))
+    results.append(Result(backend, MODEL_FREE, tuple(d - p.model for d, p in timed)))
     for r in results:
-        print(f"  {backend:8} {r.name:9} {r.mean_ms:8.2f} ms/run", flush=True)
+        print(f"  {backend:8} {r.name:13} {r.mean_ms:8.2f} ms/run", flush=True)
     return results
 
 
@@ -122,15 +124,24 @@ class BackendReport:
     floor_state_bytes: int
     floor_reads: tuple[int, int]
     results: list[Result]
+    model: str
+    model_calls: float
+    """Model calls per measured harness run."""
 
 
-def bench_backend(backend: str, runs: int, profile: bool) -> BackendReport:
-    """Sample data, the shape of one real run, then the three measurements in a fresh place."""
-    with place(backend) as where, ExitStack() as stack:
+def bench_backend(backend: str, runs: int, profile: bool, model: str) -> BackendReport:
+    """Sample data, the shape of one real run, then the three measurements in a fresh place.
+
+    ``model`` (``offline`` or ``external``) is what the harness calls; the shape is captured
+    with the ports timed as they are while measured, so the floor replays the measured plan.
+    """
+    with ExitStack() as stack:
+        extra = stack.enter_context(model_settings(model))  # the stub outlives the runtime
+        where = stack.enter_context(place(backend, **extra))
         # PostgreSQL: the project's store creates the schema the floors then write in
         runtime, question = open_harness(stack, where.settings)
-        shape = capture_shape(runtime, question)
         ports = time_ports(runtime)
+        shape = capture_shape(runtime, question)
         plan, floor_bytes = padded_plan(shape)
         floor = Floor(BareBench(env=where.bare_env), plan, reads=False)
         stack.callback(floor.close)
@@ -142,6 +153,7 @@ def bench_backend(backend: str, runs: int, profile: bool) -> BackendReport:
             "floor+get": floor_get.run,
         }
         results = measure(backend, runners, runs, ports)
+        calls = sum(p.model_calls for p in ports.runs) / len(ports.runs)
         if profile:
             profile_run(backend, runtime, question)
-        return BackendReport(backend, shape, floor_bytes, floor_get.reads(), results)
+        return BackendReport(backend, shape, floor_bytes, floor_get.reads(), results, model, calls)

@@ -1,10 +1,21 @@
-"""Time inside the ports: the model and tool calls of a harness run, timed where they run."""
+"""Time inside the ports: the model and tool calls of a harness run, timed where they run.
+
+The wrappers keep what the harness reads of a port besides its calls: whether it blocks and
+whether it stays local (:func:`~application.ports.stays_local`), so a timed run commits exactly
+as an untimed one does. With ``--model external`` the model's time is the HTTP exchanges with the
+stub (:func:`bench.model_external.time_http`), not the whole ``complete`` call.
+"""
 
 from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from application.ports import stays_local
+from bench.model_external import time_http
+from infrastructure.model_openai import OpenAICompatibleProvider
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -13,25 +24,46 @@ if TYPE_CHECKING:
     from bootstrap.composition import Services
 
 
+@dataclass(frozen=True)
+class PortSeconds:
+    """One run's seconds inside its model calls and inside its tool calls, and its model calls."""
+
+    model: float = 0.0
+    tools: float = 0.0
+    model_calls: int = 0
+
+    @property
+    def total(self) -> float:
+        """Seconds inside any port."""
+        return self.model + self.tools
+
+
 class PortTimer:
-    """Adds up the seconds spent inside model and tool calls, per harness run."""
+    """Adds up the seconds spent inside model and tool calls, per run."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._current = 0.0
-        self.runs: list[float] = []
+        self._current = PortSeconds()
+        self.runs: list[PortSeconds] = []
 
-    def add(self, seconds: float) -> None:
-        """Count one port call (called from the pool thread that made it)."""
+    def add_model(self, seconds: float) -> None:
+        """Count one model call (called from the thread that made it)."""
         with self._lock:
-            self._current += seconds
+            now = self._current
+            self._current = PortSeconds(now.model + seconds, now.tools, now.model_calls + 1)
+
+    def add_tool(self, seconds: float) -> None:
+        """Count one tool call (called from the thread that made it)."""
+        with self._lock:
+            now = self._current
+            self._current = PortSeconds(now.model, now.tools + seconds, now.model_calls)
 
     def wrap(self, run: Callable[[], object]) -> Callable[[], object]:
         """``run`` that records its port seconds in :attr:`runs`."""
 
         def timed() -> object:
             with self._lock:
-                self._current = 0.0
+                self._current = PortSeconds()
             result = run()
             with self._lock:
                 self.runs.append(self._current)
@@ -46,6 +78,7 @@ class TimedProvider:
     def __init__(self, inner: ModelProvider, timer: PortTimer) -> None:
         self.name = inner.name
         self.blocking = inner.blocking
+        self.local = stays_local(inner)
         self._inner = inner
         self._timer = timer
 
@@ -55,7 +88,7 @@ class TimedProvider:
         try:
             return self._inner.complete(request)
         finally:
-            self._timer.add(time.perf_counter() - began)
+            self._timer.add_model(time.perf_counter() - began)
 
 
 class TimedTool:
@@ -69,6 +102,7 @@ class TimedTool:
         self.required_scope = inner.required_scope
         self.max_result_bytes = inner.max_result_bytes
         self.blocking = inner.blocking
+        self.local = stays_local(inner)
         self._inner = inner
         self._timer = timer
 
@@ -82,13 +116,16 @@ class TimedTool:
         try:
             return self._inner.run(arguments)
         finally:
-            self._timer.add(time.perf_counter() - began)
+            self._timer.add_tool(time.perf_counter() - began)
 
 
 def time_ports(runtime: Services) -> PortTimer:
-    """Replace the runtime's provider and tools with timed wrappers."""
+    """Time the runtime's model calls and tools: its HTTP exchanges, or its provider's calls."""
     timer = PortTimer()
     service = runtime.chat
-    service.provider = TimedProvider(service.provider, timer)
+    if isinstance(service.provider, OpenAICompatibleProvider):
+        time_http(service.provider.client._client, timer.add_model)  # the openai client's httpx
+    else:
+        service.provider = TimedProvider(service.provider, timer)
     service.tools = {name: TimedTool(tool, timer) for name, tool in service.tools.items()}
     return timer

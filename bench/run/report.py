@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from bench.common import print_json, print_ratios_json, verdict
-from bench.run import MEASUREMENTS, OVERHEAD, ROUNDS, TARGET, WARM_UP
+from bench.run import MEASUREMENTS, MODEL_FREE, OVERHEAD, ROUNDS, TARGET, WARM_UP
 
 if TYPE_CHECKING:
     from bench.run.measure import BackendReport
 
 
 def ratios(report: BackendReport) -> list[dict[str, Any]]:
-    """The harness end to end and its own overhead, each over each floor, by mean and median."""
+    """The harness end to end, minus its ports and minus its model, over each floor (mean, p50)."""
     by_name = {r.name: r for r in report.results}
     return [
         {
@@ -25,7 +25,7 @@ def ratios(report: BackendReport) -> list[dict[str, Any]]:
             ),
             "target": TARGET if (measure, floor) == (OVERHEAD, "floor") else None,
         }
-        for measure in (OVERHEAD, "harness")
+        for measure in (OVERHEAD, MODEL_FREE, "harness")
         for floor in MEASUREMENTS[1:]
     ]
 
@@ -39,6 +39,7 @@ def print_shapes(reports: list[BackendReport], runs: int, question: str) -> None
         "interleaved rounds"
     )
     for rep in reports:
+        print(f"model: {rep.model}, {rep.model_calls:g} model calls per measured run")
         print(f"one run on {rep.backend}: {rep.shape.summary()}")
         gets, events = rep.floor_reads
         print(
@@ -51,14 +52,14 @@ def print_shapes(reports: list[BackendReport], runs: int, question: str) -> None
 def print_table(reports: list[BackendReport]) -> None:
     """One row per backend and measurement: mean, p50 and p95 milliseconds per run."""
     header = (
-        f"{'backend':8}  {'measure':9}  {'runs':>5}  {'mean ms':>8}  {'p50 ms':>8}  {'p95 ms':>8}"
+        f"{'backend':8}  {'measure':13}  {'runs':>5}  {'mean ms':>8}  {'p50 ms':>8}  {'p95 ms':>8}"
     )
     print(header)
     print("-" * len(header))
     for rep in reports:
         for r in rep.results:
             print(
-                f"{r.backend:8}  {r.name:9}  {len(r.seconds):5d}  {r.mean_ms:8.2f}  "
+                f"{r.backend:8}  {r.name:13}  {len(r.seconds):5d}  {r.mean_ms:8.2f}  "
                 f"{r.percentile_ms(50):8.2f}  {r.percentile_ms(95):8.2f}"
             )
 
@@ -72,7 +73,7 @@ def print_ratios(computed: list[dict[str, Any]]) -> None:
         if ratio["target"] is not None:
             met = f" ({verdict(ratio['over_floor_mean'] <= ratio['target'], 'ABOVE')})"
         print(
-            f"{ratio['backend']:8}  {ratio['measure'] + '/' + ratio['floor']:23} "
+            f"{ratio['backend']:8}  {ratio['measure'] + '/' + ratio['floor']:27} "
             f"mean {ratio['over_floor_mean']:7.3f}  p50 {ratio['over_floor_p50']:7.3f}{met}"
         )
 
@@ -82,6 +83,8 @@ def shape_line(rep: BackendReport) -> dict[str, Any]:
     return {
         "kind": "shape",
         "backend": rep.backend,
+        "model": rep.model,
+        "model_calls": rep.model_calls,
         "transactions": len(rep.shape.transactions),
         "events": rep.shape.events,
         "streams": rep.shape.streams,

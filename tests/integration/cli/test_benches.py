@@ -111,6 +111,21 @@ def test_the_peers_bench_measures_our_run_alone_on_postgres(pg_available: None) 
     _ours_only("postgres")
 
 
+@pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+def test_the_run_bench_calls_the_stub_model_over_http(request: Any, backend: str) -> None:
+    """``--model external``: the same diagnosis through the stub, committing before each call."""
+    if backend == "postgres":
+        request.getfixturevalue("pg_available")
+    lines = _bench("run", "--runs", "5", "--backend", backend, "--model", "external")
+    (shape,) = [line for line in lines if line["kind"] == "shape"]
+    assert shape["model"] == "external" and shape["outcome"] == "SUCCESS/SUCCESS"
+    assert shape["transactions"] > shape["model_calls"] > 0  # a commit before every model call
+    measures = {line["measure"] for line in lines if line["kind"] == "run"}
+    assert {"harness", "harness-ports", "harness-model", "floor"} <= measures
+
+
 @pytest.mark.postgres
 def test_the_throughput_bench_reports_one_worker_and_drops_its_database(
     pg_available: None,
