@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from bench.common import add_backend, banner, chosen, parser
+from bench.model_external import add_model
 from bench.peers import DEFAULT_RUNS, INSTALL, ROUNDS
 from bench.peers.measure import bench_backend  # imports LangGraph (bench.peers.peer) only if asked
 from bench.peers.report import report
@@ -17,6 +18,7 @@ def missing_extra() -> str | None:
         "langgraph.checkpoint.sqlite",
         "langgraph.checkpoint.postgres",
         "langchain_core.language_models",
+        "langchain_openai",
     ):
         try:
             __import__(module)
@@ -30,6 +32,7 @@ def main(argv: list[str] | None = None) -> None:
     arguments = parser("peers")
     arguments.add_argument("--runs", type=int, default=DEFAULT_RUNS, help="runs per measurement")
     add_backend(arguments)
+    add_model(arguments, "external")
     arguments.add_argument(
         "--ours-only", action="store_true", help="measure this project's run alone (no LangGraph)"
     )
@@ -42,7 +45,10 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(2)
     runs: int = max(ROUNDS, args.runs)
     banner()
-    report([bench_backend(backend, runs, args.ours_only) for backend in chosen(args.backend)], runs)
+    measured = [
+        bench_backend(backend, runs, args.ours_only, args.model) for backend in chosen(args.backend)
+    ]
+    report(measured, runs, args.model)
 
 
 if __name__ == "__main__":

@@ -89,26 +89,43 @@ def test_the_peers_bench_without_its_extra_names_the_install_command() -> None:
     assert "pip install -e '.[bench]' -c requirements/bench-constraints.txt" in done.stderr
 
 
-def _ours_only(backend: str) -> None:
+def _ours_only(backend: str, model: str) -> None:
     """``--ours-only`` needs no LangGraph: the project's run measured alone, no peer, no ratio."""
-    args = ["--ours-only", "--runs", "5", "--backend", backend]
+    args = ["--ours-only", "--runs", "5", "--backend", backend, "--model", model]
     done = _run([sys.executable, "-c", WITHOUT_LANGGRAPH, *args])
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     assert [(line["kind"], line["backend"], line["measure"]) for line in lines] == [
         ("run", backend, "harness")
     ]
-    assert lines[0]["runs"] == 5
-    assert lines[0]["p50_ms"] <= lines[0]["p95_ms"]
+    (line,) = lines
+    assert line["runs"] == 5 and line["model"] == model
+    assert line["p50_ms"] <= line["p95_ms"]
+    assert line["model_calls"] > 0 and line["cpu_ms_per_run"] > 0
+    assert line["minus_model_mean_ms"] < line["mean_ms"]  # the model's time was taken out
 
 
-def test_the_peers_bench_measures_our_run_alone_on_sqlite() -> None:
-    _ours_only("sqlite")
+@pytest.mark.parametrize("model", ["external", "offline"])
+def test_the_peers_bench_measures_our_run_alone_on_sqlite(model: str) -> None:
+    _ours_only("sqlite", model)
 
 
 @pytest.mark.postgres
 def test_the_peers_bench_measures_our_run_alone_on_postgres(pg_available: None) -> None:
-    _ours_only("postgres")
+    _ours_only("postgres", "external")
+
+
+def test_the_peers_bench_runs_both_systems_on_the_stub_model() -> None:
+    """With the extra, LangGraph's agent plays the stub's script (the harness's tool calls)."""
+    for module in ("langgraph.prebuilt", "langchain_openai"):
+        pytest.importorskip(module, reason="the optional 'bench' extra is not installed")
+    lines = _bench("peers", "--runs", "5", "--backend", "sqlite")
+    runs = {line["measure"]: line for line in lines if line["kind"] == "run"}
+    assert {"harness", "langgraph"} <= set(runs)
+    assert {line["model"] for line in runs.values()} == {"external"}
+    assert all(line["model_calls"] > 0 and line["tools_ms_mean"] > 0 for line in runs.values())
+    ratios = [line for line in lines if line["kind"] == "ratio"]
+    assert {line["peer"] for line in ratios} == set(runs) - {"harness"}
 
 
 @pytest.mark.parametrize(
