@@ -115,19 +115,6 @@ def test_the_peers_bench_measures_our_run_alone_on_postgres(pg_available: None) 
     _ours_only("postgres", "external")
 
 
-def test_the_peers_bench_runs_both_systems_on_the_stub_model() -> None:
-    """With the extra, LangGraph's agent plays the stub's script (the harness's tool calls)."""
-    for module in ("langgraph.prebuilt", "langchain_openai"):
-        pytest.importorskip(module, reason="the optional 'bench' extra is not installed")
-    lines = _bench("peers", "--runs", "5", "--backend", "sqlite")
-    runs = {line["measure"]: line for line in lines if line["kind"] == "run"}
-    assert {"harness", "langgraph"} <= set(runs)
-    assert {line["model"] for line in runs.values()} == {"external"}
-    assert all(line["model_calls"] > 0 and line["tools_ms_mean"] > 0 for line in runs.values())
-    ratios = [line for line in lines if line["kind"] == "ratio"]
-    assert {line["peer"] for line in ratios} == set(runs) - {"harness"}
-
-
 @pytest.mark.parametrize(
     "backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 )
