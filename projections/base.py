@@ -87,7 +87,13 @@ def positioned(mapper: Mapper[UUID], notifications: Iterable[Notification]) -> l
     return [(n.id, to_domain_event(n), text_of(n.originator_id)) for n in notifications]
 
 
-uuid_text = functools.lru_cache(maxsize=65_536)(str)
+TEXTS_KEPT = 4_096
+"""Stream ids whose text :func:`uuid_text` remembers, least recently used dropped first.
+
+A stream's events lie close together in the log (a run's within its own span), so a few
+thousand streams hold every repeat of a batch; the finished runs' streams never come back."""
+
+uuid_text = functools.lru_cache(maxsize=TEXTS_KEPT)(str)
 """``str(uuid)``, remembered: a run's stream comes by some 25 times in the log."""
 
 

@@ -55,6 +55,13 @@ COLUMNS = (
 """The order of each row's values (every column of ``trace_event``)."""
 
 
+STREAM_MEMORY = 10_000
+"""Streams whose run the trace remembers in memory before it starts over.
+
+Only the streams of the runs in flight need it: their later events come in later batches. Starting
+over costs one lookup in ``trace_stream`` for each stream still in flight then."""
+
+
 class Trace:
     """The audit timeline: one row per event, ordered by log position."""
 
@@ -62,8 +69,12 @@ class Trace:
     tables = ("trace_event", "trace_stream")
     interests = (Run.Event, ToolInvocation.Event, Collection.Event)
 
-    def __init__(self) -> None:
-        """Start knowing no stream; a stream's run, once seen, is remembered (it never changes)."""
+    def __init__(self, remember: int = STREAM_MEMORY) -> None:
+        """Start knowing no stream; a stream's run, once seen, is remembered (it never changes).
+
+        Beyond ``remember`` streams it starts over (see :data:`STREAM_MEMORY`).
+        """
+        self.remember = remember
         self.runs_of_streams: dict[str, str] = {}
 
     def process(self, view: ViewWriter, events: Sequence[Positioned]) -> Written:
@@ -102,7 +113,7 @@ class Trace:
         rows that recording wrote.
         """
         known = self.runs_of_streams
-        if len(known) > STREAM_MEMORY:
+        if len(known) > self.remember:
             known.clear()
         started: list[list[Any]] = []
         unknown: list[str] = []
@@ -124,9 +135,6 @@ class Trace:
 
 
 STREAM_STARTS = (ToolInvocation.ToolInvocationStarted, Collection.CollectionStarted)
-STREAM_MEMORY = 100_000
-"""Streams whose run the trace remembers in memory before it starts over."""
-
 Rule = Callable[[Any], tuple[TracePhase, TraceEventStatus]]
 
 

@@ -35,8 +35,14 @@ CHAIN_KEY = "_chain"
 PLAIN, KEYED = "sha256", "hmac-sha256"
 """The two link schemes; a link is ``<scheme>:<hex digest>``."""
 
-HEADS_KEPT = 65_536
-"""Streams whose latest link a mapper remembers (a miss costs one read of the stream's head)."""
+HEADS_KEPT = 4_096
+"""Streams whose latest link a mapper remembers, least recently used dropped first.
+
+A miss costs one read of the stream's head. The links that save reads are those of the streams
+being written now: a run's own streams between its commits, an aggregate read just before its
+save. The projections read every stream back through this mapper, so the finished runs' streams
+pass through too, and are never written again. A few thousand covers hundreds of runs in flight;
+each link kept holds a few hundred bytes (with its stream's id) for as long as the process lives."""
 
 
 def canonical(payload: Any) -> bytes:
@@ -94,9 +100,17 @@ class ChainingMapper(TupleRestoringMapper):
         self.key = key
         self.previous_of: Callable[[Any, int], str | None] | None = None
         """Reads the link of version ``n`` of a stream from the store (None: no such event)."""
+        self.kept = HEADS_KEPT
+        """Streams whose latest link this mapper remembers at most."""
         self._heads: OrderedDict[Any, tuple[int, str]] = OrderedDict()
         self._lock = threading.Lock()
         self._local = threading.local()
+
+    @property
+    def remembered(self) -> int:
+        """Streams whose latest link this mapper remembers now."""
+        with self._lock:
+            return len(self._heads)
 
     def to_stored_event(self, domain_event: Any) -> StoredEvent:
         """Encode the event, link it to its stream's previous event and store the link."""
@@ -157,5 +171,5 @@ class ChainingMapper(TupleRestoringMapper):
     def _remember_locked(self, stream: Any, version: int, chain: str) -> None:
         self._heads[stream] = (version, chain)
         self._heads.move_to_end(stream)
-        if len(self._heads) > HEADS_KEPT:
+        while len(self._heads) > self.kept:
             self._heads.popitem(last=False)

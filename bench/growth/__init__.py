@@ -36,6 +36,9 @@ list and trace reads at the largest size (and, on PostgreSQL, whether autovacuum
 planner's statistics). Nothing is asserted. The report gives p50 and p95 per
 read and size, the growth ratio p50 at the largest size over p50 at the smallest, and RSS
 largest over smallest; its last lines are JSON.
+
+``--trace-memory`` measures none of that: it traces what the worker holds on to between the
+smallest and the largest size (:mod:`bench.growth.memory`).
 """
 
 DEFAULT_SIZES = (1_000, 10_000, 50_000)

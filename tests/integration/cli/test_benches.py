@@ -163,6 +163,16 @@ def test_the_throughput_bench_refuses_a_bad_argument_before_it_starts_anything(
     assert "error: argument" in done.stderr and "Traceback" not in done.stderr
 
 
+def test_the_growth_bench_traces_what_the_worker_holds_between_two_sizes() -> None:
+    args = ["--trace-memory", "--sizes", "6", "3", "--backend", "sqlite"]
+    done = _run([sys.executable, "-m", "bench.growth", *args])
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    assert "-- memory on sqlite: 3 -> 6 runs --" in done.stdout
+    assert re.search(r"traced Python heap still held: \d+ kB\n", done.stdout)
+    assert "-- top 15 holders by traceback --" in done.stdout
+    assert "-- top 15 types by growth in live objects --" in done.stdout
+
+
 def test_the_run_cpu_bench_prints_cpu_per_run_and_a_profile() -> None:
     done = _run([sys.executable, "-m", "bench.run.cpu", "--runs", "2", "--backend", "sqlite"])
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]

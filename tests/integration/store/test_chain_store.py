@@ -71,3 +71,15 @@ def test_a_run_export_holds_its_whole_streams(services: Services, store: Harness
     everything = [r for r in store_records(store) if r.stream in streams]
     assert mine == everything
     assert check_chain(mine) == []
+
+
+def test_a_mapper_keeps_at_most_its_bound_of_heads_and_links_stay_right_past_it(
+    services: Services, store: HarnessStore
+) -> None:
+    store.chain.kept = 2  # far fewer than one run's streams: heads are dropped mid-run
+    for name in ("conclusion_supported", "limited_checks", "saturated"):
+        run_scenario(services, name, session_id=f"s-{name}")
+        assert store.chain.remembered <= 2
+    records = list(store_records(store))
+    assert len({r.stream for r in records}) > 2 * 3  # every run wrote more streams than kept
+    assert check_chain(records) == []  # a dropped head was read back from the store
