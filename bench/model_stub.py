@@ -17,7 +17,8 @@ It tells the two systems apart by the model name they ask for:
   the same tool calls and get the same final answer. Before any harness diagnosis it answers 409.
 
 Requests are not validated beyond what answering needs: the strict conformance server of the
-tests does that; this one only has to answer at once.
+tests does that, and shares this module's wire conversions (:func:`to_request`,
+:func:`harness_message`, :func:`completion`); this one only has to answer at once.
 """
 
 from __future__ import annotations

@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, cast
 
-from application import prompts
-from application.ports import Message, ModelRequest, ModelResponse, ToolCall
-from domain.states import ModelStepPurpose
+from application.ports import ModelRequest, ModelResponse
+from bench.model_stub import completion, harness_message, to_request
 from infrastructure.model_offline import OfflineProvider
 from infrastructure.settings import Settings
 from tests.strict_rules import strict_problems
@@ -86,20 +85,6 @@ class Conformance:
         """``settings`` with the OpenAI-compatible provider pointed at this server."""
         update = {"model": "openai", "openai_base_url": self.url, "openai_model": MODEL}
         return settings.model_copy(update={**update, "model_timeout": 10.0, **more})
-
-
-def purpose_of(messages: list[dict[str, Any]]) -> ModelStepPurpose:
-    """Which harness step a conversation is, by its system prompt (what a script keys on)."""
-    system = next((m["content"] for m in messages if m["role"] == "system"), "")
-    if system == prompts.ROUTER_PROMPT:
-        return ModelStepPurpose.ROUTE
-    if system in (prompts.JUDGE_PROMPT, prompts.KNOWLEDGE_JUDGE_PROMPT):
-        return ModelStepPurpose.JUDGE
-    if system.startswith("Repair the draft"):
-        return ModelStepPurpose.REPAIR
-    if system.startswith(prompts.AGENT_PROMPT[:40]):
-        return ModelStepPurpose.AGENT
-    return ModelStepPurpose.ANSWER
 
 
 def request_problems(body: Any, server: Conformance) -> tuple[int, str, str | None, str | None]:
@@ -173,45 +158,6 @@ def _format_problem(fmt: Any, server: Conformance) -> tuple[int, str, str | None
     return 0, "", None, None
 
 
-def to_request(body: dict[str, Any]) -> ModelRequest:
-    """The wire request as the harness's own, for the brain."""
-    messages = []
-    for raw in body["messages"]:
-        calls = tuple(
-            ToolCall(c["id"], c["function"]["name"], json.loads(c["function"]["arguments"]))
-            for c in raw.get("tool_calls") or ()
-        )
-        role = "system" if raw["role"] == "developer" else raw["role"]
-        content, call_id = raw.get("content") or "", raw.get("tool_call_id")
-        messages.append(Message(cast(Any, role), content, call_id, calls))
-    return ModelRequest(purpose_of(body["messages"]), tuple(messages))
-
-
-def completion_body(response: ModelResponse, model: str) -> dict[str, Any]:
-    """A chat completion carrying ``response``."""
-    message: dict[str, Any] = {"role": "assistant", "content": response.text or None}
-    if response.tool_calls:
-        message["tool_calls"] = [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": json.dumps(dict(call.arguments))},
-            }
-            for call in response.tool_calls
-        ]
-    finish = "tool_calls" if response.tool_calls else "stop"
-    usage = {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}
-    choice = {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 1,
-        "model": model,
-        "choices": [choice],
-        "usage": usage,
-    }
-
-
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     state: Conformance
@@ -246,7 +192,8 @@ class _Handler(BaseHTTPRequestHandler):
         fault = self.state.next_fault()
         if fault is not None and self._fault(fault):
             return None
-        answer = completion_body(self.state.brain(to_request(body)), self.state.model)
+        reply = harness_message(self.state.brain(to_request(body)))
+        answer = completion(self.state.model, reply, (7, 3))
         if fault is not None and fault.kind == "prose":
             answer["choices"][0]["message"] = {"role": "assistant", "content": "Sure! It is fine."}
         return self._json(200, answer)
