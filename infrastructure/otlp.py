@@ -12,13 +12,13 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
 from domain.redactor import shown_url
 from infrastructure.settings import ConfigurationError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 """Either one set (non-empty) turns the live exporter on."""
@@ -50,6 +50,10 @@ def otlp_exporter(endpoint: str | None = None, timeout: float | None = None) -> 
     ``timeout`` bounds one export, its retries included (None: ``OTEL_EXPORTER_OTLP_TIMEOUT``,
     else the SDK's 10 s).
     """
+    # Imported here: the SDK and its exporter take a tenth of a second to import, and every
+    # process that bootstraps (each CLI command) would pay it though few export traces.
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
     for name in QUIET:
         logging.getLogger(name).setLevel(logging.CRITICAL)
     return OTLPSpanExporter(endpoint=endpoint, timeout=timeout)
