@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import openai
+from openai.types.chat import ChatCompletion
 
 from application.ports import ModelError, ModelUnavailableError
 from infrastructure.model_config import CREDENTIAL_IN_URL, credential_in_url
@@ -122,12 +123,17 @@ class OpenAICompatibleProvider:
         """
         timeout = min(request.timeout_s, self.timeout_s)
         end = time.monotonic() + timeout
-        arguments = self._arguments(request)
+        body = self._body(request)
         attempts: list[ModelAttempt] = []
         while True:
             left = max(0.001, end - time.monotonic())
             try:
-                completion: object = self._client.chat.completions.create(**arguments, timeout=left)
+                completion: object = self._client.post(
+                    "/chat/completions",
+                    cast_to=ChatCompletion,
+                    body=body,
+                    options=self._options(left),
+                )
             except openai.APIError as error:
                 left = end - time.monotonic()  # what the failed attempt left of the bound
                 attempt, why = self.retries.next_attempt(error, len(attempts) + 1, left)
@@ -146,15 +152,28 @@ class OpenAICompatibleProvider:
             except ModelError as error:  # a malformed answer: the attempts go with it
                 raise _with(error, attempts) from None
 
-    def _arguments(self, request: ModelRequest) -> dict[str, Any]:
-        """The ``create`` arguments of a request, but its timeout (each attempt has its own)."""
-        return {
+    def _options(self, timeout: float) -> openai.RequestOptions:
+        """One attempt's options: its timeout, the key as a bearer token (as ``create`` sends)."""
+        return {"headers": self._headers, "timeout": timeout, "security": {"bearer_auth": True}}
+
+    def _body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body of a request (``POST /chat/completions``).
+
+        Posted as it is, past ``chat.completions.create``: that method walks every message and
+        tool through the SDK's typed-dict transform, which renames nothing in a chat request and
+        cost about a millisecond of CPU a call, more than the rest of the call's Python. The
+        client still builds, sends, authenticates, times out and types errors as for ``create``.
+        """
+        body: dict[str, Any] = {
             "model": self.model,
             "messages": [message_param(i, m) for i, m in enumerate(request.messages)],
-            "tools": [tool_param(spec) for spec in request.tools] or openai.omit,
-            "response_format": response_format(request.json_schema),
-            "extra_headers": self._headers,
         }
+        if request.tools:
+            body["tools"] = [tool_param(spec) for spec in request.tools]
+        format_ = response_format(request.json_schema)
+        if not isinstance(format_, openai.Omit):
+            body["response_format"] = format_
+        return body
 
 
 def _with(error: ModelError, attempts: list[ModelAttempt]) -> ModelError:
