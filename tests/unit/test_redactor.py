@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from application.ports import ToolExecutionError, ToolOutput
@@ -127,3 +127,17 @@ def test_a_hostile_text_is_redacted_in_one_pass_not_quadratic_time(unit: str) ->
     pattern would take hours on them)."""
     text = unit * 200_000
     assert REDACTOR.redact(text + KEY).text.endswith(MARK)
+
+
+_PIECES = st.sampled_from(
+    [KEY, TOKEN, PASSWORD, BASIC, "Bearer ", "Basic ", "password=", '"api_key": "', "https://"]
+    + ["u:p@", "?token=", "&", " ", "\t", "\n", '"', "'", MARK, "x", "=", ":", "@", "/"]
+)
+
+
+@given(st.lists(st.lists(_PIECES, max_size=12).map("".join), max_size=6))
+@example(["x", "Bearer abcdefghij"])  # a line's start is a word's start
+@example(["see https://", "u:p@host"])  # a URL's parts on two lines are no credential
+def test_lines_are_redacted_as_each_line_alone_would_be(lines: list[str]) -> None:
+    alone = [REDACTOR.redact(line) for line in lines]
+    assert REDACTOR.lines(lines) == (tuple(a.text for a in alone), sum(a.count for a in alone))
