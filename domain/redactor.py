@@ -66,14 +66,42 @@ def _basic(found: re.Match[str]) -> str | None:
     return f"{found[1]} {MARK}" if ":" in decoded else None
 
 
-_SHAPES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str | None]], ...] = (
-    (_URL_USERINFO, lambda m: f"{MARK}@"),
-    (_QUERY_VALUE, lambda m: f"{m[1]}{MARK}"),
-    (_PAIR, lambda m: f"{m[1]}{MARK}"),
-    (_JSON_PAIR, lambda m: f'{m[1]}"{MARK}"'),
-    (_BEARER, lambda m: f"{m[1]} {MARK}"),
-    (_BASIC, _basic),
+@dataclass(frozen=True)
+class _Shape:
+    """A credential's shape, what replaces a match (None: kept), and words it cannot lack."""
+
+    pattern: re.Pattern[str]
+    replace: Callable[[re.Match[str]], str | None]
+    needles: tuple[str, ...]
+    """Case-folded words every match holds one of: text holding none is not searched (a
+    case-insensitive search of every position cost 0.25 ms for 4 KB; finding a word, 1 µs)."""
+
+    def absent(self, folded: str) -> bool:
+        """Whether text whose :func:`_folded` form is ``folded`` surely holds no match."""
+        return not any(needle in folded for needle in self.needles)
+
+
+def _folded(text: str) -> str:
+    """``text`` case-folded as ``(?i)`` matches it.
+
+    ``ſ`` and the Kelvin sign fold to ``s`` and ``k``; the dotless ``ı``, which ``(?i)i``
+    matches too, becomes ``i``.
+    """
+    return text.casefold().replace("\u0131", "i")
+
+
+_WORDS = ("pass", "pwd", "secret", "token", "key")
+"""What each of :data:`_PAIR_WORD`'s words holds."""
+_SHAPES: tuple[_Shape, ...] = (
+    _Shape(_URL_USERINFO, lambda m: f"{MARK}@", ("://",)),
+    _Shape(_QUERY_VALUE, lambda m: f"{m[1]}{MARK}", (*_WORDS, "credential", "signature", "auth")),
+    _Shape(_PAIR, lambda m: f"{m[1]}{MARK}", _WORDS),
+    _Shape(_JSON_PAIR, lambda m: f'{m[1]}"{MARK}"', _WORDS),
+    _Shape(_BEARER, lambda m: f"{m[1]} {MARK}", ("bearer",)),
+    _Shape(_BASIC, _basic, ("basic",)),
 )
+"""In the order applied. A replacement puts :data:`MARK` (no needle in it) where a match was,
+so it never makes a needle of the text on either side."""
 
 
 @dataclass(frozen=True)
@@ -113,9 +141,11 @@ class Redactor:
             if secret in text:
                 count += text.count(secret)
                 text = text.replace(secret, MARK)
-        for pattern, replace in _SHAPES:
-            text, found = _substitute(pattern, replace, text)
-            count += found
+        folded = _folded(text)
+        for shape in _SHAPES:
+            if not shape.absent(folded):
+                text, found = _substitute(shape.pattern, shape.replace, text)
+                count += found
         return Redacted(text, count)
 
     def hide_known(self, text: str) -> str:
@@ -162,8 +192,8 @@ class Redactor:
 
         The same as redacting each line on its own, but a secret or shape found nowhere in the
         lines joined by newlines is not looked for line by line (what a tool returns usually
-        holds none: six searches then instead of six per line). Exact: no shape spans a newline
-        and each one's edges judge a newline as they judge a line's end.
+        holds none). Exact: no shape spans a newline, and each one's edges judge a newline as
+        they judge a line's end.
         """
         done = list(lines)
         count = 0
@@ -171,12 +201,15 @@ class Redactor:
             if any(secret in line for line in done):
                 count += sum(line.count(secret) for line in done)
                 done = [line.replace(secret, MARK) for line in done]
-        for pattern, replace in _SHAPES:
-            if pattern.search("\n".join(done)) is None:
+        joined = "\n".join(done)
+        folded = _folded(joined)
+        for shape in _SHAPES:
+            if shape.absent(folded) or shape.pattern.search(joined) is None:
                 continue
-            found = [_substitute(pattern, replace, line) for line in done]
+            found = [_substitute(shape.pattern, shape.replace, line) for line in done]
             done = [line for line, _ in found]
             count += sum(n for _, n in found)
+            joined = "\n".join(done)
         return tuple(done), count
 
 

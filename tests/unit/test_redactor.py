@@ -10,12 +10,21 @@ from hypothesis import strategies as st
 
 from application.ports import ToolExecutionError, ToolOutput
 from application.tool_secrets import redacted_error, redacted_output
-from domain.redactor import MARK, MIN_SECRET_CHARS, Redactor, shown_url, url_secrets
+from domain.redactor import (
+    _SHAPES,
+    MARK,
+    MIN_SECRET_CHARS,
+    Redactor,
+    _substitute,
+    shown_url,
+    url_secrets,
+)
 
 KEY = "hk-7Qz2-never-print-me"
 TOKEN = "tok-ABCDEFGH1234"
 PASSWORD = "pw-hunter-2222"
 BASIC = base64.b64encode(f"svc:{PASSWORD}".encode()).decode()
+NO_SECRETS = Redactor()
 REDACTOR = Redactor.of([KEY, f"Bearer {TOKEN}", f"Basic {BASIC}", "prod", "eu-west"])
 
 
@@ -141,3 +150,31 @@ _PIECES = st.sampled_from(
 def test_lines_are_redacted_as_each_line_alone_would_be(lines: list[str]) -> None:
     alone = [REDACTOR.redact(line) for line in lines]
     assert REDACTOR.lines(lines) == (tuple(a.text for a in alone), sum(a.count for a in alone))
+
+
+def _every_shape(text: str) -> tuple[str, int]:
+    """Each credential shape searched for unconditionally, as before any word was looked for."""
+    count = 0
+    for shape in _SHAPES:
+        text, found = _substitute(shape.pattern, shape.replace, text)
+        count += found
+    return text, count
+
+
+_LOOKALIKES = st.sampled_from(
+    [
+        "paſsword=hunter22",
+        "ſecret='abc def'",
+        "api_\u212aey=abcdef",
+        "basıc c3ZjOmh1bnRlcjI=",
+        "BEARER",
+    ]
+    + [" abcdefghijk", "tok\u0130n=x1", "https://ſvc:pw@h", "?AUTH=zz&", '"Api-Key": "v"', "\n"]
+)
+
+
+@given(st.lists(st.one_of(_PIECES, _LOOKALIKES), max_size=12).map("".join))
+@example("paſsword=hunter22")  # (?i) matches ſ as s: the word is looked for case-folded
+@example("basıc c3ZjOmh1bnRlcjI=")  # and the dotless ı as i
+def test_a_shape_is_searched_wherever_it_could_match(text: str) -> None:
+    assert (NO_SECRETS.redact(text).text, NO_SECRETS.redact(text).count) == _every_shape(text)
