@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from datetime import datetime
     from uuid import UUID
 
+    from application.send_gate import SendGate
     from domain.states import ModelStepPurpose
     from domain.values import ModelAttempt
 
@@ -82,6 +83,9 @@ class ModelRequest:
     """Seconds this call may take. Callers leave it: :class:`~application.run_context.RunContext`
     bounds every call by the model timeout and the run's remaining deadline, and sets this to
     that bound for the provider (which may stop itself then). A caller may only tighten it."""
+    send_gate: SendGate | None = None
+    """Set by the run for a ``gated`` provider: wait on it right before the request leaves the
+    process (:mod:`application.send_gate`); None: the run committed before calling."""
 
 
 @dataclass(frozen=True)
@@ -183,6 +187,16 @@ def stays_local(port: object) -> bool:
     leaves the service, and every commit interval (design §17.1).
     """
     return getattr(port, "local", False) is True
+
+
+def gated(provider: object) -> bool:
+    """Whether ``provider`` says ``gated = True``: it waits at a request's ``send_gate``.
+
+    The run may then commit while it builds the request (:mod:`application.send_gate`). A
+    provider that stays local has nothing to wait for; one that does not say is called only
+    once the commit has ended.
+    """
+    return getattr(provider, "gated", False) is True and not stays_local(provider)
 
 
 # -- tools ------------------------------------------------------------------------------------

@@ -32,9 +32,11 @@ from application.ports import (
     ModelTimeoutError,
     ModelUnavailableError,
     StoreUnavailableError,
+    gated,
 )
 from application.run_aborted import BudgetExhausted, RunAborted
 from application.run_journal import RunJournal
+from application.send_gate import SendGate
 from application.storable import storable_response
 from domain.redaction import describe_error
 from domain.run_steps import text_sha256
@@ -98,6 +100,8 @@ class RunContext:
     """The seconds the run had left when this worker took it (the publish reserve is a share)."""
     journal: RunJournal = field(init=False)
     """The run in hand and its way into the log: record, commit (:mod:`application.run_journal`)."""
+    _sent_at: float = field(default=0.0, init=False, repr=False)
+    """When the current model call could leave (its commit done): its step's latency starts."""
 
     def __post_init__(self, started: Run, commit_interval_s: float) -> None:
         """Give the run to its journal, which rechecks it here after a lost race."""
@@ -149,10 +153,8 @@ class RunContext:
         if self.run.would_exceed(BudgetKind.MODEL_CALLS, 1):
             self.run.exhaust_budget(BudgetKind.MODEL_CALLS)
             self.journal.record()
-        self.journal.commit_or_record(before=self.provider)  # durable first unless it stays here
         bound, why = self._bound(request)
         bounded = replace(request, timeout_s=bound)
-        started = time.monotonic()
         try:
             response = storable_response(self._bounded_call(bounded, why))
         except ModelError as error:
@@ -160,14 +162,14 @@ class RunContext:
             # and a cancel that came meanwhile makes the step's commit conflict and abort.
             self.check_active(reread=False)
             detail, attempts = describe_error(error), error.attempts
-            self._record(bounded, started, ModelStepOutcome.FAILED, detail=detail, tried=attempts)
+            self._record(bounded, ModelStepOutcome.FAILED, detail=detail, tried=attempts)
             raise
         self.check_active(reread=False)  # a late answer is discarded the same way
         text = response.text
         if len(text) > MAX_MODEL_OUTPUT_CHARS:  # refused whole, before anything parses it
-            self._record(bounded, started, ModelStepOutcome.TOO_LARGE, response=response)
+            self._record(bounded, ModelStepOutcome.TOO_LARGE, response=response)
             raise ModelOutputTooLarge(len(text), text_sha256(text))
-        self._record(bounded, started, ModelStepOutcome.OK, response=response)
+        self._record(bounded, ModelStepOutcome.OK, response=response)
         return response
 
     def _bound(self, request: ModelRequest) -> tuple[float, str]:
@@ -187,24 +189,48 @@ class RunContext:
     def _bounded_call(self, bounded: ModelRequest, why: str) -> ModelResponse:
         """The provider's answer within the model timeout and the run's remaining deadline.
 
-        The bound holds whatever the request says (its ``timeout_s`` may only tighten it), and
+        What the call needs is made durable first, unless it stays here (design §17.1). The
+        bound holds whatever the request says (its ``timeout_s`` may only tighten it), and
         the provider is handed the bound in ``timeout_s`` so one that can stop itself (an HTTP
         client) stops when the wait does. A provider that is not blocking only computes in
         process (the offline model: no I/O, no sleep), so it is called inline, with nothing
-        there that could wait past the bound.
+        there that could wait past the bound. A ``gated`` one is handed the call before the
+        commit and sends it once the commit succeeded (:mod:`application.send_gate`).
         """
         bound = bounded.timeout_s
+        self._sent_at = time.monotonic()  # a call refused before it could leave took no time
         if not self.provider.blocking:
+            self.journal.commit_or_record(before=self.provider)
+            self._sent_at = time.monotonic()
             return self.provider.complete(bounded)  # cannot hang: no watchdog thread needed
+        gate = SendGate() if gated(self.provider) else None
+        if gate is None:
+            self.journal.commit_or_record(before=self.provider)
+            self._sent_at = time.monotonic()
         try:
-            future = self.pool.submit(model_where(self.provider), self.provider.complete, bounded)
+            future = self.pool.submit(
+                model_where(self.provider), self.provider.complete, replace(bounded, send_gate=gate)
+            )
         except PortBusy as busy:  # earlier calls still hang: refused, not queued
             raise ModelUnavailableError(str(busy)) from None
+        if gate is not None:
+            self._commit_then_open(gate, future)
         try:
             return self.wait_for(future, bound)
         except FutureTimeout:  # not promised to stop; its result is discarded (SPEC §5)
             self.check_active()  # the deadline may have passed: TIMED_OUT
             raise ModelTimeoutError(f"no answer within {bound:.1f}s ({why})") from None
+
+    def _commit_then_open(self, gate: SendGate, future: Future[ModelResponse]) -> None:
+        """Commit what the call needs while it is built; let it leave only if that succeeded."""
+        try:
+            self.journal.commit_or_record(before=self.provider)
+        except BaseException:
+            gate.refuse()  # the request never leaves; the call ends at its gate
+            self.pool.abandon(future)
+            raise
+        self._sent_at = time.monotonic()
+        gate.open()
 
     def wait_for(self, future: Future[T], timeout: float) -> T:
         """The result of a port call running in another thread, waited for at most ``timeout``.
@@ -247,7 +273,6 @@ class RunContext:
     def _record(
         self,
         request: ModelRequest,
-        started: float,
         outcome: ModelStepOutcome,
         response: ModelResponse | None = None,
         detail: str = "",
@@ -258,7 +283,7 @@ class RunContext:
             request.purpose,
             tokens_in=max(0, usage.tokens_in) if usage else 0,
             tokens_out=max(0, usage.tokens_out) if usage else 0,
-            latency_ms=int((time.monotonic() - started) * 1000),
+            latency_ms=int((time.monotonic() - self._sent_at) * 1000),
             outcome=outcome,
             detail=detail,
             bound_ms=int(min(request.timeout_s, MAX_BOUND_S) * 1000),

@@ -12,7 +12,7 @@ from application.ports import StoreUnavailableError, ToolExecutionError, ToolOut
 from application.run_context import RunAborted
 from application.storable import NotStorable, storable_output, storable_text
 from application.tool_admission import admitted, shown_name
-from application.tool_port import PortView, read_port
+from application.tool_port import PortView, checks_block, read_port
 from application.tool_projection import mark_ready, project, shown_notes
 from application.tool_secrets import NO_SECRETS, redacted_error, redacted_output
 from domain.run import Run
@@ -115,6 +115,8 @@ class ToolBoundary:
         """
         try:
             try:
+                if not checks_block(tool):  # its answers are computed: asked inline
+                    return read_port(tool, call, self.granted_scopes)
                 return self._ask(tool, call.name, read_port, tool, call, self.granted_scopes)
             except FutureTimeout:  # the deadline passed while the tool read the arguments
                 self.ctx.check_active()

@@ -5,7 +5,9 @@ the scope it needs, its canonical scope of the arguments, its origin, its result
 it stays local) is one call, :func:`read_port`, so for a blocking tool it runs in a port thread
 within the call's bound, like the tool's ``run``: a tool whose argument check never returns (an
 MCP tool's schema that fetches a URL, a plugin's lock) is abandoned at the deadline or a cancel,
-its late answer dropped, and the run still ends. A non-blocking tool is asked inline.
+its late answer dropped, and the run still ends. A non-blocking tool is asked inline, and so is
+a blocking one that says ``checks_block = False``: its answers are computed in the process (the
+built-in tools' scope is parsed from the arguments; only their ``run`` queries the database).
 """
 
 from __future__ import annotations
@@ -67,6 +69,14 @@ def read_port(tool: Tool, call: ToolCall, granted_scopes: frozenset[str]) -> Por
         max_result_bytes=tool.max_result_bytes,
         local=stays_local(tool),
     )
+
+
+def checks_block(tool: Tool) -> bool:
+    """Whether asking ``tool`` about a request may block (:func:`read_port` runs in a thread).
+
+    As its ``run`` may, unless it says ``checks_block = False``.
+    """
+    return tool.blocking and getattr(tool, "checks_block", True) is not False
 
 
 def _scope(tool: Tool, call: ToolCall) -> str:

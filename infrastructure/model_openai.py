@@ -44,6 +44,9 @@ class OpenAICompatibleProvider:
 
     name = "openai-compatible"
     blocking = True
+    gated = True
+    """Each request waits at its send gate right before it is sent, built while the run commits
+    (:mod:`application.send_gate`): the client's request hook waits there."""
 
     def __init__(
         self,
@@ -74,8 +77,11 @@ class OpenAICompatibleProvider:
         # Keyless servers (a local vLLM or Ollama): the client insists on a key at construction,
         # so give it a placeholder and drop the Authorization header from every request.
         self._headers: Mapping[str, str | Omit] = {} if api_key else {"Authorization": openai.omit}
+        self._gates = threading.local()
+        """The send gate of the call this thread makes (each call is made in one thread)."""
         self._client = openai.OpenAI(
             api_key=api_key or "no-key",
+            http_client=openai.DefaultHttpxClient(event_hooks={"request": [self._at_gate]}),
             # The client appends paths to the base URL as text: a query would swallow them.
             base_url=urlunsplit(parts._replace(query="", fragment="")),
             default_query=dict(parse_qsl(parts.query, keep_blank_values=True)) or None,
@@ -119,8 +125,17 @@ class OpenAICompatibleProvider:
         """Answer one request or raise a :class:`~application.ports.ModelError` subclass.
 
         Failed attempts are retried by :attr:`retries` within ``min(request.timeout_s,
-        timeout_s)``; the answer, or the error, carries the retried attempts.
+        timeout_s)``; the answer, or the error, carries the retried attempts. With a send gate
+        in the request, nothing is sent before the gate opens (SendRefused when refused).
         """
+        self._gates.gate = request.send_gate
+        try:
+            return self._attempts(request)
+        finally:
+            self._gates.gate = None
+
+    def _attempts(self, request: ModelRequest) -> ModelResponse:
+        """The answer after as many attempts as :attr:`retries` allows within the bound."""
         timeout = min(request.timeout_s, self.timeout_s)
         end = time.monotonic() + timeout
         body = self._body(request)
@@ -151,6 +166,16 @@ class OpenAICompatibleProvider:
                 return replace(to_response(completion, self._failures), attempts=tuple(attempts))
             except ModelError as error:  # a malformed answer: the attempts go with it
                 raise _with(error, attempts) from None
+
+    def _at_gate(self, _request: object) -> None:
+        """Right before a request is sent: wait until the run lets it leave (SendRefused: never).
+
+        The error passes through the client untouched (it is no transport error), and past the
+        retries (no APIError): the call ends there.
+        """
+        gate = getattr(self._gates, "gate", None)
+        if gate is not None:
+            gate.wait()
 
     def _options(self, timeout: float) -> openai.RequestOptions:
         """One attempt's options: its timeout, the key as a bearer token (as ``create`` sends)."""

@@ -76,6 +76,8 @@ class ScriptedProvider:
     name: str = "scripted"
     model: str = "scripted"
     blocking: bool = True  # delay and hang steps wait
+    gated: bool = True
+    """It stands in for a remote model: it waits at the request's send gate before anything."""
     play: Play = field(default_factory=Play)
     _steps: list[dict[str, Any]] = field(init=False)
     _next: int = field(init=False, default=0)
@@ -100,7 +102,9 @@ class ScriptedProvider:
         self._released.set()
 
     def complete(self, request: ModelRequest) -> ModelResponse:
-        """The scripted answer for this request's purpose."""
+        """The scripted answer for this request's purpose (once the run let the request leave)."""
+        if request.send_gate is not None:
+            request.send_gate.wait()
         if request.purpose is ModelStepPurpose.ROUTE:
             self._start_play()
         spec = self._spec_for(request.purpose)

@@ -104,6 +104,7 @@ class OpsTool(ABC):
         # A read of an SQLite file in WAL mode never waits for a lock and has no network to hang
         # on; a PostgreSQL query can wait on both, so it runs under the deadline's watchdog.
         self.blocking = engine.dialect.name != "sqlite"
+        self.checks_block = False  # the scope is parsed from the arguments: nothing waits
 
     def normalize_scope(self, arguments: JSON) -> str:
         """The canonical scope string; raises ToolArgumentsError naming the bad field."""
