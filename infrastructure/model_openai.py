@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import openai
-from openai.types.chat import ChatCompletion
 
 from application.ports import ModelError, ModelUnavailableError
 from infrastructure.model_config import CREDENTIAL_IN_URL, credential_in_url
@@ -145,7 +144,7 @@ class OpenAICompatibleProvider:
             try:
                 completion: object = self._client.post(
                     "/chat/completions",
-                    cast_to=ChatCompletion,
+                    cast_to=object,  # the JSON as it came (openai_wire reads it)
                     body=body,
                     options=self._options(left),
                 )

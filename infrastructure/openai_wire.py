@@ -1,8 +1,8 @@
 """The chat-completions wire format: our requests as the ``openai`` client's, its answers as ours.
 
-Without strict validation the client builds its models from whatever JSON arrived, so nothing
-read from an answer trusts the static types; a tool call's arguments that are not a JSON object
-are kept as text (the tool boundary rejects them), never raised.
+An answer is read as the JSON that arrived, so nothing read from it trusts a type; a tool call's
+arguments that are not a JSON object are kept as text (the tool boundary rejects them), never
+raised.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import json
 from typing import TYPE_CHECKING, assert_never
 
 import openai
-from openai.types.chat import ChatCompletionMessage
 
 from application.drafts import loads_json
 from application.ports import ModelRefusedError, ModelResponse, ToolCall, Usage
@@ -99,35 +98,58 @@ def response_format(schema: JSON | None) -> ResponseFormat | Omit:
 
 
 def to_response(completion: object, failures: Failures) -> ModelResponse:
-    """Our response to a chat completion; a malformed or refused answer raises a ModelError."""
-    if isinstance(completion, str):  # a page (HTML, plain text) where a completion belongs
-        raise failures.not_a_completion(completion)
-    choices = getattr(completion, "choices", None)
+    """Our response to a chat completion (its JSON); a malformed or refused one: a ModelError.
+
+    The answer is read as the JSON it arrived as, never through the client's typed models (their
+    construction cost a fifth of a call's Python), and nothing in it is trusted to have a type.
+    """
+    if isinstance(completion, str):  # not sent as JSON: a completion anyway, or a page
+        completion = _json_object(completion) or completion
+        if isinstance(completion, str):  # a page (HTML, plain text) where a completion belongs
+            raise failures.not_a_completion(completion)
+    choices = _get(completion, "choices")
     if not isinstance(choices, list) or not choices:
         raise failures.no_choices()
     choice = choices[0]
-    message = getattr(choice, "message", None)
-    if not isinstance(message, ChatCompletionMessage):
+    message = _get(choice, "message")
+    if not isinstance(message, dict):
         raise failures.no_message()
-    text = message.content if isinstance(message.content, str) else ""
-    raw_calls = message.tool_calls if isinstance(message.tool_calls, list) else []
-    if not text and not raw_calls and isinstance(message.refusal, str) and message.refusal:
-        raise failures.refused(message.refusal)
-    finish_reason = getattr(choice, "finish_reason", None)
+    content, refusal, raw_calls = (message.get(k) for k in ("content", "refusal", "tool_calls"))
+    text = content if isinstance(content, str) else ""
+    calls = raw_calls if isinstance(raw_calls, list) else []
+    if not text and not calls and isinstance(refusal, str) and refusal:
+        raise failures.refused(refusal)
+    finish_reason = _get(choice, "finish_reason")
     return ModelResponse(
         text=text,
-        tool_calls=tuple(_tool_call(i, raw) for i, raw in enumerate(raw_calls)),
-        usage=_usage(getattr(completion, "usage", None)),
+        tool_calls=tuple(_tool_call(i, raw) for i, raw in enumerate(calls)),
+        usage=_usage(_get(completion, "usage")),
         finish_reason=finish_reason if isinstance(finish_reason, str) else "stop",
     )
 
 
+def _get(value: object, key: str) -> object:
+    """``value[key]`` when ``value`` is a JSON object holding it; else None."""
+    return value.get(key) if isinstance(value, dict) else None
+
+
+def _json_object(text: str) -> dict[str, object] | None:
+    """``text`` as a JSON object, or None when it is not one (a page, prose)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def _tool_call(index: int, raw: object) -> ToolCall:
     """One tool call of the answer; bad arguments are kept as text, never raised."""
-    function = getattr(raw, "function", None) or getattr(raw, "custom", None)
-    call_id = getattr(raw, "id", None)
-    name = getattr(function, "name", None)
-    arguments = getattr(function, "arguments", getattr(function, "input", None))
+    function = _get(raw, "function") or _get(raw, "custom")
+    call_id = _get(raw, "id")
+    name = _get(function, "name")
+    arguments = _get(function, "arguments")
+    if not isinstance(function, dict) or "arguments" not in function:
+        arguments = _get(function, "input")
     parsed, raw_text = parse_arguments(arguments)
     return ToolCall(
         id=call_id if isinstance(call_id, str) and call_id else f"call_{index}",
@@ -153,8 +175,8 @@ def parse_arguments(arguments: object) -> tuple[JSON, str | None]:
 
 
 def _usage(usage: object) -> Usage:
-    tokens_in = getattr(usage, "prompt_tokens", None)
-    tokens_out = getattr(usage, "completion_tokens", None)
+    tokens_in = _get(usage, "prompt_tokens")
+    tokens_out = _get(usage, "completion_tokens")
     return Usage(
         tokens_in=tokens_in if isinstance(tokens_in, int) else 0,
         tokens_out=tokens_out if isinstance(tokens_out, int) else 0,
