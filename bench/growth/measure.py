@@ -12,7 +12,7 @@ from bench.common import interleaved, percentile, place, shares
 from bench.growth import READS, ROUNDS
 from bench.growth.fill import Filler, memory_kb, questions
 from bench.growth.heavy import Heavy, heavy_runs
-from bench.growth.plans import plans, statistics_note
+from bench.growth.plans import analyse, autovacuum_off, plans, statistics_note
 from bench.growth.reads import cli_list, getter, http_reads, timed
 from bench.sse.service import serving
 from bootstrap.composition import Overrides, bootstrap
@@ -115,9 +115,12 @@ def bench_backend(backend: str, sizes: list[int], samples: int) -> Grown:
         worker: Worker = served.app.state.worker
         filler = Filler(worker.dispatcher.service)
         client = stack.enter_context(httpx.Client(base_url=served.base, timeout=120))
+        stale = autovacuum_off(runtime.engine)
         for target in sizes:
             took = filler.fill_to(target)
             caught_up(worker)
+            if stale:
+                analyse(runtime.engine)
             size = measure_size(worker, client, filler, samples)
             size.fill_seconds = took
             grown.sizes.append(size)
