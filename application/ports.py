@@ -189,6 +189,20 @@ def stays_local(port: object) -> bool:
     return getattr(port, "local", False) is True
 
 
+def model_name(provider: ModelProvider) -> str:
+    """The model ``provider`` is asked for (its ``model``; '' for a provider that names none)."""
+    return str(getattr(provider, "model", ""))
+
+
+def model_where(provider: ModelProvider) -> str:
+    """How messages name the provider and its model (and server, if it says: its ``where``)."""
+    where = getattr(provider, "where", None)
+    if isinstance(where, str) and where:
+        return where
+    model = model_name(provider)
+    return f"{provider.name} model {model!r}" if model else f"{provider.name} model"
+
+
 def gated(provider: object) -> bool:
     """Whether ``provider`` says ``gated = True``: it waits at a request's ``send_gate``.
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from application.drafts import loads_json
-from application.ports import Message, ModelError, ModelOutputTooLarge, ModelRequest
+from application.ports import Message, ModelError, ModelOutputTooLarge, ModelRequest, model_where
 from application.prompts import ROUTE_SCHEMA, ROUTER_PROMPT
-from application.run_context import model_where
 from domain.reasons import UnusableAnswer, answer_reason, failed_reason
 from domain.redaction import describe_error
 from domain.states import ChatApplicationStatus, Intent, ModelStepPurpose

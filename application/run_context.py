@@ -19,6 +19,7 @@ what waits for the log.
 from __future__ import annotations
 
 import time
+from concurrent.futures import CancelledError
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import suppress
 from dataclasses import InitVar, dataclass, field, replace
@@ -33,6 +34,8 @@ from application.ports import (
     ModelUnavailableError,
     StoreUnavailableError,
     gated,
+    model_name,
+    model_where,
 )
 from application.run_aborted import BudgetExhausted, RunAborted
 from application.run_journal import RunJournal
@@ -63,20 +66,6 @@ MAX_FINISH_REASON = 64
 """The most characters of a model's finish reason a model step keeps (it is the model's text)."""
 
 T = TypeVar("T")
-
-
-def model_name(provider: ModelProvider) -> str:
-    """The model ``provider`` is asked for (its ``model``; '' for a provider that names none)."""
-    return str(getattr(provider, "model", ""))
-
-
-def model_where(provider: ModelProvider) -> str:
-    """How messages name the provider and its model (and server, if it says: its ``where``)."""
-    where = getattr(provider, "where", None)
-    if isinstance(where, str) and where:
-        return where
-    model = model_name(provider)
-    return f"{provider.name} model {model!r}" if model else f"{provider.name} model"
 
 
 @dataclass
@@ -226,7 +215,9 @@ class RunContext:
         try:
             self.journal.commit_or_record(before=self.provider)
         except BaseException:
-            gate.refuse()  # the request never leaves; the call ends at its gate
+            gate.refuse()  # the request never leaves; the call ends at its gate, at once
+            with suppress(FutureTimeout, CancelledError):
+                future.exception(timeout=CANCEL_POLL)  # so it is not logged as abandoned
             self.pool.abandon(future)
             raise
         self._sent_at = time.monotonic()
@@ -303,6 +294,4 @@ __all__ = [
     "BudgetExhausted",
     "RunAborted",
     "RunContext",
-    "model_name",
-    "model_where",
 ]

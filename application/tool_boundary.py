@@ -115,9 +115,8 @@ class ToolBoundary:
         """
         try:
             try:
-                if not checks_block(tool):  # its answers are computed: asked inline
-                    return read_port(tool, call, self.granted_scopes)
-                return self._ask(tool, call.name, read_port, tool, call, self.granted_scopes)
+                blocks = checks_block(tool)
+                return self._ask(blocks, call.name, read_port, tool, call, self.granted_scopes)
             except FutureTimeout:  # the deadline passed while the tool read the arguments
                 self.ctx.check_active()
         except PortBusy as busy:
@@ -129,14 +128,14 @@ class ToolBoundary:
         detail = f"{call.name} did not read the arguments before the deadline"
         return self._reject(call, ToolRejectionCode.INVALID_REQUEST, detail)
 
-    def _ask(self, tool: Tool, name: str, ask: Callable[..., T], *args: Any) -> T:
-        """``ask(*args)``: inline for a tool that cannot block, else bounded by the deadline.
+    def _ask(self, blocks: bool, name: str, ask: Callable[..., T], *args: Any) -> T:
+        """``ask(*args)``: inline when it cannot block, else bounded by the deadline.
 
         A blocking tool's call runs in a port thread, waited for until the run's deadline or
         its end (a cancel): then FutureTimeout or RunAborted, and the call is abandoned (its
         late answer is dropped). PortBusy when too many of its calls are stuck already.
         """
-        if not tool.blocking:
+        if not blocks:
             return ask(*args)
         future = self.ctx.pool.submit(f"tool {name}", ask, *args)
         return self.ctx.wait_for(future, max(0.0, self.ctx.time_left()[0]))
@@ -227,7 +226,7 @@ class ToolBoundary:
 
     def _run(self, tool: Tool, call: ToolCall) -> ToolOutput:
         try:
-            return storable_output(self._ask(tool, call.name, tool.run, call.arguments))
+            return storable_output(self._ask(tool.blocking, call.name, tool.run, call.arguments))
         except NotStorable as error:  # a result of the wrong shape is the tool's failure
             raise ToolExecutionError(ToolErrorCode.MALFORMED.value, str(error)) from error
         except FutureTimeout:
