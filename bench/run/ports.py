@@ -1,8 +1,8 @@
 """Time inside the ports: the model and tool calls of a harness run, timed where they run.
 
-The wrappers keep what the harness reads of a port besides its calls: whether it blocks and
-whether it stays local (:func:`~application.ports.stays_local`), so a timed run commits exactly
-as an untimed one does. With ``--model external`` the model's time is the HTTP exchanges with the
+The wrappers keep what the harness reads of a port besides its calls: whether it blocks (and a
+tool's argument check does), whether it stays local (:func:`~application.ports.stays_local`) and
+whether a model waits at a send gate, so a timed run calls and commits exactly as an untimed one. With ``--model external`` the model's time is the HTTP exchanges with the
 stub (:func:`bench.model_external.time_http`), not the whole ``complete`` call.
 """
 
@@ -13,7 +13,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from application.ports import stays_local
+from application.ports import gated, stays_local
+from application.tool_port import checks_block
 from bench.model_external import time_http
 from infrastructure.model_openai import OpenAICompatibleProvider
 
@@ -79,6 +80,7 @@ class TimedProvider:
         self.name = inner.name
         self.blocking = inner.blocking
         self.local = stays_local(inner)
+        self.gated = gated(inner)
         self._inner = inner
         self._timer = timer
 
@@ -102,6 +104,7 @@ class TimedTool:
         self.required_scope = inner.required_scope
         self.max_result_bytes = inner.max_result_bytes
         self.blocking = inner.blocking
+        self.checks_block = checks_block(inner)
         self.local = stays_local(inner)
         self._inner = inner
         self._timer = timer
