@@ -2,8 +2,9 @@
 
 The wrappers keep what the harness reads of a port besides its calls: whether it blocks (and a
 tool's argument check does), whether it stays local (:func:`~application.ports.stays_local`) and
-whether a model waits at a send gate, so a timed run calls and commits exactly as an untimed one. With ``--model external`` the model's time is the HTTP exchanges with the
-stub (:func:`bench.model_external.time_http`), not the whole ``complete`` call.
+whether a model waits at a send gate, so a timed run calls and commits exactly as an untimed one.
+With ``--model external`` the model's time is the HTTP exchanges with the stub
+(:func:`bench.model_external.time_http`), not the whole ``complete`` call.
 """
 
 from __future__ import annotations

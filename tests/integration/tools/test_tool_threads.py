@@ -9,9 +9,9 @@ A tool that does not say so is asked in a port thread like its run (``test_hung_
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, cast
 
-from application.ports import JSON, ToolOutput
+from application.ports import JSON, Tool, ToolOutput
 from application.tool_port import checks_block
 from bootstrap.composition import Services
 from domain.states import RunState
@@ -43,7 +43,7 @@ def test_a_builtin_tool_is_checked_in_the_runs_thread_and_run_in_a_port_thread(
 ) -> None:
     tools = services.chat.tools
     watched = {name: Threads(tool) for name, tool in tools.items()}
-    tools.update(watched)
+    services.chat.tools = cast("dict[str, Tool]", watched)
     runner = threading.current_thread().name
 
     result = services.chat.ask("s", sample_incidents()[0].question)
