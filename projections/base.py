@@ -87,6 +87,17 @@ def positioned(mapper: Mapper[UUID], notifications: Iterable[Notification]) -> l
     return [(n.id, to_domain_event(n), text_of(n.originator_id)) for n in notifications]
 
 
+def begun_before(events: Sequence[Positioned], kind: type, first: type) -> list[str]:
+    """The streams of the ``kind`` events in ``events`` whose ``first`` event is not among them.
+
+    Only those can have rows stored by earlier batches: a stream's first event comes before all
+    its others in the log, so a stream that starts in this batch has nothing stored yet and
+    needs no lookup. (In a rebuild nearly every stream starts in the batch that reads it.)
+    """
+    started = {stream for _, event, stream in events if isinstance(event, first)}
+    return [s for _, e, s in events if s not in started and isinstance(e, kind)]
+
+
 TEXTS_KEPT = 4_096
 """Stream ids whose text :func:`uuid_text` remembers, least recently used dropped first.
 

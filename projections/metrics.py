@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from domain.release_states import ReleaseOutcome
 from domain.run import Run
 from domain.tool_invocation import ToolInvocation
-from projections.base import Positioned, Written, text
+from projections.base import Positioned, Written, begun_before, text
 from projections.metric_families import (
     FIRST_EVENT,
     GUARD_VERDICTS,
@@ -125,11 +125,9 @@ class Metrics:
         """Count the batch's events, then drop the state of the runs and invocations that ended."""
         runs = view.rows("metric_run", "run_id")
         tools = view.rows("metric_invocation", "stream_id")
-        runs.preload(s for _, e, s in events if _later(e, Run.Event, Run.RunStarted))
+        runs.preload(begun_before(events, Run.Event, Run.RunStarted))
         tools.preload(
-            s
-            for _, e, s in events
-            if _later(e, ToolInvocation.Event, ToolInvocation.ToolInvocationStarted)
+            begun_before(events, ToolInvocation.Event, ToolInvocation.ToolInvocationStarted)
         )
         samples, ended_runs, ended_tools = Samples(), [], []
         for _, event, stream in events:
@@ -143,11 +141,6 @@ class Metrics:
         view.delete("metric_run", ("run_id",), ended_runs)
         view.delete("metric_invocation", ("stream_id",), ended_tools)
         return Written(written + samples.flush(view))
-
-
-def _later(event: Any, kind: type, first: type) -> bool:
-    """Whether ``event`` is of ``kind`` but not its stream's first event."""
-    return isinstance(event, kind) and not isinstance(event, first)
 
 
 def _run_event(runs: RowCache, samples: Samples, event: Run.Event, run_id: str) -> bool:

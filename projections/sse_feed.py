@@ -15,7 +15,7 @@ from application.view_port import jsonable
 from domain.release import PUBLISHED
 from domain.release_states import ReleaseOutcome
 from domain.run import Run
-from projections.base import Positioned, Written, text
+from projections.base import Positioned, Written, begun_before, text
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -39,7 +39,7 @@ class SseFeed:
     def process(self, view: ViewWriter, events: Sequence[Positioned]) -> Written:
         """Append the feed entries that this batch's Run events produce; they are its entries."""
         runs = view.rows("sse_run", "run_id")
-        runs.preload(run_id for _, e, run_id in events if not isinstance(e, Run.RunStarted))
+        runs.preload(begun_before(events, Run.Event, Run.RunStarted))
         feed: list[Row] = []
         for position, event, run_id in events:
             if isinstance(event, Run.RunStarted):
