@@ -94,8 +94,16 @@ def begun_before(events: Sequence[Positioned], kind: type, first: type) -> list[
     its others in the log, so a stream that starts in this batch has nothing stored yet and
     needs no lookup. (In a rebuild nearly every stream starts in the batch that reads it.)
     """
-    started = {stream for _, event, stream in events if isinstance(event, first)}
-    return [s for _, e, s in events if s not in started and isinstance(e, kind)]
+    started: set[str] = set()
+    earlier: dict[str, None] = {}
+    for _, event, stream in events:
+        if stream in started or stream in earlier:
+            continue  # one look per stream: its first event here decides
+        if isinstance(event, first):
+            started.add(stream)
+        elif isinstance(event, kind):
+            earlier[stream] = None
+    return list(earlier)
 
 
 TEXTS_KEPT = 4_096
@@ -109,5 +117,5 @@ uuid_text = functools.lru_cache(maxsize=TEXTS_KEPT)(str)
 
 
 def text(value: Enum | None) -> str | None:
-    """An enum's value for a text column."""
-    return None if value is None else str(value.value)
+    """An enum's value for a text column (``_value_``: ``value`` without a descriptor call)."""
+    return None if value is None else str(value._value_)

@@ -46,6 +46,17 @@ if TYPE_CHECKING:
 
 FIRST_EVENTS = (Run.ApplicationStatusChanged, Run.RunTerminated, Run.RunFinished)
 """The events whose first one is a run's first stream event after the metadata."""
+COUNTED_ALONE = (
+    Run.AgentModelStep,
+    Run.ToolRequestRejected,
+    Run.EvidenceGuardInitial,
+    Run.EvidenceGuardRecheck,
+    Run.SemanticGuardDecision,
+)
+"""The Run events counted without anything of their run's earlier events."""
+RUN_STATE = (Run.RunStarted, Run.RoutingDecision, Run.ReleaseDecision, *FIRST_EVENTS)
+"""The Run events that start, fill in or end a run's ``metric_run`` row (the others count
+alone, or not at all: a budget charge, a routing attempt)."""
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -119,7 +130,7 @@ class Metrics:
 
     name = "metrics"
     tables = ("metric_sample", "metric_run", "metric_invocation")
-    interests = (Run.Event, ToolInvocation.Event)
+    interests = (*COUNTED_ALONE, *RUN_STATE, ToolInvocation.Event)
 
     def process(self, view: ViewWriter, events: Sequence[Positioned]) -> Written:
         """Count the batch's events, then drop the state of the runs and invocations that ended."""
@@ -171,16 +182,6 @@ def _run_event(runs: RowCache, samples: Samples, event: Run.Event, run_id: str) 
         case _:
             pass
     return False
-
-
-COUNTED_ALONE = (
-    Run.AgentModelStep,
-    Run.ToolRequestRejected,
-    Run.EvidenceGuardInitial,
-    Run.EvidenceGuardRecheck,
-    Run.SemanticGuardDecision,
-)
-"""The Run events counted without anything of their run's earlier events."""
 
 
 def _count_alone(samples: Samples, event: Run.Event) -> None:
@@ -248,8 +249,8 @@ def _new_run(run_id: str, event: Run.RunStarted) -> Row:
 
 
 def _v(value: Any) -> str:
-    """An enum's value as a label value."""
-    return str(value.value)
+    """An enum's value as a label value (``_value_``: the same, without a descriptor call)."""
+    return str(value._value_)
 
 
 def _valid(valid: bool) -> str:

@@ -239,7 +239,7 @@ def _kind(kind: type) -> tuple[str, Callable[[Any], tuple[str, str]]]:
 
 
 def _values(answer: tuple[TracePhase, TraceEventStatus]) -> tuple[str, str]:
-    return answer[0].value, answer[1].value
+    return answer[0]._value_, answer[1]._value_  # ``value`` without its descriptor call
 
 
 def classify(event: Any) -> tuple[TracePhase, TraceEventStatus]:
