@@ -154,7 +154,19 @@ def sqlite_datetime(value: datetime | None) -> str | None:
     """SQLAlchemy's SQLite ``DATETIME`` storage format (its fields, the zone dropped), faster."""
     if value is None:
         return None
-    return value.isoformat(" ", "microseconds")[:26]  # the zone, if any, is cut off
+    return _SQLITE_DATETIME % (  # the zone, if any, is left out
+        value.year,
+        value.month,
+        value.day,
+        value.hour,
+        value.minute,
+        value.second,
+        value.microsecond,
+    )
+
+
+_SQLITE_DATETIME = "%04d-%02d-%02d %02d:%02d:%02d.%06d"
+"""The format of SQLAlchemy's SQLite ``DATETIME`` (``isoformat`` takes a third longer)."""
 
 
 @functools.cache
