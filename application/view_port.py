@@ -63,7 +63,12 @@ class RowCache(Protocol):
         ...
 
     def flush(self) -> int:
-        """Insert the new rows and rewrite the changed ones; how many that was."""
+        """Insert the new rows and rewrite the changed ones; how many that was.
+
+        The cache's last word for the batch, made once: the new rows are written by the time
+        the batch commits (as :meth:`ViewWriter.append` writes), so nothing in the batch reads
+        the table after it.
+        """
         ...
 
 
@@ -82,6 +87,15 @@ class ViewWriter(Protocol):
         """Insert rows given as value lists in the order of ``columns``; how many.
 
         The lists may be converted in place to the columns' storage format.
+        """
+        ...
+
+    def append(self, table: str, columns: Sequence[str], values: list[list[Any]]) -> int:
+        """Insert rows this batch never reads back, given as value lists in ``columns`` order.
+
+        They are written by the time the batch commits, perhaps after ``process`` returned and
+        from another thread, so nothing in the batch may read them (nor change the lists).
+        Returns how many.
         """
         ...
 

@@ -1,6 +1,8 @@
-"""What every projection shares: the protocol, what a batch wrote, and event-to-value helpers.
+"""What every projection shares: the protocol, a batch's events, what it wrote, value helpers.
 
-A projection decides which rows the events make and writes them through an
+Besides the protocol: which events of a batch each projection reads (:func:`shares`), what a
+batch wrote, where a projection stands against the log, and event-to-value helpers. A
+projection decides which rows the events make and writes them through an
 ``application.view_port.ViewWriter``; it never sees SQL (see ``application.view_port`` for where
 each part of the read side lives).
 """
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Iterable, Iterator, Mapping, Sequence
     from enum import Enum
     from uuid import UUID
 
@@ -47,6 +49,20 @@ class Committed:
         """The entries projection ``name`` wrote in this batch (none when it had no events)."""
         written = self.written.get(name)
         return list(written.entries) if written else []
+
+
+@dataclass(frozen=True)
+class ProjectionStatus:
+    """Where one projection stands against the log."""
+
+    name: str
+    position: int
+    head: int
+
+    @property
+    def lag(self) -> int:
+        """Log positions not yet applied (0 when caught up)."""
+        return max(0, self.head - self.position)
 
 
 class Projection(Protocol):
@@ -85,6 +101,21 @@ def positioned(mapper: Mapper[UUID], notifications: Iterable[Notification]) -> l
     """Log entries as :data:`Positioned` events, deserialised once for every projection."""
     to_domain_event, text_of = mapper.to_domain_event, uuid_text
     return [(n.id, to_domain_event(n), text_of(n.originator_id)) for n in notifications]
+
+
+def shares(
+    projections: Sequence[Projection], positions: Mapping[str, int], events: list[Positioned]
+) -> Iterator[tuple[Projection, list[Positioned]]]:
+    """Each projection with the events of ``events`` it reads and has not applied yet."""
+    kinds = {type(e[1]) for e in events}
+    first = events[0][0]
+    for projection in projections:
+        position = positions[projection.name]
+        wanted = {kind for kind in kinds if issubclass(kind, projection.interests)}
+        mine = [e for e in events if type(e[1]) in wanted]
+        if position >= first:  # it already has part of this batch
+            mine = [e for e in mine if e[0] > position]
+        yield projection, mine
 
 
 def begun_before(events: Sequence[Positioned], kind: type, first: type) -> list[str]:

@@ -23,6 +23,10 @@ if TYPE_CHECKING:
     from application.view_port import Row, ViewWriter
 
 
+FEED_COLUMNS = ("run_id", "seq", "position", "event", "data")
+"""The columns of an ``sse_event`` row, in the order its values are appended."""
+
+
 class SseFeed:
     """The public event feed of every run, written as the log is followed."""
 
@@ -50,7 +54,8 @@ class SseFeed:
                     continue  # unknown run, or its feed already ended: nothing after terminal
                 state = found
             feed += numbered(state, event, position)
-        return Written(runs.flush() + view.insert("sse_event", feed), tuple(feed))
+        values = [[row[column] for column in FEED_COLUMNS] for row in feed]
+        return Written(runs.flush() + view.append("sse_event", FEED_COLUMNS, values), tuple(feed))
 
 
 def numbered(state: Row, event: Any, position: int) -> list[Row]:

@@ -101,7 +101,7 @@ class Trace:
                     payload(event),
                 ]
             )
-        return Written(started + view.insert_values("trace_event", COLUMNS, rows))
+        return Written(started + view.append("trace_event", COLUMNS, rows))
 
     def _streams(
         self, view: ViewWriter, events: Sequence[Positioned]
@@ -131,7 +131,7 @@ class Trace:
             for stream in unknown:
                 if (row := stored.get(stream)) is not None:
                     known[stream] = str(row["run_id"])
-        return known, view.insert_values("trace_stream", ("stream_id", "run_id"), started)
+        return known, view.append("trace_stream", ("stream_id", "run_id"), started)
 
 
 STREAM_STARTS = (ToolInvocation.ToolInvocationStarted, Collection.CollectionStarted)
