@@ -9,7 +9,6 @@ each part of the read side lives).
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -138,13 +137,34 @@ def begun_before(events: Sequence[Positioned], kind: type, first: type) -> list[
 
 
 TEXTS_KEPT = 4_096
-"""Stream ids whose text :func:`uuid_text` remembers, least recently used dropped first.
+"""Stream ids whose text :func:`uuid_text` remembers; past that it starts over.
 
 A stream's events lie close together in the log (a run's within its own span), so a few
 thousand streams hold every repeat of a batch; the finished runs' streams never come back."""
 
-uuid_text = functools.lru_cache(maxsize=TEXTS_KEPT)(str)
-"""``str(uuid)``, remembered: a run's stream comes by some 25 times in the log."""
+_texts: dict[int, str] = {}
+
+
+def uuid_text(value: UUID | str) -> str:
+    """``str(uuid)``, remembered: a run's stream comes by some 25 times in the log.
+
+    Keyed by the id's integer, whose hash is the interpreter's own: a ``UUID`` key would cost
+    two Python-level calls a look (its ``__hash__`` and ``__eq__``). A text id is its own text.
+    """
+    if isinstance(value, str):
+        return value
+    key = value.int
+    found = _texts.get(key)
+    if found is None:
+        if len(_texts) >= TEXTS_KEPT:
+            _texts.clear()
+        found = _texts[key] = str(value)
+    return found
+
+
+def texts_kept() -> int:
+    """How many stream ids' texts :func:`uuid_text` holds now."""
+    return len(_texts)
 
 
 def text(value: Enum | None) -> str | None:
