@@ -63,7 +63,12 @@ class RowCache(Protocol):
         ...
 
     def flush(self) -> int:
-        """Insert the new rows and rewrite the changed ones; how many that was."""
+        """Insert the new rows and rewrite the changed ones; how many that was.
+
+        The cache's last word for the batch, made once: the new rows are written by the time
+        the batch commits (as :meth:`ViewWriter.append` writes), so nothing in the batch reads
+        the table after it.
+        """
         ...
 
 
@@ -82,6 +87,15 @@ class ViewWriter(Protocol):
         """Insert rows given as value lists in the order of ``columns``; how many.
 
         The lists may be converted in place to the columns' storage format.
+        """
+        ...
+
+    def append(self, table: str, columns: Sequence[str], values: list[list[Any]]) -> int:
+        """Insert rows this batch never reads back, given as value lists in ``columns`` order.
+
+        They are written by the time the batch commits, perhaps after ``process`` returned and
+        from another thread, so nothing in the batch may read them (nor change the lists).
+        Returns how many.
         """
         ...
 
@@ -138,18 +152,28 @@ def _json_default(value: Any) -> Any:
 
 
 _slow_encode = json.JSONEncoder(default=_json_default, ensure_ascii=False).encode
-_ORJSON_OPTIONS = orjson.OPT_NON_STR_KEYS
 
 
 def encode_json(value: Any) -> str:
     """``value`` as JSON text: enums by value, ids and times as text, value objects as objects.
 
     orjson writes enums, UUIDs, datetimes (ISO 8601), dataclasses and tuples itself, in one pass;
-    the standard encoder, with the same conventions, takes what orjson refuses (integers beyond
-    64 bits).
+    keys that are not text and integers beyond 64 bits take :func:`_encode_rarely`.
     """
     try:
-        return orjson.dumps(value, default=_json_default, option=_ORJSON_OPTIONS).decode()
+        return orjson.dumps(value, default=_json_default).decode()
+    except orjson.JSONEncodeError:
+        return _encode_rarely(value)
+
+
+def _encode_rarely(value: Any) -> str:
+    """:func:`encode_json` of what orjson refuses by default, with the same conventions.
+
+    Keys that are not text (an enum's value, a number's text) cost orjson's slower option, so
+    only the values holding them pay it; the standard encoder takes integers beyond 64 bits.
+    """
+    try:
+        return orjson.dumps(value, default=_json_default, option=orjson.OPT_NON_STR_KEYS).decode()
     except orjson.JSONEncodeError:
         return _slow_encode(value)
 

@@ -118,7 +118,8 @@ def status() -> None:
     from sqlalchemy.exc import SQLAlchemyError
 
     from application.ports import StoreError
-    from projections.runner import ProjectionStatus, brief
+    from projections.base import ProjectionStatus
+    from projections.runner import brief
 
     with opened() as services:
         where = services.settings.database.describe()

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import functools
 import operator
-from typing import TYPE_CHECKING, Any
+import sqlite3
+from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import JSON, BigInteger, Boolean, DateTime, Float, Integer, String
 
@@ -45,29 +46,62 @@ def insert_values(
     That is ``COPY`` on PostgreSQL and one ``executemany`` on SQLite. Values pass through the
     columns' own storage format (see :func:`_converters`); the lists are converted in place.
     """
+    convert_values(connection, table, columns, values)
+    write_values(connection, table, columns, values)
+
+
+def write_values(
+    connection: Connection,
+    table: Table,
+    columns: Sequence[str],
+    values: list[list[Any]],
+    statements: Literal["one a row", "few"] = "one a row",
+) -> None:
+    """Insert value lists already converted (:func:`convert_values`) with the driver's bulk path.
+
+    PostgreSQL: one ``INSERT`` for a few rows, else ``COPY``. SQLite: one ``executemany``, or,
+    for ``statements="few"``, multi-row ``INSERT``s of as many rows as SQLite takes parameters:
+    the driver then lets go of the interpreter's lock a few times instead of once a row, so that
+    another thread of the process (the one reading the next batch) is not held up meanwhile.
+    """
     if not values:
         return
-    _convert(connection, table, columns, values)
     raw: Any = connection.connection.dbapi_connection
     names = ", ".join(f'"{c}"' for c in columns)
-    if connection.dialect.name == "postgresql" and len(values) <= FEW_ROWS:
-        # a live batch's few rows: one statement, one round trip (a COPY takes two)
+    if connection.dialect.name == "postgresql":
+        _postgres_insert(raw, table, names, columns, values)
+    elif statements == "few":
+        per = max(1, raw.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // len(columns))
+        row = "(" + ", ".join("?" * len(columns)) + ")"
+        for start in range(0, len(values), per):
+            chunk = values[start : start + per]
+            listed = ", ".join([row] * len(chunk))
+            raw.execute(f'INSERT INTO "{table.name}" ({names}) VALUES {listed}', _flat(chunk))
+    else:
+        marks = ", ".join("?" for _ in columns)
+        _executemany(raw, f'INSERT INTO "{table.name}" ({names}) VALUES ({marks})', values)
+
+
+def _postgres_insert(
+    raw: Any, table: Table, names: str, columns: Sequence[str], values: list[list[Any]]
+) -> None:
+    if len(values) <= FEW_ROWS:  # a live batch's few rows: one round trip (a COPY takes two)
         row = "(" + ", ".join(["%s"] * len(columns)) + ")"
         statement = f'INSERT INTO "{table.name}" ({names}) VALUES ' + ", ".join([row] * len(values))
         with raw.cursor() as cursor:
-            cursor.execute(statement, [value for each in values for value in each])
+            cursor.execute(statement, _flat(values))
         return
-    if connection.dialect.name == "postgresql":
-        with (
-            raw.cursor() as cursor,
-            cursor.copy(f'COPY "{table.name}" ({names}) FROM STDIN (FORMAT BINARY)') as copy,
-        ):
-            copy.set_types([_copy_type(table.c[name].type) for name in columns])
-            for value in values:
-                copy.write_row(value)
-        return
-    marks = ", ".join("?" for _ in columns)
-    _executemany(raw, f'INSERT INTO "{table.name}" ({names}) VALUES ({marks})', values)
+    with (
+        raw.cursor() as cursor,
+        cursor.copy(f'COPY "{table.name}" ({names}) FROM STDIN (FORMAT BINARY)') as copy,
+    ):
+        copy.set_types([_copy_type(table.c[name].type) for name in columns])
+        for value in values:
+            copy.write_row(value)
+
+
+def _flat(values: list[list[Any]]) -> list[Any]:
+    return [value for each in values for value in each]
 
 
 def update_many(connection: Connection, table: Table, key: str, rows: Sequence[Row]) -> None:
@@ -77,7 +111,7 @@ def update_many(connection: Connection, table: Table, key: str, rows: Sequence[R
     columns = tuple(c.name for c in table.columns if c.name != key)
     pick = operator.itemgetter(*columns, key)
     values = [list(pick(row)) for row in rows]
-    _convert(connection, table, (*columns, key), values)
+    convert_values(connection, table, (*columns, key), values)
     mark = "%s" if connection.dialect.name == "postgresql" else "?"
     assignments = ", ".join(f'"{c}" = {mark}' for c in columns)
     statement = f'UPDATE "{table.name}" SET {assignments} WHERE "{key}" = {mark}'
@@ -111,9 +145,10 @@ def _executemany(raw: Any, statement: str, values: list[list[Any]]) -> None:
         cursor.close()
 
 
-def _convert(
+def convert_values(
     connection: Connection, table: Table, columns: Sequence[str], values: list[list[Any]]
 ) -> None:
+    """Turn value lists (in ``columns`` order) into what the driver stores, in place."""
     converters = _converters(table, connection.dialect.name, connection.dialect)
     convert = [(i, f) for i, name in enumerate(columns) if (f := converters[name])]
     if not convert:
@@ -154,7 +189,19 @@ def sqlite_datetime(value: datetime | None) -> str | None:
     """SQLAlchemy's SQLite ``DATETIME`` storage format (its fields, the zone dropped), faster."""
     if value is None:
         return None
-    return value.isoformat(" ", "microseconds")[:26]  # the zone, if any, is cut off
+    return _SQLITE_DATETIME % (  # the zone, if any, is left out
+        value.year,
+        value.month,
+        value.day,
+        value.hour,
+        value.minute,
+        value.second,
+        value.microsecond,
+    )
+
+
+_SQLITE_DATETIME = "%04d-%02d-%02d %02d:%02d:%02d.%06d"
+"""The format of SQLAlchemy's SQLite ``DATETIME`` (``isoformat`` takes a third longer)."""
 
 
 @functools.cache

@@ -1,4 +1,7 @@
-"""The SQLAlchemy engine for the read side and the sample data, built from ``Settings``."""
+"""The SQLAlchemy engine for the read side and the sample data, built from ``Settings``.
+
+Also :func:`brief`, how its errors are told in one line.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +11,13 @@ from sqlalchemy import URL, Engine, create_engine, event
 
 if TYPE_CHECKING:
     from infrastructure.settings import DatabaseTarget, Settings
+
+
+def brief(error: BaseException) -> str:
+    """The database's own first line of an error, without the SQL and its parameters."""
+    cause = getattr(error, "orig", None) or error
+    lines = str(cause).strip().splitlines()
+    return f"{type(cause).__name__}: {lines[0] if lines else ''}"
 
 
 def create_sql_engine(settings: Settings) -> Engine:

@@ -17,6 +17,37 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
 
 
+class ReadBatch:
+    """One transaction on the read tables: ``writer`` writes, ``finish`` ends it.
+
+    ``finish`` (the rows the writer was given to append, then COMMIT) may run in another
+    thread than the writes, once they are all made: the connection is never used by two
+    threads at a time.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        """Begin a transaction on a connection of ``engine``'s pool."""
+        self.connection = engine.connect()
+        try:
+            self.transaction = self.connection.begin()
+        except BaseException:
+            self.connection.close()
+            raise
+        self.writer = SqlViewWriter(self.connection)
+
+    def finish(self) -> None:
+        """Write the appended rows and commit; on failure, roll back (and raise)."""
+        try:
+            self.writer.send_appended()
+            self.transaction.commit()
+        finally:
+            self.connection.close()  # rolls back what did not commit
+
+    def abandon(self) -> None:
+        """Roll back and give the connection back."""
+        self.connection.close()
+
+
 class SqlReadStore:
     """The read tables on one engine, with a tracking row (a log position) per projection."""
 
@@ -51,8 +82,17 @@ class SqlReadStore:
     @contextmanager
     def transaction(self) -> Iterator[SqlViewWriter]:
         """A writer whose rows and tracking moves commit together when the block ends."""
-        with self.engine.begin() as connection:
-            yield SqlViewWriter(connection)
+        batch = self.begin()
+        try:
+            yield batch.writer
+        except BaseException:
+            batch.abandon()
+            raise
+        batch.finish()
+
+    def begin(self) -> ReadBatch:
+        """A transaction whose end the caller makes: :meth:`ReadBatch.finish` or ``abandon``."""
+        return ReadBatch(self.engine)
 
     def claim(self, claims: Mapping[str, int], last: int, notify_channel: str | None) -> bool:
         """:meth:`SqlViewWriter.advance` alone, for a batch that writes no rows.

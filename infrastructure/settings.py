@@ -174,8 +174,8 @@ class Settings(BaseSettings):
         default=None,
         ge=1,
         le=100_000,
-        description="Log entries a projection batch reads at most (unset: 2000 on SQLite, where a"
-        " batch holds the only write lock, 4000 on PostgreSQL, where it saves round trips).",
+        description="Log entries a projection batch reads at most (unset: 4000 on SQLite, where a"
+        " batch holds the only write lock, 8000 on PostgreSQL, where it saves round trips).",
     )
     projection_poll: float = Field(
         default=1.0,

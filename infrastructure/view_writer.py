@@ -9,11 +9,19 @@ runner (projections never do).
 from __future__ import annotations
 
 import functools
+import operator
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import bindparam, func, select
 
-from infrastructure.bulk_sql import driver_query, insert_many, insert_values, update_many
+from infrastructure.bulk_sql import (
+    convert_values,
+    driver_query,
+    insert_many,
+    insert_values,
+    update_many,
+    write_values,
+)
 from infrastructure.read_tables import metadata
 
 if TYPE_CHECKING:
@@ -31,18 +39,22 @@ class SqlRowCache:
     """The rows one batch touches, keyed by their primary key, written back once at the end.
 
     Rows are read at most once per batch (``preload`` does it in a few queries) and changed as
-    plain dicts; ``flush`` inserts the new ones and updates the changed ones with one
-    ``executemany`` each, which is what makes a batch cheap compared to an event at a time.
+    plain dicts; ``flush`` appends the new ones (:meth:`SqlViewWriter.append`: inserted by the
+    time the batch commits) and updates the changed ones with one ``executemany``, which is what
+    makes a batch cheap compared to an event at a time. ``flush`` is the cache's last word for
+    its batch: nothing reads the table in the batch after it, and it is called once.
     """
 
-    def __init__(self, connection: Connection, table: Table, key: str) -> None:
-        """Cache rows of ``table`` keyed by column ``key``."""
-        self.connection = connection
+    def __init__(self, writer: SqlViewWriter, table: Table, key: str) -> None:
+        """Cache rows of ``table`` keyed by column ``key``, written through ``writer``."""
+        self.writer = writer
+        self.connection = writer.connection
         self.table = table
         self.key = key
         self.rows: dict[Any, Row | None] = {}
         self.original: dict[Any, Row] = {}
         self.created: set[Any] = set()
+        self.flushed = False
 
     def preload(self, keys: Iterable[Any]) -> None:
         """Read the stored rows of ``keys`` not yet cached; missing ones are remembered as None."""
@@ -93,17 +105,21 @@ class SqlRowCache:
         return stored
 
     def flush(self) -> int:
-        """Insert the new rows and update the changed ones; how many rows that was."""
+        """Append the new rows and update the changed ones; how many rows that was."""
+        if self.flushed:  # its new rows are not in the table yet: a change to one would be lost
+            raise RuntimeError(f"the {self.table.name} rows of this batch were already flushed")
+        self.flushed = True
         new = [row for key in self.created if (row := self.rows[key]) is not None]
         changed = [
             row
             for key, row in self.rows.items()
             if row is not None and key not in self.created and row != self.original.get(key)
         ]
-        insert_many(self.connection, self.table, new)
+        if new:
+            columns = tuple(c.name for c in self.table.columns)
+            pick = operator.itemgetter(*columns)
+            self.writer.append(self.table.name, columns, [list(pick(row)) for row in new])
         update_many(self.connection, self.table, self.key, changed)
-        self.original.update({k: dict(r) for k, r in self.rows.items() if r is not None})
-        self.created.clear()
         return len(new) + len(changed)
 
 
@@ -119,10 +135,12 @@ class SqlViewWriter:
     def __init__(self, connection: Connection) -> None:
         """Write through ``connection``, inside the transaction it is in."""
         self.connection = connection
+        self.appended: list[tuple[Table, Sequence[str], list[list[Any]]]] = []
+        """Rows :meth:`append` took, in order, until :meth:`send_appended` writes them."""
 
     def rows(self, table: str, key: str) -> SqlRowCache:
         """A cache of ``table``'s rows keyed by its column ``key``, for this batch."""
-        return SqlRowCache(self.connection, metadata.tables[table], key)
+        return SqlRowCache(self, metadata.tables[table], key)
 
     def insert(self, table: str, rows: Sequence[Row]) -> int:
         """Insert ``rows`` (dicts with every column); how many."""
@@ -133,6 +151,24 @@ class SqlViewWriter:
         """Insert rows given as value lists in the order of ``columns`` (converted in place)."""
         insert_values(self.connection, metadata.tables[table], columns, values)
         return len(values)
+
+    def append(self, table: str, columns: Sequence[str], values: list[list[Any]]) -> int:
+        """Insert rows the batch never reads back, as late as its commit (converted in place).
+
+        They are converted now, in the batch's thread: :meth:`send_appended` may run in another
+        thread, and then only the driver's work is left to it.
+        """
+        if values:
+            written = metadata.tables[table]
+            convert_values(self.connection, written, columns, values)
+            self.appended.append((written, columns, values))
+        return len(values)
+
+    def send_appended(self) -> None:
+        """Insert every row :meth:`append` took (the transaction's last writes before COMMIT)."""
+        appended, self.appended = self.appended, []
+        for table, columns, values in appended:
+            write_values(self.connection, table, columns, values, statements="few")
 
     def select(
         self,

@@ -1,18 +1,19 @@
-"""What every projection shares: the protocol, what a batch wrote, and event-to-value helpers.
+"""What every projection shares: the protocol, a batch's events, what it wrote, value helpers.
 
-A projection decides which rows the events make and writes them through an
+Besides the protocol: which events of a batch each projection reads (:func:`shares`), what a
+batch wrote, where a projection stands against the log, and event-to-value helpers. A
+projection decides which rows the events make and writes them through an
 ``application.view_port.ViewWriter``; it never sees SQL (see ``application.view_port`` for where
 each part of the read side lives).
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Iterable, Iterator, Mapping, Sequence
     from enum import Enum
     from uuid import UUID
 
@@ -47,6 +48,20 @@ class Committed:
         """The entries projection ``name`` wrote in this batch (none when it had no events)."""
         written = self.written.get(name)
         return list(written.entries) if written else []
+
+
+@dataclass(frozen=True)
+class ProjectionStatus:
+    """Where one projection stands against the log."""
+
+    name: str
+    position: int
+    head: int
+
+    @property
+    def lag(self) -> int:
+        """Log positions not yet applied (0 when caught up)."""
+        return max(0, self.head - self.position)
 
 
 class Projection(Protocol):
@@ -87,16 +102,71 @@ def positioned(mapper: Mapper[UUID], notifications: Iterable[Notification]) -> l
     return [(n.id, to_domain_event(n), text_of(n.originator_id)) for n in notifications]
 
 
+def shares(
+    projections: Sequence[Projection], positions: Mapping[str, int], events: list[Positioned]
+) -> Iterator[tuple[Projection, list[Positioned]]]:
+    """Each projection with the events of ``events`` it reads and has not applied yet."""
+    kinds = {type(e[1]) for e in events}
+    first = events[0][0]
+    for projection in projections:
+        position = positions[projection.name]
+        wanted = {kind for kind in kinds if issubclass(kind, projection.interests)}
+        mine = [e for e in events if type(e[1]) in wanted]
+        if position >= first:  # it already has part of this batch
+            mine = [e for e in mine if e[0] > position]
+        yield projection, mine
+
+
+def begun_before(events: Sequence[Positioned], kind: type, first: type) -> list[str]:
+    """The streams of the ``kind`` events in ``events`` whose ``first`` event is not among them.
+
+    Only those can have rows stored by earlier batches: a stream's first event comes before all
+    its others in the log, so a stream that starts in this batch has nothing stored yet and
+    needs no lookup. (In a rebuild nearly every stream starts in the batch that reads it.)
+    """
+    started: set[str] = set()
+    earlier: dict[str, None] = {}
+    for _, event, stream in events:
+        if stream in started or stream in earlier:
+            continue  # one look per stream: its first event here decides
+        if isinstance(event, first):
+            started.add(stream)
+        elif isinstance(event, kind):
+            earlier[stream] = None
+    return list(earlier)
+
+
 TEXTS_KEPT = 4_096
-"""Stream ids whose text :func:`uuid_text` remembers, least recently used dropped first.
+"""Stream ids whose text :func:`uuid_text` remembers; past that it starts over.
 
 A stream's events lie close together in the log (a run's within its own span), so a few
 thousand streams hold every repeat of a batch; the finished runs' streams never come back."""
 
-uuid_text = functools.lru_cache(maxsize=TEXTS_KEPT)(str)
-"""``str(uuid)``, remembered: a run's stream comes by some 25 times in the log."""
+_texts: dict[int, str] = {}
+
+
+def uuid_text(value: UUID | str) -> str:
+    """``str(uuid)``, remembered: a run's stream comes by some 25 times in the log.
+
+    Keyed by the id's integer, whose hash is the interpreter's own: a ``UUID`` key would cost
+    two Python-level calls a look (its ``__hash__`` and ``__eq__``). A text id is its own text.
+    """
+    if isinstance(value, str):
+        return value
+    key = value.int
+    found = _texts.get(key)
+    if found is None:
+        if len(_texts) >= TEXTS_KEPT:
+            _texts.clear()
+        found = _texts[key] = str(value)
+    return found
+
+
+def texts_kept() -> int:
+    """How many stream ids' texts :func:`uuid_text` holds now."""
+    return len(_texts)
 
 
 def text(value: Enum | None) -> str | None:
-    """An enum's value for a text column."""
-    return None if value is None else str(value.value)
+    """An enum's value for a text column (``_value_``: ``value`` without a descriptor call)."""
+    return None if value is None else str(value._value_)

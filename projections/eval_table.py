@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from application.view_port import jsonable
 from domain.eval_run import COUNTS, EvalRun
 from domain.evals import Verdict
-from projections.base import Positioned, Written
+from projections.base import Positioned, Written, begun_before
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -35,9 +35,7 @@ class EvalTable:
     def process(self, view: ViewWriter, events: Sequence[Positioned]) -> Written:
         """Add the evaluations started, their cases scored, and the ends of those finished."""
         runs = view.rows("eval_run", "eval_id")
-        runs.preload(
-            stream for _, event, stream in events if not isinstance(event, EvalRun.EvalStarted)
-        )
+        runs.preload(begun_before(events, EvalRun.Event, EvalRun.EvalStarted))
         cases: list[Row] = []
         for position, event, stream in events:
             row = self._apply(runs, event, stream, cases)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from domain.release_states import ReleaseOutcome
 from domain.run import Run
 from domain.tool_invocation import ToolInvocation
-from projections.base import Positioned, Written, text
+from projections.base import Positioned, Written, begun_before, text
 from projections.metric_families import (
     FIRST_EVENT,
     GUARD_VERDICTS,
@@ -46,6 +46,17 @@ if TYPE_CHECKING:
 
 FIRST_EVENTS = (Run.ApplicationStatusChanged, Run.RunTerminated, Run.RunFinished)
 """The events whose first one is a run's first stream event after the metadata."""
+COUNTED_ALONE = (
+    Run.AgentModelStep,
+    Run.ToolRequestRejected,
+    Run.EvidenceGuardInitial,
+    Run.EvidenceGuardRecheck,
+    Run.SemanticGuardDecision,
+)
+"""The Run events counted without anything of their run's earlier events."""
+RUN_STATE = (Run.RunStarted, Run.RoutingDecision, Run.ReleaseDecision, *FIRST_EVENTS)
+"""The Run events that start, fill in or end a run's ``metric_run`` row (the others count
+alone, or not at all: a budget charge, a routing attempt)."""
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -119,17 +130,15 @@ class Metrics:
 
     name = "metrics"
     tables = ("metric_sample", "metric_run", "metric_invocation")
-    interests = (Run.Event, ToolInvocation.Event)
+    interests = (*COUNTED_ALONE, *RUN_STATE, ToolInvocation.Event)
 
     def process(self, view: ViewWriter, events: Sequence[Positioned]) -> Written:
         """Count the batch's events, then drop the state of the runs and invocations that ended."""
         runs = view.rows("metric_run", "run_id")
         tools = view.rows("metric_invocation", "stream_id")
-        runs.preload(s for _, e, s in events if _later(e, Run.Event, Run.RunStarted))
+        runs.preload(begun_before(events, Run.Event, Run.RunStarted))
         tools.preload(
-            s
-            for _, e, s in events
-            if _later(e, ToolInvocation.Event, ToolInvocation.ToolInvocationStarted)
+            begun_before(events, ToolInvocation.Event, ToolInvocation.ToolInvocationStarted)
         )
         samples, ended_runs, ended_tools = Samples(), [], []
         for _, event, stream in events:
@@ -143,11 +152,6 @@ class Metrics:
         view.delete("metric_run", ("run_id",), ended_runs)
         view.delete("metric_invocation", ("stream_id",), ended_tools)
         return Written(written + samples.flush(view))
-
-
-def _later(event: Any, kind: type, first: type) -> bool:
-    """Whether ``event`` is of ``kind`` but not its stream's first event."""
-    return isinstance(event, kind) and not isinstance(event, first)
 
 
 def _run_event(runs: RowCache, samples: Samples, event: Run.Event, run_id: str) -> bool:
@@ -178,16 +182,6 @@ def _run_event(runs: RowCache, samples: Samples, event: Run.Event, run_id: str) 
         case _:
             pass
     return False
-
-
-COUNTED_ALONE = (
-    Run.AgentModelStep,
-    Run.ToolRequestRejected,
-    Run.EvidenceGuardInitial,
-    Run.EvidenceGuardRecheck,
-    Run.SemanticGuardDecision,
-)
-"""The Run events counted without anything of their run's earlier events."""
 
 
 def _count_alone(samples: Samples, event: Run.Event) -> None:
@@ -255,8 +249,8 @@ def _new_run(run_id: str, event: Run.RunStarted) -> Row:
 
 
 def _v(value: Any) -> str:
-    """An enum's value as a label value."""
-    return str(value.value)
+    """An enum's value as a label value (``_value_``: the same, without a descriptor call)."""
+    return str(value._value_)
 
 
 def _valid(valid: bool) -> str:

@@ -14,7 +14,7 @@ from domain.release import DB_STATUS, PUBLISHED
 from domain.release_states import ReleaseOutcome
 from domain.run import Run
 from domain.states import BudgetKind, DbStatus, Intent, ModelStepPurpose
-from projections.base import Positioned, Written, text, uuid_text
+from projections.base import Positioned, Written, begun_before, text, uuid_text
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -39,11 +39,7 @@ class RunTable:
     def process(self, view: ViewWriter, events: Sequence[Positioned]) -> Written:
         """Apply the batch, then recompute the analytics groups of the runs that finished."""
         rows = view.rows("diagnosis_run", "run_id")
-        rows.preload(
-            stream
-            for _, e, stream in events
-            if isinstance(e, Run.Event) and not isinstance(e, Run.RunStarted)
-        )
+        rows.preload(begun_before(events, Run.Event, Run.RunStarted))
         finished: list[Row] = []
         for position, event, stream in events:
             if isinstance(event, Run.Event):

@@ -5,7 +5,9 @@ deserialises them once, and hands each projection the events it has not applied 
 projection writes its rows and moves its tracking row in the same transaction; the tracking update
 is conditional on the position it started from, so two runners of the same projection (a
 restarted process, a rebuild racing the live follower) never apply a batch twice: the loser's
-transaction rolls back and it continues from the winner's position.
+transaction rolls back and it continues from the winner's position. While catching up, a full
+batch's end (its last writes and COMMIT) runs behind the read of the next one
+(:mod:`projections.commit_behind`).
 """
 
 from __future__ import annotations
@@ -13,59 +15,42 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from eventsourcing.persistence import PersistenceError
 from sqlalchemy.exc import SQLAlchemyError
 
+from infrastructure.database import brief as brief
 from infrastructure.read_store import SqlReadStore
-from projections.base import Committed, positioned
+from projections.base import Committed, ProjectionStatus, positioned, shares
 from projections.collector import fewer_collections
+from projections.commit_behind import CommitBehind
 from projections.registry import all_projections as all_projections
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping, Sequence
+    from collections.abc import Callable, Sequence
 
     from sqlalchemy import Engine
 
     from application.store import HarnessStore
+    from infrastructure.read_store import ReadBatch
     from projections.base import Positioned, Projection, Written
 
 log = logging.getLogger(__name__)
 
-DEFAULT_BATCH = {"sqlite": 2000, "postgresql": 4000}
-"""Log entries per batch by database: a SQLite batch holds the one write lock while it writes;
-on PostgreSQL a bigger one spreads the round trips of its dozen statements over more events."""
+DEFAULT_BATCH = {"sqlite": 4000, "postgresql": 8000}
+"""Log entries per batch by database. A SQLite batch holds the one write lock while it writes
+(about 0.1 s at this size); on PostgreSQL a bigger one spreads the round trips of its dozen
+statements over more events. Half the size costs a rebuild 4-8 % (each batch's end overlaps
+the next read, and is waited for, once); a batch holds ~3 MB a thousand entries meanwhile."""
 POLL_INTERVAL = 1.0
 """Seconds between polls of the log when no wake-up came (a lost NOTIFY, another process)."""
 RETRY_AFTER = 1.0
 """Seconds before a follower retries after the database failed."""
 
 
-def brief(error: BaseException) -> str:
-    """The database's own first line of an error, without the SQL and its parameters."""
-    cause = getattr(error, "orig", None) or error
-    lines = str(cause).strip().splitlines()
-    return f"{type(cause).__name__}: {lines[0] if lines else ''}"
-
-
 class TrackingConflict(Exception):
     """Another runner moved a projection's position first; this batch was rolled back."""
-
-
-@dataclass(frozen=True)
-class ProjectionStatus:
-    """Where one projection stands against the log."""
-
-    name: str
-    position: int
-    head: int
-
-    @property
-    def lag(self) -> int:
-        """Log positions not yet applied (0 when caught up)."""
-        return max(0, self.head - self.position)
 
 
 class Projector:
@@ -85,7 +70,7 @@ class Projector:
         self.read = SqlReadStore(engine)
         """The read tables and their tracking rows; its transactions are the batches' writers."""
         self.projections = tuple(projections or all_projections())
-        self.batch_size = batch_size or DEFAULT_BATCH.get(engine.dialect.name, 2000)
+        self.batch_size = batch_size or DEFAULT_BATCH.get(engine.dialect.name, 4000)
         self.notify_channel = notify_channel
         """PostgreSQL: a channel NOTIFYed with the position of every committed batch, so other
         processes (the service workers' feeds) learn at once that the read tables advanced."""
@@ -131,26 +116,39 @@ class Projector:
         """Apply one batch; the number of log entries read (0: every projection is caught up)."""
         return self._step(self.positions())[0]
 
-    def _step(self, positions: dict[str, int]) -> tuple[int, dict[str, int] | None]:
+    def _step(
+        self, positions: dict[str, int], tail: CommitBehind | None = None
+    ) -> tuple[int, dict[str, int] | None]:
         """Apply the batch after ``positions``; the entries read and the positions now.
 
         The positions are None when another runner applied the batch first: read them again.
+        With a ``tail``, a full batch commits in its thread while the caller reads the next one
+        (the listeners hear of it once it did); the caller must wait for it.
         """
         events = self._read(min(positions.values()))
         if not events:
             return 0, positions
         after, last = min(positions.values()), events[-1][0]
         try:
-            written = self._apply(positions, events)
+            written, batch = self._apply(positions, events, tail)
         except TrackingConflict:
             self.conflicts += 1  # another runner applied (part of) this batch: carry on
             return len(events), None
+        committed = Committed(after, last, written)
+        if batch is not None and tail is not None and len(events) == self.batch_size:
+            tail.start(batch.finish, lambda: self._committed(committed))
+        else:
+            if batch is not None:
+                batch.finish()
+            self._committed(committed)
+        return len(events), {name: max(position, last) for name, position in positions.items()}
+
+    def _committed(self, committed: Committed) -> None:
+        """Tell the waiting readers and the listeners that a batch committed."""
         with self.advanced:
             self.advanced.notify_all()
-        committed = Committed(after, last, written)
         for listener in self.listeners:
             listener(committed)
-        return len(events), {name: max(position, last) for name, position in positions.items()}
 
     def _read(self, after: int) -> list[Positioned]:
         """Up to a batch of log entries after position ``after``, deserialised."""
@@ -159,25 +157,39 @@ class Projector:
         )
         return positioned(self.store.mapper, notifications)
 
-    def _apply(self, positions: dict[str, int], events: list[Positioned]) -> dict[str, Written]:
-        """Apply ``events`` to the projections behind, in one transaction; what each wrote."""
+    def _apply(
+        self, positions: dict[str, int], events: list[Positioned], tail: CommitBehind | None = None
+    ) -> tuple[dict[str, Written], ReadBatch | None]:
+        """Apply ``events`` to the projections behind, in a transaction the caller ends.
+
+        Returns what each projection wrote and the transaction to finish (None: nothing left
+        to commit). The previous batch's end (``tail``) must have committed before the range
+        is claimed: its tracking move is what the claim checks.
+        """
+        if tail is not None:
+            tail.wait()
         last = events[-1][0]
         behind = [p for p in self.projections if positions[p.name] < last]
         if not behind:
-            return {}
+            return {}, None
         # Claim the range before writing, all projections in one statement: a runner that lost
         # the race stops here (on PostgreSQL the row locks make it wait for the winner's commit
         # first, then it finds the positions moved).
         claims = {p.name: positions[p.name] for p in behind}
-        shares = [(p, mine) for p, mine in _shares(behind, positions, events) if mine]
-        if not shares:  # nothing to write: the claim alone, a statement committed on its own
+        work = [(p, mine) for p, mine in shares(behind, positions, events) if mine]
+        if not work:  # nothing to write: the claim alone, a statement committed on its own
             if not self.read.claim(claims, last, self.notify_channel):
                 raise TrackingConflict(", ".join(claims))
-            return {}
-        with self.read.transaction() as view:
-            if not view.advance(claims, last, self.notify_channel):
+            return {}, None
+        batch = self.read.begin()
+        try:
+            if not batch.writer.advance(claims, last, self.notify_channel):
                 raise TrackingConflict(", ".join(claims))
-            return {projection.name: projection.process(view, mine) for projection, mine in shares}
+            view = batch.writer
+            return {p.name: p.process(view, mine) for p, mine in work}, batch
+        except BaseException:
+            batch.abandon()
+            raise
 
     def catch_up(
         self,
@@ -192,6 +204,7 @@ class Projector:
         positions: dict[str, int] | None,
         progress: Callable[[int], None] | None = None,
         stop: threading.Event | None = None,
+        tail: CommitBehind | None = None,
     ) -> tuple[int, dict[str, int] | None]:
         """Catch up from ``positions`` (None: read them); the entries read and the positions now.
 
@@ -199,16 +212,21 @@ class Projector:
         between, each committed batch says where they are. A committed batch shorter than the
         batch size reached the head of the log as it was read: no further read is needed.
         """
-        total = 0
+        total, tail = 0, tail or CommitBehind()
         with fewer_collections():  # whole batches stay alive until they commit
-            while not (stop and stop.is_set()):
-                known = positions if positions is not None else self.positions()
-                read, positions = self._step(known)
-                total += read
-                if read and progress:
-                    progress(read)
-                if read < self.batch_size and positions is not None:
-                    break  # (after a lost race: read the positions again and go on)
+            try:
+                while not (stop and stop.is_set()):
+                    if positions is None:
+                        tail.wait()
+                        positions = self.positions()
+                    read, positions = self._step(positions, tail)
+                    total += read
+                    if read and progress:
+                        progress(read)
+                    if read < self.batch_size and positions is not None:
+                        break  # (after a lost race: read the positions again and go on)
+            finally:
+                tail.wait()
         return total, positions
 
     def rebuild(
@@ -222,8 +240,12 @@ class Projector:
                 f"unknown projection {', '.join(sorted(unknown))}; known: {', '.join(self.names)}"
             )
         self.ensure_tracking()
-        self.read.reset([p.name for p in chosen], [t for p in chosen for t in p.tables])
-        return self.catch_up(progress)
+        positions = self.positions() | dict.fromkeys((p.name for p in chosen), 0)
+        tail = CommitBehind()  # emptying the tables overlaps reading the first batch
+        tail.start(
+            lambda: self.read.reset([p.name for p in chosen], [t for p in chosen for t in p.tables])
+        )
+        return self._catch_up(positions, progress, tail=tail)[0]
 
     # -- following the log live -------------------------------------------------------------------
 
@@ -274,18 +296,3 @@ class Projector:
                 stop.wait(RETRY_AFTER)
                 continue
             wake.wait(poll_interval)
-
-
-def _shares(
-    projections: Sequence[Projection], positions: Mapping[str, int], events: list[Positioned]
-) -> Iterator[tuple[Projection, list[Positioned]]]:
-    """Each projection with the events of ``events`` it reads and has not applied yet."""
-    kinds = {type(e[1]) for e in events}
-    first = events[0][0]
-    for projection in projections:
-        position = positions[projection.name]
-        wanted = {kind for kind in kinds if issubclass(kind, projection.interests)}
-        mine = [e for e in events if type(e[1]) in wanted]
-        if position >= first:  # it already has part of this batch
-            mine = [e for e in mine if e[0] > position]
-        yield projection, mine

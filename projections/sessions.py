@@ -12,7 +12,7 @@ from application.view_port import jsonable
 from domain.release_states import ReleaseOutcome
 from domain.run import Run
 from domain.states import Intent
-from projections.base import Positioned, Written, text
+from projections.base import Positioned, Written, begun_before, text
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -30,7 +30,7 @@ class Sessions:
     def process(self, view: ViewWriter, events: Sequence[Positioned]) -> Written:
         """Add a turn per started run and fill it in as the run routes and finishes."""
         turns = view.rows("session_turn", "run_id")
-        turns.preload(run_id for _, e, run_id in events if not isinstance(e, Run.RunStarted))
+        turns.preload(begun_before(events, Run.Event, Run.RunStarted))
         sessions = {e.session_id for _, e, _ in events if isinstance(e, Run.RunStarted)}
         last_turn = dict.fromkeys(sessions, 0)  # a new session's first turn is 1
         stored = view.maxima("session_turn", "turn", "session_id", sessions)

@@ -15,12 +15,16 @@ from application.view_port import jsonable
 from domain.release import PUBLISHED
 from domain.release_states import ReleaseOutcome
 from domain.run import Run
-from projections.base import Positioned, Written, text
+from projections.base import Positioned, Written, begun_before, text
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
     from application.view_port import Row, ViewWriter
+
+
+FEED_COLUMNS = ("run_id", "seq", "position", "event", "data")
+"""The columns of an ``sse_event`` row, in the order its values are appended."""
 
 
 class SseFeed:
@@ -39,7 +43,7 @@ class SseFeed:
     def process(self, view: ViewWriter, events: Sequence[Positioned]) -> Written:
         """Append the feed entries that this batch's Run events produce; they are its entries."""
         runs = view.rows("sse_run", "run_id")
-        runs.preload(run_id for _, e, run_id in events if not isinstance(e, Run.RunStarted))
+        runs.preload(begun_before(events, Run.Event, Run.RunStarted))
         feed: list[Row] = []
         for position, event, run_id in events:
             if isinstance(event, Run.RunStarted):
@@ -50,7 +54,8 @@ class SseFeed:
                     continue  # unknown run, or its feed already ended: nothing after terminal
                 state = found
             feed += numbered(state, event, position)
-        return Written(runs.flush() + view.insert("sse_event", feed), tuple(feed))
+        values = [[row[column] for column in FEED_COLUMNS] for row in feed]
+        return Written(runs.flush() + view.append("sse_event", FEED_COLUMNS, values), tuple(feed))
 
 
 def numbered(state: Row, event: Any, position: int) -> list[Row]:

@@ -101,7 +101,7 @@ class Trace:
                     payload(event),
                 ]
             )
-        return Written(started + view.insert_values("trace_event", COLUMNS, rows))
+        return Written(started + view.append("trace_event", COLUMNS, rows))
 
     def _streams(
         self, view: ViewWriter, events: Sequence[Positioned]
@@ -131,7 +131,7 @@ class Trace:
             for stream in unknown:
                 if (row := stored.get(stream)) is not None:
                     known[stream] = str(row["run_id"])
-        return known, view.insert_values("trace_stream", ("stream_id", "run_id"), started)
+        return known, view.append("trace_stream", ("stream_id", "run_id"), started)
 
 
 STREAM_STARTS = (ToolInvocation.ToolInvocationStarted, Collection.CollectionStarted)
@@ -239,7 +239,7 @@ def _kind(kind: type) -> tuple[str, Callable[[Any], tuple[str, str]]]:
 
 
 def _values(answer: tuple[TracePhase, TraceEventStatus]) -> tuple[str, str]:
-    return answer[0].value, answer[1].value
+    return answer[0]._value_, answer[1]._value_  # ``value`` without its descriptor call
 
 
 def classify(event: Any) -> tuple[TracePhase, TraceEventStatus]:

@@ -12,7 +12,7 @@ through the sample incidents' questions (diagnosis runs, about 46 events each), 
 one knowledge question, six turns per session. Then it measures, in events (log entries) per
 second:
 
-* ``ours``: ``Projector.rebuild()`` of all four projections with the default batch size, on the
+* ``ours``: ``Projector.rebuild()`` of every projection (six) with the default batch size, on the
   whole log (this includes emptying the read tables first, as a rebuild does);
 * ``ceiling``: reading and deserialising the notification log only: pages of
   ``store.recorder.select_notifications(start, limit=batch)`` (the Projector's batch size) and
@@ -20,11 +20,11 @@ second:
   faster than this;
 * ``per-event``: the library's ``ProjectionRunner`` style: one runner per projection, one
   transaction per event, each committing that event's rows together with its tracking update.
-  Implemented as ``Projector(store, engine, projections=[P], batch_size=1)`` for each of the four
+  Implemented as ``Projector(store, engine, projections=[P], batch_size=1)`` for each of the
   projections in turn (tables and tracking emptied beforehand, untimed), stepped once per log
   entry: every step reads the tracking row and the next log entry, then applies that one event in
   its own transaction. It runs over the first ``--prefix`` log entries only (it is slow); its
-  events/s is the prefix's entries divided by the wall time of all four runners together;
+  events/s is the prefix's entries divided by the wall time of all the runners together;
 * ``es-runner`` (PostgreSQL only, reference): the real ``eventsourcing.projection
   .ProjectionRunner`` with a trivial projection that only records its tracking position, one
   transaction per event, over the same prefix, timed from the runner's construction until it has

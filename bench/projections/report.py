@@ -18,29 +18,32 @@ from bench.projections import (
     TURNS_PER_SESSION,
 )
 from bench.projections.measure import questions
+from projections.registry import all_projections
 
 if TYPE_CHECKING:
     from bench.projections.measure import BackendReport
 
+COUNT = len(all_projections())
+"""How many projections a rebuild applies (the per-event style runs one runner each)."""
 ROWS = (*MEASUREMENTS[:3], PER_EVENT_ONE, ES_RUNNER)
 """The measurements in the order of the table."""
 DESCRIPTIONS = {
-    OURS: "Projector.rebuild(), 4 projections, batch {batch}, whole log (emptying included)",
+    OURS: "Projector.rebuild(), {count} projections, batch {batch}, whole log (emptying included)",
     CEILING: "select_notifications pages of {batch} + to_domain_event only, whole log",
-    PER_EVENT: "4 runners, 1 per projection, 1 event per transaction, log prefix {prefix}",
-    PER_EVENT_ONE: "the same per runner: prefix entries x 4 / summed time (one projection)",
+    PER_EVENT: "{count} runners, 1 per projection, 1 event per transaction, log prefix {prefix}",
+    PER_EVENT_ONE: "the same per runner: prefix entries x {count} / summed time (one projection)",
     ES_RUNNER: "eventsourcing ProjectionRunner, tracking-only projection, prefix {prefix}",
 }
 EXPLANATION = """\
   per-event is the library's ProjectionRunner style reproduced with our projections: each of the
-  4 projections gets its own Projector(batch_size=1), run after emptying its tables and tracking
-  (untimed); every log entry is applied in its own transaction together with its tracking update
-  (plus, per entry, a read of the tracking row and a 1-entry log read); its events/s is the
-  prefix's entries over the summed wall time of the 4 runners, i.e. the rate at which all four
-  read models advance.
+  {count} projections gets its own Projector(batch_size=1), run after emptying its tables and
+  tracking (untimed); every log entry is applied in its own transaction together with its
+  tracking update (plus, per entry, a read of the tracking row and a 1-entry log read); its
+  events/s is the prefix's entries over the summed wall time of the {count} runners, i.e. the
+  rate at which all the read models advance.
   es-runner (context, PostgreSQL only: the SQLite recorder has no subscribe()) is one trivial
   library projection writing only its tracking row; compare it with per-event/1, and remember
-  that four real library projections would need four such runners."""
+  that {count} real library projections would need {count} such runners."""
 
 
 def ratios(rep: BackendReport) -> list[dict[str, Any]]:
@@ -78,8 +81,9 @@ def print_workload(reports: list[BackendReport]) -> None:
     prefix = "/".join(str(r.prefix) for r in reports)
     batch = "/".join(str(r.batch) for r in reports)
     for name in ROWS:
-        print(f"  {name:13}  {DESCRIPTIONS[name].format(batch=batch, prefix=prefix)}")
-    print(EXPLANATION)
+        described = DESCRIPTIONS[name].format(batch=batch, prefix=prefix, count=COUNT)
+        print(f"  {name:13}  {described}")
+    print(EXPLANATION.format(count=COUNT))
 
 
 def print_table(reports: list[BackendReport]) -> None:

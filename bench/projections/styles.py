@@ -1,4 +1,4 @@
-"""The four ways of reading the log that are measured on one filled store."""
+"""The ways of reading the log that are measured on one filled store."""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ class Bench:
         return Sample(entries, time.perf_counter() - began, cpu=time.process_time() - cpu)
 
     def per_event_style(self, entries: int | None = None) -> Sample:
-        """One projection per runner, one event per transaction, over the prefix; all four."""
+        """One projection per runner, one event per transaction, over the prefix; all of them."""
         count = self.prefix if entries is None else min(entries, self.prefix)
         parts: dict[str, float] = {}
         for runner in self.per_event:

@@ -46,6 +46,7 @@ values = st.recursive(
         st.lists(inner, max_size=4),
         st.lists(inner, max_size=4).map(tuple),
         st.dictionaries(st.text(), inner, max_size=4),
+        st.dictionaries(st.integers(-99, 99), inner, max_size=4),  # keys not text: the option
         st.builds(Pair, inner, inner),
     ),
     max_leaves=12,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import pytest
+
 from infrastructure.read_store import SqlReadStore
 
 if TYPE_CHECKING:
@@ -50,3 +52,18 @@ def test_a_stored_row_dropped_reads_as_missing_and_is_left_to_the_caller(engine:
     with engine.connect() as connection:
         tools = connection.exec_driver_sql("SELECT tool FROM metric_invocation").all()
     assert [tuple(t) for t in tools] == [("list_alerts",)]
+
+
+def test_a_cache_flushes_once_a_batch(engine: Engine) -> None:
+    """Its new rows are only appended: a change after the flush would never reach them."""
+    read = SqlReadStore(engine)
+    read.ensure_tracking(["metrics"])
+    with read.transaction() as view:
+        rows = view.rows("metric_invocation", "stream_id")
+        rows.add(_invocation("new"))["tool"] = "search_logs"
+        assert rows.flush() == 1
+        with pytest.raises(RuntimeError, match="already flushed"):
+            rows.flush()
+    with engine.connect() as connection:
+        tools = connection.exec_driver_sql("SELECT stream_id, tool FROM metric_invocation").all()
+    assert [tuple(t) for t in tools] == [("new", "search_logs")]
