@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import openai
+import orjson
 
 from application.ports import ModelError, ModelUnavailableError
 from infrastructure.model_config import CREDENTIAL_IN_URL, credential_in_url
@@ -137,7 +138,7 @@ class OpenAICompatibleProvider:
         """The answer after as many attempts as :attr:`retries` allows within the bound."""
         timeout = min(request.timeout_s, self.timeout_s)
         end = time.monotonic() + timeout
-        body = self._body(request)
+        body = encoded(self._body(request))
         attempts: list[ModelAttempt] = []
         while True:
             left = max(0.001, end - time.monotonic())
@@ -145,7 +146,8 @@ class OpenAICompatibleProvider:
                 completion: object = self._client.post(
                     "/chat/completions",
                     cast_to=object,  # the JSON as it came (openai_wire reads it)
-                    body=body,
+                    body=None if isinstance(body, bytes) else body,
+                    content=body if isinstance(body, bytes) else None,
                     options=self._options(left),
                 )
             except openai.APIError as error:
@@ -197,6 +199,19 @@ class OpenAICompatibleProvider:
         format_ = response_format(request.json_schema)
         if not isinstance(format_, openai.Omit):
             body["response_format"] = format_
+        return body
+
+
+def encoded(body: dict[str, Any]) -> bytes | dict[str, Any]:
+    """The body as the JSON bytes the client would send, written by orjson (a tenth of a call).
+
+    The client's own encoder is the standard library's; orjson writes the same compact JSON
+    (no ASCII escaping) for what a chat body holds. A body it refuses (a key that is not text,
+    say) goes as it is, for the client to encode or to refuse as before.
+    """
+    try:
+        return orjson.dumps(body)
+    except orjson.JSONEncodeError:
         return body
 
 

@@ -183,6 +183,9 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw)
         except ValueError:
             body = None
+        kind = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        if kind != "application/json":  # a JSON body declared as something else is no request
+            body = None
         with self.state.lock:
             self.state.requests.append(body if isinstance(body, dict) else {})
         status, message, param, code = request_problems(body, self.state)
