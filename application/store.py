@@ -37,7 +37,7 @@ from eventsourcing.application import AggregateNotFoundError, Application, Proce
 from eventsourcing.persistence import IntegrityError, PersistenceError
 from eventsourcing.utils import Environment
 
-from application.audit.chain import ChainingMapper, split_state
+from application.audit.chain import ChainingMapper, state_link
 from application.budget_stop import stopped_by_budget
 from application.closing import UseGate, gate_transactions
 from application.conflicts import MAX_CONFLICT_RETRIES, retry_on_conflict
@@ -198,7 +198,7 @@ class HarnessStore(Application[UUID]):
     def _stored_link(self, stream: UUID, version: int) -> str | None:
         """The chain link of one stored event (None when there is no such event)."""
         found = self.recorder.select_events(stream, gt=version - 1, lte=version, limit=1)
-        return split_state(found[0].state)[1] if found else None
+        return state_link(found[0].state) if found else None
 
     @contextmanager
     def _store_errors(self) -> Iterator[None]:

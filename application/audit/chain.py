@@ -22,6 +22,7 @@ import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
+import orjson
 from eventsourcing.persistence import StoredEvent
 
 from application.transcodings import TupleRestoringMapper
@@ -78,6 +79,23 @@ def split_state(state: bytes) -> tuple[dict[str, Any], str | None]:
         raise ValueError(f"a stored event's state must be a JSON object, not {payload!r:.60}")
     found = payload.pop(CHAIN_KEY, None)
     return payload, found if isinstance(found, str) else None
+
+
+def state_link(state: bytes) -> str | None:
+    """The link of a stored state (None: unchained); raises as :func:`split_state` does.
+
+    Read with orjson (a fifth of the standard parser's time on a checkpoint's thousand
+    entries); a state orjson refuses (NaN, a lone surrogate, not JSON at all) is left to
+    :func:`split_state`, which accepts or refuses it as every other reader does.
+    """
+    try:
+        payload = orjson.loads(state)
+    except orjson.JSONDecodeError:
+        return split_state(state)[1]
+    if not isinstance(payload, dict):
+        return split_state(state)[1]
+    found = payload.get(CHAIN_KEY)
+    return found if isinstance(found, str) else None
 
 
 def with_link(state: bytes, chain: str) -> bytes:

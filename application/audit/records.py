@@ -18,7 +18,7 @@ from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
 
-from application.audit.chain import CHAIN_KEY, split_state
+from application.audit.chain import CHAIN_KEY, split_state, state_link
 from domain.collection import collection_id
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ def store_links(
     building the rest of the record: what a checkpoint needs of every event since the last.
     """
     for notification in store_entries(store, after, limit):
-        link = split_state(notification.state)[1]
+        link = state_link(notification.state)
         stream, version = str(notification.originator_id), notification.originator_version
         yield notification.id, stream, version, link
 

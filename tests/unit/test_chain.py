@@ -11,7 +11,7 @@ from eventsourcing.persistence import JSONTranscoder
 from hypothesis import given
 from hypothesis import strategies as st
 
-from application.audit.chain import canonical, link, split_state, with_link
+from application.audit.chain import canonical, link, split_state, state_link, with_link
 from application.audit.records import AuditFormatError, AuditRecord, read_jsonl, type_of
 from tests.log_checks import check_chain
 
@@ -152,6 +152,31 @@ def test_a_link_stored_in_a_state_comes_back_out(state: bytes) -> None:
     payload, found = split_state(with_link(state, chain))
     assert found == chain
     assert canonical(payload) == state
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        b'{"a":1}',
+        b'{"x":NaN}',  # the standard parser's alone
+        b'{"x":"\\ud800"}',
+        b'{"n":123456789012345678901234567890}',
+        '{"b":{"b":[1,2.5]},"a":"é"}'.encode(),
+        b'{"_chain":7}',  # not a link
+    ],
+)
+def test_the_link_alone_is_read_as_split_state_reads_it(state: bytes) -> None:
+    assert state_link(state) == split_state(state)[1]
+    chained = with_link(state, link("", "s", 1, TOPIC, {}))
+    assert state_link(chained) == split_state(chained)[1] is not None
+
+
+@pytest.mark.parametrize("state", [b"[1]", b"not json", b'{"a":', b""])
+def test_a_state_that_is_no_json_object_is_refused_by_the_link_reader_too(state: bytes) -> None:
+    with pytest.raises(ValueError, match="."):
+        split_state(state)
+    with pytest.raises(ValueError, match="."):
+        state_link(state)
 
 
 def test_type_names_come_from_topics() -> None:
