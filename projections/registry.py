@@ -12,23 +12,9 @@ from projections.sse_feed import SseFeed
 from projections.trace import Trace
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     from projections.base import Projection
 
 
 def all_projections() -> tuple[Projection, ...]:
     """Every projection of the read side, in the order a batch applies them."""
     return (RunTable(), Trace(), SseFeed(), Sessions(), Metrics(), EvalTable())
-
-
-def chosen_projections(
-    projections: Sequence[Projection], names: Sequence[str] | None
-) -> list[Projection]:
-    """The ``projections`` named (all of them for None); ValueError naming any unknown name."""
-    chosen = [p for p in projections if names is None or p.name in names]
-    unknown = set(names or ()) - {p.name for p in chosen}
-    if unknown:
-        known = ", ".join(p.name for p in projections)
-        raise ValueError(f"unknown projection {', '.join(sorted(unknown))}; known: {known}")
-    return chosen

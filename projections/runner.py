@@ -7,8 +7,7 @@ is conditional on the position it started from, so two runners of the same proje
 restarted process, a rebuild racing the live follower) never apply a batch twice: the loser's
 transaction rolls back and it continues from the winner's position. While catching up, a full
 batch's end (its last writes and COMMIT) runs behind the read of the next one
-(:mod:`projections.commit_behind`), and on PostgreSQL the next batch is fetched meanwhile
-(:mod:`projections.read_ahead`).
+(:mod:`projections.commit_behind`).
 """
 
 from __future__ import annotations
@@ -24,17 +23,13 @@ from sqlalchemy.exc import SQLAlchemyError
 from infrastructure.database import brief as brief
 from infrastructure.read_store import SqlReadStore
 from projections.base import Committed, ProjectionStatus, positioned, shares
-from projections.batching import DEFAULT_BATCH, READ_AHEAD
 from projections.collector import fewer_collections
 from projections.commit_behind import CommitBehind
-from projections.read_ahead import ReadAhead
 from projections.registry import all_projections as all_projections
-from projections.registry import chosen_projections
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from eventsourcing.persistence import Notification
     from sqlalchemy import Engine
 
     from application.store import HarnessStore
@@ -43,6 +38,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+DEFAULT_BATCH = {"sqlite": 4000, "postgresql": 8000}
+"""Log entries per batch by database. A SQLite batch holds the one write lock while it writes
+(about 0.1 s at this size); on PostgreSQL a bigger one spreads the round trips of its dozen
+statements over more events. Half the size costs a rebuild 4-8 % (each batch's end overlaps
+the next read, and is waited for, once); a batch holds ~3 MB a thousand entries meanwhile."""
 POLL_INTERVAL = 1.0
 """Seconds between polls of the log when no wake-up came (a lost NOTIFY, another process)."""
 RETRY_AFTER = 1.0
@@ -63,7 +63,6 @@ class Projector:
         projections: Sequence[Projection] | None = None,
         batch_size: int | None = None,
         notify_channel: str | None = None,
-        read_ahead: bool | None = None,
     ) -> None:
         """Project ``store``'s log into tables on ``engine``, ``batch_size`` entries at a time."""
         self.store = store
@@ -72,13 +71,12 @@ class Projector:
         """The read tables and their tracking rows; its transactions are the batches' writers."""
         self.projections = tuple(projections or all_projections())
         self.batch_size = batch_size or DEFAULT_BATCH.get(engine.dialect.name, 4000)
-        self.read_ahead = engine.dialect.name in READ_AHEAD if read_ahead is None else read_ahead
-        """Whether a catch-up fetches the next batch while it applies one (see READ_AHEAD)."""
         self.notify_channel = notify_channel
         """PostgreSQL: a channel NOTIFYed with the position of every committed batch, so other
         processes (the service workers' feeds) learn at once that the read tables advanced."""
         self.listeners: list[Callable[[Committed], None]] = []
-        """Called in the projector's thread after each committed batch with what it wrote."""
+        """Called after every committed batch with what it applied and wrote (in the projector's
+        thread)."""
         self.advanced = threading.Condition()
         """Notified after every committed batch (in-process readers waiting for a position)."""
         self.conflicts = 0
@@ -119,23 +117,18 @@ class Projector:
         return self._step(self.positions())[0]
 
     def _step(
-        self,
-        positions: dict[str, int],
-        tail: CommitBehind | None = None,
-        ahead: ReadAhead | None = None,
+        self, positions: dict[str, int], tail: CommitBehind | None = None
     ) -> tuple[int, dict[str, int] | None]:
         """Apply the batch after ``positions``; the entries read and the positions now.
 
         The positions are None when another runner applied the batch first: read them again.
         With a ``tail``, a full batch commits in its thread while the caller reads the next one
-        (the listeners hear of it once it did); the caller must wait for it. With ``ahead``,
-        the batch after a full one is fetched meanwhile.
+        (the listeners hear of it once it did); the caller must wait for it.
         """
-        after = min(positions.values())
-        events = self._read(after, ahead)
+        events = self._read(min(positions.values()))
         if not events:
             return 0, positions
-        last = events[-1][0]
+        after, last = min(positions.values()), events[-1][0]
         try:
             written, batch = self._apply(positions, events, tail)
         except TrackingConflict:
@@ -157,13 +150,12 @@ class Projector:
         for listener in self.listeners:
             listener(committed)
 
-    def _read(self, after: int, ahead: ReadAhead | None = None) -> list[Positioned]:
-        """Up to a batch of log entries after position ``after`` (through ``ahead``), decoded."""
-        return positioned(self.store.mapper, (ahead.read if ahead else self._fetch)(after))
-
-    def _fetch(self, after: int) -> Sequence[Notification]:
-        """Up to a batch of log entries after position ``after``, as stored."""
-        return self.store.recorder.select_notifications(start=after + 1, limit=self.batch_size)
+    def _read(self, after: int) -> list[Positioned]:
+        """Up to a batch of log entries after position ``after``, deserialised."""
+        notifications = self.store.recorder.select_notifications(
+            start=after + 1, limit=self.batch_size
+        )
+        return positioned(self.store.mapper, notifications)
 
     def _apply(
         self, positions: dict[str, int], events: list[Positioned], tail: CommitBehind | None = None
@@ -221,22 +213,19 @@ class Projector:
         batch size reached the head of the log as it was read: no further read is needed.
         """
         total, tail = 0, tail or CommitBehind()
-        ahead = ReadAhead(self._fetch, self.batch_size) if self.read_ahead else None
         with fewer_collections():  # whole batches stay alive until they commit
             try:
                 while not (stop and stop.is_set()):
                     if positions is None:
                         tail.wait()
                         positions = self.positions()
-                    read, positions = self._step(positions, tail, ahead)
+                    read, positions = self._step(positions, tail)
                     total += read
                     if read and progress:
                         progress(read)
                     if read < self.batch_size and positions is not None:
                         break  # (after a lost race: read the positions again and go on)
             finally:
-                if ahead is not None:
-                    ahead.drop()
                 tail.wait()
         return total, positions
 
@@ -244,7 +233,12 @@ class Projector:
         self, names: Sequence[str] | None = None, progress: Callable[[int], None] | None = None
     ) -> int:
         """Empty the named projections (all by default) and apply the log again from position 0."""
-        chosen = chosen_projections(self.projections, names)
+        chosen = [p for p in self.projections if names is None or p.name in names]
+        unknown = set(names or ()) - {p.name for p in chosen}
+        if unknown:
+            raise ValueError(
+                f"unknown projection {', '.join(sorted(unknown))}; known: {', '.join(self.names)}"
+            )
         self.ensure_tracking()
         positions = self.positions() | dict.fromkeys((p.name for p in chosen), 0)
         tail = CommitBehind()  # emptying the tables overlaps reading the first batch
@@ -279,21 +273,25 @@ class Projector:
     ) -> None:
         """Catch up, then again on every wake-up or poll tick, until ``stop`` is set.
 
-        Set ``wake`` after ``stop`` to end the wait at once. The positions are carried from one
-        wake-up to the next (read again after a lost race, which is how a rebuild or another
-        runner is noticed). A database failure is logged and retried after :data:`RETRY_AFTER`
-        from the positions in the database, so nothing is lost or applied twice across a failure.
+        Set ``wake`` after ``stop`` to end the wait at once.
+
+        The positions are carried from one wake-up to the next (read again after a lost race,
+        which is how a rebuild or another runner is noticed). A database failure is logged and
+        retried after :data:`RETRY_AFTER` from the positions in the database, so nothing is lost
+        or applied twice across a failure.
         """
         positions: dict[str, int] | None = None
         while not stop.is_set():
             wake.clear()
             try:
                 positions = self._catch_up(positions, stop=stop)[1]
-            except Exception as error:  # supervised: logged, then retried from the stored positions
-                if isinstance(error, SQLAlchemyError | PersistenceError | OSError):
-                    log.warning("projections: %s; retrying in %.1fs", brief(error), RETRY_AFTER)
-                else:  # a bug is logged loudly, the follower keeps trying
-                    log.exception("projections: a batch failed; retrying in %.1fs", RETRY_AFTER)
+            except (SQLAlchemyError, PersistenceError, OSError) as error:
+                log.warning("projections: %s; retrying in %.1fs", brief(error), RETRY_AFTER)
+                positions = None
+                stop.wait(RETRY_AFTER)
+                continue
+            except Exception:  # supervised: a bug is logged loudly, the follower keeps trying
+                log.exception("projections: a batch failed; retrying in %.1fs", RETRY_AFTER)
                 positions = None
                 stop.wait(RETRY_AFTER)
                 continue
