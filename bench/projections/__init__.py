@@ -16,8 +16,8 @@ second:
   whole log (this includes emptying the read tables first, as a rebuild does);
 * ``ceiling``: reading and deserialising the notification log only: pages of
   ``store.recorder.select_notifications(start, limit=batch)`` (the Projector's batch size) and
-  ``store.mapper.to_domain_event`` for every entry; nothing is written. No projection can rebuild
-  faster than this;
+  ``store.mapper.to_domain_event`` for every entry, under the collector thresholds a catch-up
+  uses; nothing is written. No projection can rebuild faster than this;
 * ``per-event``: the library's ``ProjectionRunner`` style: one runner per projection, one
   transaction per event, each committing that event's rows together with its tracking update.
   Implemented as ``Projector(store, engine, projections=[P], batch_size=1)`` for each of the
