@@ -30,6 +30,7 @@ from infrastructure.otlp import configured_endpoint
 from infrastructure.pg_listen import PgNotifyWake, read_channel
 from infrastructure.settings import ConfigurationError, Settings
 from infrastructure.tool_sources import tool_views
+from infrastructure.version import harness_version
 from projections.feed_ahead import FeedAhead
 
 if TYPE_CHECKING:
@@ -85,7 +86,7 @@ def create_app(settings: Settings, store: HarnessStore | None = None) -> FastAPI
 
     app = FastAPI(
         title="Diagnosis Harness",
-        version="0.1.0",
+        version=harness_version(),
         summary="Event-sourced backend for operational-diagnosis agents.",
         description=DESCRIPTION,
         lifespan=lifespan,

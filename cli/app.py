@@ -65,10 +65,25 @@ def configure_logging() -> None:
         logging.getLogger(name).setLevel(logging.INFO)
 
 
+def _show_version(wanted: bool) -> None:
+    """``--version``: ``harness X.Y.Z`` on stdout, then exit 0 (before any command runs)."""
+    if wanted:
+        from infrastructure.version import harness_version
+
+        print(f"harness {harness_version()}")
+        raise typer.Exit(0)
+
+
 def _options(
     debug: Annotated[
         bool,
         typer.Option("--debug", help="Show tracebacks of unexpected errors (or HARNESS_DEBUG=1)."),
+    ] = False,
+    _version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_show_version, is_eager=True, help="Print the version and exit."
+        ),
     ] = False,
 ) -> None:
     """Diagnosis Harness."""

@@ -15,6 +15,7 @@ from pydantic import SecretStr
 from api.routes.system import ProjectionName
 from application.store import HarnessStore
 from infrastructure.settings import ApiKey, Settings
+from infrastructure.version import harness_version
 from projections.runner import all_projections
 from tests.api._serve import Served, events, served_client
 from tests.api.test_streams import HANGS, QUESTION
@@ -240,6 +241,7 @@ def test_the_openapi_document_describes_every_route(
 ) -> None:
     client = served.client
     document = client.get("/openapi.json").json()
+    assert document["info"]["version"] == harness_version() != "0+unknown"
     for path, operations in document["paths"].items():
         for method, operation in operations.items():
             assert operation.get("summary"), (method, path)

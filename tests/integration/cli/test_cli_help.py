@@ -52,3 +52,18 @@ def test_every_help_names_values_in_words_not_types() -> None:
         assert "Usage: " in text
         for noise in ("<str>", "<bool>", "<int", "<float", "<path>", "╭"):
             assert noise not in text, (path, noise, text)
+
+
+def test_version_is_the_installed_distributions_on_stdout_and_needs_no_command() -> None:
+    from importlib.metadata import version
+
+    for args in (["--version"], ["--version", "db", "status"]):
+        result = _run("from cli.main import app; app()", *args)
+        assert (result.returncode, result.stderr) == (0, ""), args
+        assert result.stdout == f"harness {version('diagnosis-harness')}\n", args
+    probe = (
+        "import sys\nfrom cli.main import app\n"
+        "try:\n    app(['--version'])\nexcept SystemExit:\n    pass\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    )
+    assert _run(probe).stdout.splitlines()[-1] == "[]"  # as cheap as --help
