@@ -238,3 +238,35 @@ class LoopbackOnly:
             f"(loopback), and {peer} is not: set HARNESS_API_KEYS on the server to serve others"
         )
         await problem(403, detail)(scope, receive, send)
+
+
+class KeysRequired:
+    """Every HTTP request must carry one of the configured API keys (401 otherwise).
+
+    For a server of ours without the API's routes (``harness mcp serve-sample --http``): the
+    same keys and the same Bearer scheme, any role, checked before the request is read.
+    """
+
+    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+        """Wrap ``app``; ``settings`` must have keys."""
+        self.app = app
+        self.settings = settings
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Let a request with a configured key through; answer any other 401."""
+        if scope["type"] == "http":
+            header = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+            scheme, _, offered = header.strip().partition(" ")
+            credentials = (
+                HTTPAuthorizationCredentials(scheme=scheme, credentials=offered.strip())
+                if offered.strip()
+                else None
+            )
+            try:
+                authenticate(self.settings, credentials)
+            except Unauthenticated as refused:
+                await problem(401, refused.detail, {"WWW-Authenticate": "Bearer"})(
+                    scope, receive, send
+                )
+                return
+        await self.app(scope, receive, send)

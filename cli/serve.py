@@ -38,14 +38,9 @@ WORKER_HEALTHCHECK = 60
 
 def check_bind(settings: Settings, host: str, workers: int) -> None:
     """Refuse what would expose the service or corrupt its store; exit 2 saying why."""
-    from api.auth import is_loopback
     from api.metrics import multiprocess_problem
 
-    if not settings.api_keys and not is_loopback(host):
-        fail(
-            f"refusing to serve on {host} without API keys: anyone who can reach it could read "
-            "and start runs. Set HARNESS_API_KEYS (see the README), or bind to 127.0.0.1"
-        )
+    refuse_exposed(bool(settings.api_keys), host, "read and start runs")
     problem = multiprocess_problem(os.environ)
     if workers == 1 and problem:  # several workers get a directory of their own
         fail(problem)
@@ -61,6 +56,20 @@ def check_bind(settings: Settings, host: str, workers: int) -> None:
         configured_endpoint(os.environ)  # the live trace exporter's receiver, if any
     except ConfigurationError as error:
         fail(f"invalid configuration: {error}")
+
+
+def refuse_exposed(keyed: bool, host: str, could: str) -> None:
+    """Exit 2 when a server without API keys would bind where other machines reach it.
+
+    The rule of every server the harness starts: without keys, loopback only.
+    """
+    from api.auth import is_loopback
+
+    if not keyed and not is_loopback(host):
+        fail(
+            f"refusing to serve on {host} without API keys: anyone who can reach it could "
+            f"{could}. Set HARNESS_API_KEYS (see the README), or bind to 127.0.0.1"
+        )
 
 
 def check_port(host: str, port: int) -> socket.socket:

@@ -17,18 +17,20 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from application.ports import ToolArgumentsError, ToolExecutionError
+from infrastructure.version import harness_version
 
 if TYPE_CHECKING:
     import socket
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from mcp.server.context import ServerRequestContext
+    from starlette.types import ASGIApp
 
     from application.ports import Tool
 
 
 def tools_server(name: str, tools: Sequence[Tool]) -> Server[Any]:
-    """An MCP server (low-level SDK) offering ``tools`` as they are."""
+    """An MCP server (low-level SDK) offering ``tools`` as they are, named with our version."""
     by_name = {tool.name: tool for tool in tools}
 
     async def list_tools(
@@ -52,7 +54,7 @@ def tools_server(name: str, tools: Sequence[Tool]) -> Server[Any]:
         content: list[types.ContentBlock] = [types.TextContent(text=text)] if text else []
         return types.CallToolResult(content=content)
 
-    return Server(name, on_list_tools=list_tools, on_call_tool=call_tool)
+    return Server(name, version=harness_version(), on_list_tools=list_tools, on_call_tool=call_tool)
 
 
 def _spec(tool: Tool) -> types.Tool:
@@ -61,7 +63,10 @@ def _spec(tool: Tool) -> types.Tool:
         description=tool.description,
         input_schema=dict(tool.parameters),
         annotations=types.ToolAnnotations(
-            read_only_hint=tool.read_only, destructive_hint=not tool.read_only
+            read_only_hint=tool.read_only,
+            destructive_hint=not tool.read_only,
+            idempotent_hint=tool.read_only,  # reading again changes nothing
+            open_world_hint=not getattr(tool, "local", False),  # local: the service's own data
         ),
     )
 
@@ -76,9 +81,14 @@ async def serve_stdio(server: Server[Any]) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-def serve_http(server: Server[Any], sock: socket.socket) -> None:
-    """Serve Streamable HTTP at ``/mcp`` on the bound ``sock`` until interrupted."""
+def serve_http(
+    server: Server[Any], sock: socket.socket, guard: Callable[[ASGIApp], ASGIApp]
+) -> None:
+    """Serve Streamable HTTP at ``/mcp`` on the bound ``sock`` until interrupted.
+
+    ``guard`` wraps the app: who may reach it (the keys, or this machine only).
+    """
     host, port = sock.getsockname()[:2]
-    app = server.streamable_http_app(host=host)
+    app = guard(server.streamable_http_app(host=host))
     config = uvicorn.Config(app, host=host, port=port, log_level="warning")
     uvicorn.Server(config).run(sockets=[sock])
