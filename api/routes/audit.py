@@ -21,7 +21,12 @@ MAX_POSITION = 2**63 - 1
 """The largest log position a database stores (a signed 64-bit integer)."""
 
 
-@router.get("/events", summary="Audit events", responses=error_responses(401, 403, 503))
+@router.get(
+    "/events",
+    operation_id="export_audit_events",
+    summary="Audit events",
+    responses=error_responses(401, 403, 503),
+)
 def events(
     worker: WorkerDep,
     _auditor: Auditor,
@@ -50,6 +55,7 @@ def events(
 
 @router.post(
     "/verify",
+    operation_id="verify_audit_log",
     summary="Verify the log and the read tables",
     responses=error_responses(401, 403, 409, 503),
 )

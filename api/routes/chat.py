@@ -30,6 +30,7 @@ router = APIRouter(prefix="/v1", tags=["chat"])
 
 @router.post(
     "/chat",
+    operation_id="chat",
     summary="Ask, and stream the run",
     status_code=200,
     response_class=EventStream,

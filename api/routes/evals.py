@@ -25,7 +25,9 @@ ModelName = Annotated[
 """A model's name as evaluations record it: one printable line."""
 
 
-@router.get("", summary="Eval history", responses=error_responses(401, 503))
+@router.get(
+    "", operation_id="list_evals", summary="Eval history", responses=error_responses(401, 503)
+)
 def list_evals(
     worker: WorkerDep,
     _caller: Caller,
@@ -45,7 +47,12 @@ def list_evals(
     return EvalsPublic(data=data, count=count, limit=limit, offset=offset)
 
 
-@router.get("/{eval_id}", summary="One evaluation", responses=error_responses(401, 404, 503))
+@router.get(
+    "/{eval_id}",
+    operation_id="get_eval",
+    summary="One evaluation",
+    responses=error_responses(401, 404, 503),
+)
 def get_eval(eval_id: UUID, worker: WorkerDep, _caller: Caller) -> EvalPublic:
     """An evaluation's totals and every case: its verdict, reasons, run state and usage."""
     worker.fresh("eval_run")

@@ -22,6 +22,7 @@ EXPOSITION_DOC = {
 
 @router.get(
     "/metrics",
+    operation_id="get_metrics",
     summary="Prometheus metrics",
     response_class=Response,
     responses={200: EXPOSITION_DOC, **error_responses(401, 403, 503, streaming=True)},

@@ -13,7 +13,12 @@ from infrastructure.model_check import Capability, check_configured
 router = APIRouter(prefix="/v1/model", tags=["model"])
 
 
-@router.get("/check", summary="Probe the model provider", responses=error_responses(401, 403))
+@router.get(
+    "/check",
+    operation_id="check_model",
+    summary="Probe the model provider",
+    responses=error_responses(401, 403),
+)
 def check(worker: WorkerDep, _admin: Admin) -> ModelCheckPublic:
     """Probe the configured provider now, one entry per capability (admins only).
 

@@ -58,6 +58,7 @@ NOT_SHOWN: dict[int | str, dict[str, Any]] = {
 
 @router.post(
     "",
+    operation_id="create_run",
     summary="Start a run in the background",
     status_code=status.HTTP_202_ACCEPTED,
     responses={
@@ -79,7 +80,9 @@ def create_run(
     )
 
 
-@router.get("", summary="List runs", responses=error_responses(400, 401, 503))
+@router.get(
+    "", operation_id="list_runs", summary="List runs", responses=error_responses(400, 401, 503)
+)
 def list_all(
     worker: WorkerDep,
     caller: Caller,
@@ -143,7 +146,10 @@ def _start_of(cursor: str | None, offset: int) -> RunKey | None:
 
 
 @router.get(
-    "/{run_id}", summary="One run", responses={**NOT_SHOWN, **error_responses(401, 404, 503)}
+    "/{run_id}",
+    operation_id="get_run",
+    summary="One run",
+    responses={**NOT_SHOWN, **error_responses(401, 404, 503)},
 )
 def get_run(run_id: UUID, worker: WorkerDep, caller: Caller) -> RunPublic:
     """The run's row: status, release outcome, fallback type, termination, usage (SPEC §12).
@@ -156,6 +162,7 @@ def get_run(run_id: UUID, worker: WorkerDep, caller: Caller) -> RunPublic:
 
 @router.get(
     "/{run_id}/stream",
+    operation_id="stream_run",
     summary="Watch a run",
     status_code=200,
     response_class=EventStream,
@@ -207,6 +214,7 @@ def _event_id(value: str) -> int:
 
 @router.post(
     "/{run_id}/cancel",
+    operation_id="cancel_run",
     summary="Cancel a run",
     responses=error_responses(401, 403, 404, 503),
 )
@@ -226,6 +234,7 @@ def cancel(run_id: UUID, worker: WorkerDep, caller: Writer) -> CancelPublic:
 
 @router.get(
     "/{run_id}/trace",
+    operation_id="get_run_trace",
     summary="A run's timeline",
     responses={**NOT_SHOWN, **error_responses(401, 404, 503)},
 )
@@ -244,7 +253,10 @@ def trace(run_id: UUID, worker: WorkerDep, caller: Caller) -> TracePublic:
 
 
 @router.get(
-    "/{run_id}/explain", summary="Why it ended so", responses=error_responses(401, 404, 503)
+    "/{run_id}/explain",
+    operation_id="explain_run",
+    summary="Why it ended so",
+    responses=error_responses(401, 404, 503),
 )
 def explain(run_id: UUID, worker: WorkerDep, caller: Caller) -> RunExplanation:
     """Every troubleshooting question of SPEC §15, answered from the log in words and fields."""

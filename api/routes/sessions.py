@@ -16,7 +16,12 @@ from projections.queries import session_rows
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 
 
-@router.get("/{session_id}", summary="A session", responses=error_responses(401, 404, 503))
+@router.get(
+    "/{session_id}",
+    operation_id="get_session",
+    summary="A session",
+    responses=error_responses(401, 404, 503),
+)
 def get_session(
     worker: WorkerDep,
     caller: Caller,

@@ -46,6 +46,7 @@ def _before(day: date, days: int) -> date:
 
 @router.get(
     "/daily",
+    operation_id="get_daily_stats",
     summary="Daily runs and latency percentiles",
     responses=error_responses(401, 403, 503),
 )

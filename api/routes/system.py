@@ -33,13 +33,15 @@ ProjectionName = Literal[
 """The projections (``projections.runner.all_projections``), for the document."""
 
 
-@router.get("/healthz", summary="Liveness")
+@router.get("/healthz", operation_id="check_liveness", summary="Liveness")
 def healthz() -> HealthPublic:
     """The process is alive."""
     return HealthPublic(status="ok")
 
 
-@router.get("/readyz", summary="Readiness", responses=error_responses(503))
+@router.get(
+    "/readyz", operation_id="check_readiness", summary="Readiness", responses=error_responses(503)
+)
 def readyz(request: Request) -> ReadinessPublic:
     """The event store answers and this worker's lease is renewed; else 503 with Retry-After."""
     worker = request.app.state.worker
@@ -61,7 +63,12 @@ def readyz(request: Request) -> ReadinessPublic:
     return ReadinessPublic(status="ready", backend=worker.settings.database.kind, head=head)
 
 
-@router.get("/v1/projections", summary="Projection lag", responses=error_responses(401, 503))
+@router.get(
+    "/v1/projections",
+    operation_id="get_projections",
+    summary="Projection lag",
+    responses=error_responses(401, 503),
+)
 def projections(worker: WorkerDep, _caller: Caller) -> ProjectionsPublic:
     """Each projection's position against the log's head."""
     found = worker.projector.status()
@@ -77,6 +84,7 @@ def projections(worker: WorkerDep, _caller: Caller) -> ProjectionsPublic:
 
 @router.post(
     "/v1/projections/rebuild",
+    operation_id="rebuild_projections",
     summary="Rebuild projections",
     responses=error_responses(401, 403, 503),
 )
@@ -95,7 +103,10 @@ async def rebuild(
 
 
 @router.get(
-    "/v1/workers", summary="Workers and their leases", responses=error_responses(401, 403, 503)
+    "/v1/workers",
+    operation_id="list_workers",
+    summary="Workers and their leases",
+    responses=error_responses(401, 403, 503),
 )
 def workers(worker: WorkerDep, _auditor: Auditor) -> WorkersPublic:
     """Every worker process's lease: when it last beat, until when it holds, and its state.

@@ -12,7 +12,12 @@ from api.schemas_ops import ToolPublic, ToolsPublic
 router = APIRouter(prefix="/v1/tools", tags=["tools"])
 
 
-@router.get("", summary="Tools and their admission", responses=error_responses(401, 503))
+@router.get(
+    "",
+    operation_id="list_tools",
+    summary="Tools and their admission",
+    responses=error_responses(401, 503),
+)
 def list_tools(worker: WorkerDep, _caller: Caller) -> ToolsPublic:
     """Every tool of this worker, refused ones included: only admitted tools reach the model.
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from typing import Any, get_args
@@ -242,6 +243,11 @@ def test_the_openapi_document_describes_every_route(
     client = served.client
     document = client.get("/openapi.json").json()
     assert document["info"]["version"] == harness_version() != "0+unknown"
+    ids = [op["operationId"] for ops in document["paths"].values() for op in ops.values()]
+    assert len(ids) == len(set(ids)) >= 22  # one name per operation, each its own
+    for name in ids:  # a verb and its object, not FastAPI's default (list_all_v1_runs_get)
+        assert re.fullmatch(r"[a-z]+(_[a-z]+)*", name) and not name.endswith(("_get", "_post"))
+    assert {"list_runs", "stream_run", "cancel_run", "chat", "get_run_trace"} <= set(ids)
     for path, operations in document["paths"].items():
         for method, operation in operations.items():
             assert operation.get("summary"), (method, path)
