@@ -1,7 +1,9 @@
 """The one mapping from errors to HTTP answers, and the request-size limit.
 
-Every error body is ``{"detail": "..."}`` naming what was wrong and what to do (422 keeps
-FastAPI's list of field errors). Nothing escapes as a 500 with a traceback: an unexpected error is
+Every error is an RFC 9457 problem (``application/problem+json``): ``type`` (``about:blank``:
+the status says it all), ``title`` (the status's phrase), ``status``, and ``detail``, the
+sentence naming what was wrong and what to do that the bodies always had (422 keeps FastAPI's
+list of field errors there). Nothing escapes as a 500 with a traceback: an unexpected error is
 logged and answered 500 with a plain sentence.
 """
 
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from eventsourcing.persistence import DataError as StoredDataError
@@ -17,6 +20,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DataError, SQLAlchemyError
+from starlette.exceptions import HTTPException
 
 from api.schemas import ProblemPublic, RunNotShownPublic
 from application.dispatch import AdmissionRefused
@@ -69,9 +73,23 @@ class BadRequest(Exception):
     """A malformed header or parameter the schema cannot describe (e.g. ``Last-Event-ID``)."""
 
 
-def problem(status: int, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    """An error response with a ``detail`` sentence."""
-    return JSONResponse({"detail": detail}, status_code=status, headers=headers)
+PROBLEM_JSON = "application/problem+json"
+"""The media type of every error (RFC 9457)."""
+
+
+def problem(status: int, detail: Any, headers: dict[str, str] | None = None) -> JSONResponse:
+    """An error response: the problem of ``status`` with its ``detail`` (a sentence)."""
+    body = problem_body(status, detail)
+    return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM_JSON)
+
+
+def problem_body(status: int, detail: Any) -> dict[str, Any]:
+    """RFC 9457's members for ``status``, and ``detail`` as the bodies always carried it."""
+    try:
+        title = HTTPStatus(status).phrase
+    except ValueError:
+        title = "Error"
+    return {"type": "about:blank", "title": title, "status": status, "detail": detail}
 
 
 PLAIN: tuple[tuple[type[Exception], int], ...] = (
@@ -84,6 +102,7 @@ PLAIN: tuple[tuple[type[Exception], int], ...] = (
 
 def install(app: FastAPI) -> None:
     """Register the handlers on ``app``."""
+    app.exception_handler(HTTPException)(_http)
     for kind, status in PLAIN:
         app.add_exception_handler(kind, _plain(status))
     for kind, handler in OWN:
@@ -101,16 +120,22 @@ def _plain(status: int) -> Callable[[Request, Exception], Awaitable[JSONResponse
     return handler
 
 
+async def _http(_request: Request, error: HTTPException) -> JSONResponse:
+    """An ``HTTPException`` (a route's 401 or 403, an unknown path's 404, a 405) as a problem."""
+    return problem(error.status_code, error.detail, dict(error.headers or {}))
+
+
 async def _unprocessable(_request: Request, error: RequestValidationError) -> JSONResponse:
-    """FastAPI's own 422, except that inputs JSON cannot carry are echoed printably."""
+    """FastAPI's own 422 as a problem, inputs JSON cannot carry echoed printably."""
     detail = jsonable_encoder(error.errors(), custom_encoder={bytes: _escaped})
-    return JSONResponse({"detail": _printable(detail)}, 422)
+    return problem(422, _printable(detail))
 
 
 async def _invalid(_request: Request, error: InvalidCommandError) -> JSONResponse:
     """A 422 of the shape of FastAPI's own, so the one documented schema describes both."""
-    detail = [{"type": "value_error", "loc": ["body"], "msg": str(error), "input": None}]
-    return JSONResponse({"detail": detail}, status_code=422)
+    return problem(
+        422, [{"type": "value_error", "loc": ["body"], "msg": str(error), "input": None}]
+    )
 
 
 async def _busy(request: Request, error: AdmissionRefused) -> JSONResponse:
@@ -242,8 +267,9 @@ class BodyLimit:
 def error_responses(*codes: int, streaming: bool = False) -> dict[int | str, dict[str, Any]]:
     """OpenAPI ``responses`` entries for the error codes a route may answer.
 
-    Errors are JSON; for a streaming route (whose own media type is ``text/event-stream``) the
-    JSON content is spelled out, or the document would give them the stream's media type.
+    Errors are problems (:data:`PROBLEM_JSON`); for a streaming route (whose own media type is
+    ``text/event-stream``) the content is spelled out, or the document would give them the
+    stream's media type. :func:`document_problems` gives the others their media type.
     """
     described = {
         400: "A malformed header or parameter",
@@ -257,9 +283,36 @@ def error_responses(*codes: int, streaming: bool = False) -> dict[int | str, dic
         503: "The database is unavailable; retry after Retry-After seconds",
     }
     if streaming:
-        problem_json = {"application/json": {"schema": {"$ref": PROBLEM_REF}}}
+        problem_json = {PROBLEM_JSON: {"schema": {"$ref": PROBLEM_REF}}}
         return {code: {"content": problem_json, "description": described[code]} for code in codes}
     return {code: {"model": ProblemPublic, "description": described[code]} for code in codes}
 
 
 PROBLEM_REF = "#/components/schemas/ProblemPublic"
+PROBLEM_MEMBERS = {
+    "type": {"type": "string", "title": "Type", "default": "about:blank"},
+    "title": {"type": "string", "title": "Title"},
+    "status": {"type": "integer", "title": "Status"},
+}
+"""RFC 9457's members besides ``detail``, as FastAPI's own 422 schema gets them too."""
+
+
+def document_problems(document: dict[str, Any]) -> dict[str, Any]:
+    """Every error response of ``document`` as ``application/problem+json``, with its members.
+
+    FastAPI describes error bodies as ``application/json`` (its 422 included); the service
+    answers them as problems, so the document says so, and the validation error's schema gets
+    the members the 422 carries besides its list of field errors.
+    """
+    for operations in document.get("paths", {}).values():
+        for operation in operations.values():
+            for code, response in operation.get("responses", {}).items():
+                content = response.get("content", {})
+                if code[:1] in "45" and "application/json" in content:
+                    content[PROBLEM_JSON] = content.pop("application/json")
+    schemas = document.get("components", {}).get("schemas", {})
+    validation = schemas.get("HTTPValidationError")
+    if validation is not None:
+        validation["properties"] = PROBLEM_MEMBERS | validation.get("properties", {})
+        validation["required"] = ["title", "status", "detail"]
+    return document

@@ -97,7 +97,7 @@ def create_app(settings: Settings, store: HarnessStore | None = None) -> FastAPI
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = document_limits(original(), settings)
+            app.openapi_schema = errors.document_problems(document_limits(original(), settings))
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

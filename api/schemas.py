@@ -223,9 +223,14 @@ class SessionPublic(BaseModel):
 
 
 class ProblemPublic(BaseModel):
-    """An error body: what went wrong and what to do."""
+    """An error: RFC 9457 problem details, ``detail`` saying what went wrong and what to do."""
 
-    detail: str
+    type: str = Field(
+        "about:blank", description="A URI naming the problem; about:blank: the status says it"
+    )
+    title: str = Field(description="The status's phrase, e.g. Not Found.")
+    status: int = Field(description="The HTTP status code, as in the response.")
+    detail: str = Field(description="What was wrong and what to do, in one or two sentences.")
 
 
 def document_limits(document: dict[str, Any], settings: Settings) -> dict[str, Any]:

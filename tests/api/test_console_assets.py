@@ -118,8 +118,8 @@ def test_the_module_scripts_import_only_served_modules() -> None:
 def test_an_unknown_file_is_a_404_in_json(served: Served, url: str) -> None:
     response = served.client.get(url)
     assert response.status_code == 404
-    assert response.headers["content-type"] == "application/json"
-    assert "detail" in response.json()
+    assert response.headers["content-type"] == "application/problem+json"
+    assert "detail" in response.json() and response.json()["status"] == 404
 
 
 @pytest.mark.parametrize(

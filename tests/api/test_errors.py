@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterator
+from http import HTTPStatus
 from typing import Any, get_args
 
 import httpx
@@ -32,9 +33,13 @@ def settings(sqlite_settings: Settings) -> Settings:
 
 
 def _problem(response: httpx.Response, status: int) -> Any:
+    """The ``detail`` of an RFC 9457 problem of ``status`` (its other members checked)."""
     assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/json")
-    return response.json()["detail"]
+    assert response.headers["content-type"] == "application/problem+json"
+    body = response.json()
+    assert (body["type"], body["status"]) == ("about:blank", status)
+    assert body["title"] == HTTPStatus(status).phrase
+    return body["detail"]
 
 
 def _fields(detail: list[dict[str, Any]]) -> set[tuple[Any, ...]]:
@@ -248,6 +253,15 @@ def test_the_openapi_document_describes_every_route(
     for name in ids:  # a verb and its object, not FastAPI's default (list_all_v1_runs_get)
         assert re.fullmatch(r"[a-z]+(_[a-z]+)*", name) and not name.endswith(("_get", "_post"))
     assert {"list_runs", "stream_run", "cancel_run", "chat", "get_run_trace"} <= set(ids)
+    for operations in document["paths"].values():  # every error is a problem (RFC 9457)
+        for operation in operations.values():
+            for code, response in operation["responses"].items():
+                if code[0] in "45":
+                    assert list(response["content"]) == ["application/problem+json"], code
+    problem = document["components"]["schemas"]["ProblemPublic"]
+    assert {"type", "title", "status", "detail"} <= set(problem["properties"])
+    invalid = document["components"]["schemas"]["HTTPValidationError"]
+    assert {"title", "status", "detail"} <= set(invalid["required"])
     for path, operations in document["paths"].items():
         for method, operation in operations.items():
             assert operation.get("summary"), (method, path)

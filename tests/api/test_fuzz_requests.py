@@ -214,7 +214,8 @@ def _serve(config: Settings) -> Iterator[Served]:
 def _check_problem(response: httpx.Response, body: Any = None) -> None:
     """A 4xx whose JSON body names what was wrong (SPEC: never a 500 or a traceback)."""
     assert 400 <= response.status_code < 500, (response.status_code, response.text[:500])
-    assert response.headers["content-type"].startswith("application/json"), response.headers
+    assert response.headers["content-type"] == "application/problem+json", response.headers
+    assert response.json()["status"] == response.status_code
     detail = response.json()["detail"]
     assert "Traceback" not in response.text
     if response.status_code != 422:
