@@ -1,9 +1,9 @@
-"""The WHATWG event-stream format of a run's feed: its frames, comments and OpenAPI description.
+"""The WHATWG event-stream format of a run's feed: its frames and comments.
 
 Every feed entry is a frame with an ``id:`` (its number in the run's feed, so ``Last-Event-ID``
 resumes exactly), an ``event:`` and one ``data:`` line of JSON. A quiet stream sends comments;
 a stream that gave up waiting for the database ends with an ``unavailable`` event that has no
-id and a ``retry:`` field.
+id and a ``retry:`` field. ``api.sse_schema`` describes the events in the OpenAPI document.
 """
 
 from __future__ import annotations
@@ -52,31 +52,3 @@ def unavailable(run_id: str, seconds: float) -> str:
         "retry_after": int(RETRY_AFTER),
     }
     return f"event: unavailable\nretry: {int(RETRY_AFTER) * 1000}\ndata: {encode_json(data)}\n\n"
-
-
-SSE_EVENT = {
-    "type": "object",
-    "description": "One server-sent event; its `data` is JSON with the run's session and run id.",
-    "properties": {
-        "id": {
-            "type": "string",
-            "pattern": "^[0-9]+$",
-            "description": "Its number in the feed (every event but `unavailable`).",
-        },
-        "event": {
-            "type": "string",
-            "enum": ["metadata", "status", "content", "failure", "done", "unavailable"],
-        },
-        "data": {"type": "string", "contentMediaType": "application/json"},
-    },
-    "required": ["event", "data"],
-}
-"""The OpenAPI schema of one event of a stream."""
-STREAM_DOC = {
-    "content": {"text/event-stream": {"schema": SSE_EVENT}},
-    "description": "The run's feed: metadata → status* → (content | failure) → done, each "
-    "event with its id; keep-alive comments meanwhile. When the database has been away for "
-    "four keep-alive intervals the stream ends with `unavailable` (no id, with `retry`): "
-    "resume it with Last-Event-ID.",
-}
-"""The OpenAPI response of a route that streams a run's feed."""

@@ -15,3 +15,17 @@ ensure_venv() {
     echo "$want" > "$stamp"
   fi
 }
+
+# The tools the tests run as commands but the project does not import, each pinned in
+# requirements/tools-constraints.txt (from requirements/tools.in), in a venv of their own inside
+# ./.venv (.venv/tools): openapi-python-client, which pins typer and httpx below the project's.
+ensure_tools() {
+  local constraints="requirements/tools-constraints.txt" stamp=".venv/tools/.installed"
+  local want
+  want="$(sha256sum "$constraints" | cut -d' ' -f1)"
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    .venv/bin/python -m venv --clear .venv/tools
+    .venv/tools/bin/python -m pip install --quiet --disable-pip-version-check -r "$constraints"
+    echo "$want" > "$stamp"
+  fi
+}

@@ -15,7 +15,7 @@ from api.event_stream import EventStream
 from api.feed import follow
 from api.routes.starting import start_run
 from api.schemas import ChatCreate
-from api.sse_wire import STREAM_DOC
+from api.sse_schema import STREAM_DOC
 from domain.states import CancellationReason
 
 if TYPE_CHECKING:

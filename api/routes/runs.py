@@ -26,7 +26,7 @@ from api.schemas import (
     TraceEventPublic,
     TracePublic,
 )
-from api.sse_wire import STREAM_DOC
+from api.sse_schema import STREAM_DOC
 from application.explain import RunExplanation, explain_run
 from domain.release_states import FallbackType, ReleaseOutcome
 from domain.states import CancellationReason, Intent, RunState
