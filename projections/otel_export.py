@@ -8,12 +8,12 @@ objects with explicit contexts, parents and times, and :class:`TraceExport` hand
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from uuid import UUID
 
 from eventsourcing.utils import get_topic
-from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.resources import OTELResourceDetector, Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
@@ -24,6 +24,7 @@ from domain.errors import UnknownAggregateError
 from domain.run import Run
 from domain.states import BudgetKind
 from domain.tool_invocation import ToolInvocation
+from infrastructure.version import harness_version
 from projections.otel_data import AGENT_NAME, RunStreams, SpanData
 from projections.otel_spans import run_spans
 
@@ -39,8 +40,18 @@ RUN_STARTED = get_topic(Run.RunStarted)
 PAGE = 500
 """Log entries read per page when looking for runs."""
 
-RESOURCE = Resource({"service.name": AGENT_NAME})
-"""Fixed attributes only (no host or pid): the same run always exports the same bytes."""
+
+def export_resource() -> Resource:
+    """The resource of every span: ``service.name`` and ``service.version``, then the operator's.
+
+    ``OTEL_SERVICE_NAME`` and ``OTEL_RESOURCE_ATTRIBUTES`` (read by the SDK's own detector, as
+    every OpenTelemetry SDK reads them) add to or replace ours. Nothing about the host or the
+    process: with the same settings, the same run exports the same bytes.
+    """
+    ours = Resource({"service.name": AGENT_NAME, "service.version": harness_version()})
+    return ours.merge(OTELResourceDetector().detect())
+
+
 SCOPE = InstrumentationScope("diagnosis-harness.otel")
 SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 CODES = {"UNSET": StatusCode.UNSET, "OK": StatusCode.OK, "ERROR": StatusCode.ERROR}
@@ -89,12 +100,18 @@ def _uuid(text: str) -> UUID | None:
         return None
 
 
-def readable_spans(spans: Sequence[SpanData]) -> list[ReadableSpan]:
-    """The SDK's spans for ``spans``: contexts, parents, times and status as given."""
-    return [_readable(span) for span in spans]
+def readable_spans(
+    spans: Sequence[SpanData], resource: Resource | None = None
+) -> list[ReadableSpan]:
+    """The SDK's spans for ``spans``: contexts, parents, times and status as given.
+
+    ``resource`` is :func:`export_resource`'s unless given.
+    """
+    found = resource or export_resource()
+    return [_readable(span, found) for span in spans]
 
 
-def _readable(span: SpanData) -> ReadableSpan:
+def _readable(span: SpanData, resource: Resource) -> ReadableSpan:
     parent = None
     if span.parent is not None:
         parent = SpanContext(span.trace, span.parent, is_remote=False, trace_flags=SAMPLED)
@@ -103,7 +120,7 @@ def _readable(span: SpanData) -> ReadableSpan:
         name=span.name,
         context=SpanContext(span.trace, span.span, is_remote=False, trace_flags=SAMPLED),
         parent=parent,
-        resource=RESOURCE,
+        resource=resource,
         attributes=dict(span.attributes),
         events=[Event(e.name, dict(e.attributes), e.time) for e in span.events],
         kind=SpanKind.INTERNAL,
@@ -120,6 +137,8 @@ class TraceExport:
 
     store: HarnessStore
     exporter: SpanExporter
+    resource: Resource = field(default_factory=export_resource)
+    """Every span's resource, read from the environment when the export is made."""
 
     def export(self, run_id: UUID, *, unfinished: bool = True) -> int | None:
         """Export one run's trace; the spans sent (None: unfinished, and ``unfinished`` off).
@@ -130,7 +149,7 @@ class TraceExport:
         streams = read_run(self.store, run_id)
         if not (streams.finished or unfinished):
             return None
-        spans = readable_spans(run_spans(streams))
+        spans = readable_spans(run_spans(streams), self.resource)
         if self.exporter.export(spans) is not SpanExportResult.SUCCESS:
             raise ExportFailedError(f"the receiver did not accept the trace of run {run_id}")
         return len(spans)

@@ -21,11 +21,13 @@ from domain.states import BudgetKind, CancellationReason, FailureCode
 from infrastructure.ops_data import sample_incidents
 from infrastructure.otlp import otlp_exporter
 from infrastructure.settings import Settings
+from infrastructure.version import harness_version
 from projections.otel_data import span_id, trace_id
 from projections.otel_export import ExportFailedError, TraceExport
 from tests.integration._otlp import Receiver, Span, free_port
 
 INCIDENT = sample_incidents()[0]
+VERSION = harness_version()
 
 
 @pytest.fixture
@@ -53,6 +55,35 @@ def _texts(spans: list[Span]) -> str:
     return "\n".join(found)
 
 
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [
+        ({"OTEL_SERVICE_NAME": "ops-harness"}, {"service.name": "ops-harness"}),
+        (
+            {"OTEL_RESOURCE_ATTRIBUTES": "deployment.environment.name=prod,service.namespace=sre"},
+            {"deployment.environment.name": "prod", "service.namespace": "sre"},
+        ),
+        (  # OTEL_SERVICE_NAME wins over a service.name in the attributes, as the SDKs have it
+            {"OTEL_SERVICE_NAME": "a", "OTEL_RESOURCE_ATTRIBUTES": "service.name=b,team=x%20y"},
+            {"service.name": "a", "team": "x y"},
+        ),
+    ],
+)
+def test_the_resource_takes_the_standard_otel_variables(
+    runtime: Services,
+    monkeypatch: pytest.MonkeyPatch,
+    environ: dict[str, str],
+    expected: dict[str, str],
+) -> None:
+    result = runtime.chat.ask("session-otel", INCIDENT.question)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    with Receiver() as receiver:
+        spans = _export(runtime, receiver, result.run_id)
+    ours = {"service.name": "diagnosis-harness", "service.version": VERSION}
+    assert spans and all(span.resource == ours | expected for span in spans)
+
+
 def test_a_diagnosis_run_is_a_genai_trace(runtime: Services) -> None:
     result = runtime.chat.ask("session-otel", INCIDENT.question)
     with Receiver() as receiver:
@@ -63,7 +94,7 @@ def test_a_diagnosis_run_is_a_genai_trace(runtime: Services) -> None:
     assert root.trace_id == f"{trace_id(run_id):032x}"
     assert root.span_id == f"{span_id(run_id, run_id, 1):016x}" and root.parent == ""
     assert root.name == "invoke_agent diagnosis-harness" and root.status == 1  # OK
-    assert root.resource == {"service.name": "diagnosis-harness"}
+    assert root.resource == {"service.name": "diagnosis-harness", "service.version": VERSION}
     assert {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": "diagnosis-harness",
