@@ -17,6 +17,7 @@ from api.access_log import redact_access_log
 from api.auth import LoopbackOnly, is_loopback
 from api.deps import Worker
 from api.feed_hub import FeedHub
+from api.http_metrics import HttpMetrics
 from api.metrics import multiprocess_problem
 from api.request_clock import set_request_deadline
 from api.request_head import HeadLimits, set_head_limits
@@ -106,6 +107,7 @@ def create_app(settings: Settings, store: HarnessStore | None = None) -> FastAPI
     app.add_middleware(errors.BodyLimit, limit=settings.max_body_bytes)
     if not settings.api_keys:  # the local admin: for this machine only, however it is bound
         app.add_middleware(LoopbackOnly)
+    app.add_middleware(HttpMetrics)  # the outermost: the refusals above are counted too
     for router in ROUTERS:
         app.include_router(router)
     return app

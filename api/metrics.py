@@ -7,7 +7,8 @@ Two sources, so that ``harness serve --workers N`` answers the same numbers from
   log's head. Every worker reads the same rows; they survive restarts; a scrape costs three
   small queries whatever the number of runs.
 * :class:`LocalMetrics`: what only a process knows (admission refusals, open event streams,
-  its limits).
+  its limits, HTTP requests by route and status with their latency, the build's version, and
+  alone its ``process_*`` series).
   Alone, a worker serves its own values; with ``PROMETHEUS_MULTIPROC_DIR`` set (``harness
   serve --workers N`` sets it to a private directory it creates and removes) prometheus_client's
   multiprocess mode sums every worker's values, so each worker serves the totals.
@@ -18,11 +19,18 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
+import platform
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from prometheus_client import Counter, Gauge, disable_created_metrics
+from prometheus_client import (
+    PROCESS_COLLECTOR,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+)
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -31,8 +39,12 @@ from prometheus_client.core import (
 )
 from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
 
+from infrastructure.version import harness_version
 from projections.metric_families import (
     ADMISSION_REFUSALS,
+    BUILD_INFO,
+    HTTP_DURATION,
+    HTTP_REQUESTS,
     INF,
     LIMITS,
     LOG_FAMILIES,
@@ -178,6 +190,24 @@ class LocalMetrics:
         self.limits = [
             Gauge(f.name, f.help, registry=None, multiprocess_mode="livemax") for f in LIMITS
         ]
+        self.build = Gauge(
+            BUILD_INFO.name, BUILD_INFO.help, BUILD_INFO.labels, registry=None,
+            multiprocess_mode="livemax",
+        )  # fmt: skip
+        self.build.labels(harness_version(), platform.python_version()).set(1)
+        self.requests = Counter(
+            HTTP_REQUESTS.name, HTTP_REQUESTS.help, HTTP_REQUESTS.labels, registry=None
+        )
+        seconds = tuple(bound / HTTP_DURATION.scale for bound in HTTP_DURATION.bounds)
+        self.durations = Histogram(
+            HTTP_DURATION.name, HTTP_DURATION.help, HTTP_DURATION.labels, registry=None,
+            buckets=seconds,
+        )  # fmt: skip
+
+    def http(self, method: str, route: str, status: int, seconds: float) -> None:
+        """Count one HTTP request and its time to the response's start."""
+        self.requests.labels(method, route, str(status)).inc()
+        self.durations.labels(method, route).observe(seconds)
 
     def show_limits(self, *values: int) -> None:
         """Serve the worker's limits, in the order of :data:`LIMITS`."""
@@ -187,8 +217,10 @@ class LocalMetrics:
     def collect(self) -> Iterable[Metric]:
         """The metrics: every live worker's together in multiprocess mode, else this one's."""
         if self.directory is None:
-            mine = [self.refusals, self.streams, self.streams_by_key, *self.limits]
-            return [family for metric in mine for family in metric.collect()]
+            mine = [self.refusals, self.streams, self.streams_by_key, *self.limits, self.build]
+            mine += [self.requests, self.durations]
+            families = [family for metric in mine for family in metric.collect()]
+            return families + list(PROCESS_COLLECTOR.collect())  # process_*: this process's
         _forget_dead(self.directory)
         collector = MultiProcessCollector(None, self.directory)  # type: ignore[no-untyped-call]
         return collector.collect()  # type: ignore[no-any-return,no-untyped-call]

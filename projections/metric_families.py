@@ -145,6 +145,29 @@ LIMITS = (
 )
 """A worker's admission limits, as configured (the same in every worker)."""
 
+BUILD_INFO = Family(
+    "harness_build_info",
+    "gauge",
+    "Always 1: the harness's version and the Python it runs on, as labels.",
+    ("version", "python"),
+)
+HTTP_REQUESTS = Family(
+    "harness_http_requests",
+    "counter",
+    "HTTP requests answered, by method, route (its template, e.g. /v1/runs/{run_id}; other for"
+    " a path no route has) and status code.",
+    ("method", "route", "status"),
+)
+HTTP_DURATION = Family(
+    "harness_http_request_duration_seconds",
+    "histogram",
+    "Time from a request's arrival to its response's start (for an event stream: its headers),"
+    " by method and route.",
+    ("method", "route"),
+    (5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000),
+    scale=1_000,
+)
+
 TOTAL = "total"
 """The ``part`` of a counter's row."""
 SUM = "sum"

@@ -20,6 +20,7 @@ from pydantic import SecretStr
 
 from bootstrap.composition import Overrides, bootstrap
 from infrastructure.settings import ApiKey, Settings
+from infrastructure.version import harness_version
 from tests.api._serve import events, read_all, served_client, serving
 from tests.api.test_auth import KEYS, ROLES
 from tests.api.test_streams import HANGS, QUESTION
@@ -233,3 +234,26 @@ def test_a_database_outage_is_a_503_and_the_next_scrape_after_it_works(
         assert down.headers["retry-after"]
         assert "unavailable" in down.json()["detail"]
         until(lambda: client.get("/metrics").status_code == 200, "scrapes work again")
+
+
+def test_http_requests_are_counted_by_route_template_and_the_build_is_named(
+    sqlite_settings: Settings,
+) -> None:
+    with served_client(sqlite_settings, sample=False) as served:
+        client = served.client
+        unknown = "00000000-0000-4000-8000-000000000000"
+        for path in (f"/v1/runs/{unknown}", f"/v1/runs/{uuid4()}", "/v1/runs", "/no/such/path"):
+            client.get(path)
+        series = scrape(client)
+    requests = "harness_http_requests_total"
+    assert value(series, requests, method="GET", route="/v1/runs/{run_id}", status="404") == 2
+    assert value(series, requests, method="GET", route="/v1/runs", status="200") == 1
+    assert value(series, requests, method="GET", route="other", status="404") == 1
+    routes = {dict(labels)["route"] for (name, labels) in series if name == requests}
+    assert routes == {"/v1/runs/{run_id}", "/v1/runs", "other"}  # templates, never raw paths
+    timed = "harness_http_request_duration_seconds_count"
+    assert value(series, timed, method="GET", route="/v1/runs/{run_id}") == 2
+    build = [dict(labels) for (name, labels) in series if name == "harness_build_info"]
+    assert len(build) == 1 and build[0]["version"] == harness_version()
+    assert value(series, "harness_build_info", **build[0]) == 1
+    assert value(series, "process_cpu_seconds_total") > 0
