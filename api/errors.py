@@ -302,7 +302,9 @@ def document_problems(document: dict[str, Any]) -> dict[str, Any]:
 
     FastAPI describes error bodies as ``application/json`` (its 422 included); the service
     answers them as problems, so the document says so, and the validation error's schema gets
-    the members the 422 carries besides its list of field errors.
+    the members the 422 carries besides its list of field errors. An event stream described by
+    its ``itemSchema`` loses the ``schema`` FastAPI adds (a string), which OpenAPI 3.2 would
+    read as the type of the whole sequence of events.
     """
     for operations in document.get("paths", {}).values():
         for operation in operations.values():
@@ -310,6 +312,9 @@ def document_problems(document: dict[str, Any]) -> dict[str, Any]:
                 content = response.get("content", {})
                 if code[:1] in "45" and "application/json" in content:
                     content[PROBLEM_JSON] = content.pop("application/json")
+                stream = content.get("text/event-stream", {})
+                if "itemSchema" in stream:  # FastAPI's string schema would type the sequence
+                    stream.pop("schema", None)
     schemas = document.get("components", {}).get("schemas", {})
     validation = schemas.get("HTTPValidationError")
     if validation is not None:

@@ -3,9 +3,10 @@
 A ``text/event-stream`` response is a sequence of events, not one JSON document, so it is
 described the OpenAPI 3.2 way: ``itemSchema`` (not ``schema``) gives the schema of one event,
 here one alternative per ``event`` name, each with the JSON its ``data`` line carries
-(``contentMediaType`` and ``contentSchema``). A tool that knows only OpenAPI 3.1 ignores it and
-treats the response as unparsed content (``openapi-python-client`` then hands the raw stream
-over) instead of parsing the stream as one JSON object, which it cannot be.
+(``contentMediaType`` and ``contentSchema``); there is no ``schema`` (3.2 would read it as the
+type of the whole sequence). A tool that knows only OpenAPI 3.1 ignores ``itemSchema`` and
+hands the response over unparsed (``openapi-python-client`` gives the raw stream) instead of
+parsing the stream as one JSON object, which it cannot be; schemathesis checks each event.
 """
 
 from __future__ import annotations

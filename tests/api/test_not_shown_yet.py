@@ -106,7 +106,7 @@ def test_another_users_or_an_unknown_run_stays_404_while_nothing_is_projected(
         for run, who in ((run_id, "bob"), (str(uuid4()), "ann"), (str(uuid4()), "root")):
             answer = server.client.get(f"/v1/runs/{run}{path}", headers=server.as_(who))
             assert answer.status_code == 404, (path, who, answer.text)
-            assert answer.json() == {"detail": f"no run {run} exists"}
+            assert answer.json()["detail"] == f"no run {run} exists"
             assert "Retry-After" not in answer.headers
     cancel = server.client.post(f"/v1/runs/{run_id}/cancel", headers=server.as_("bob"))
     assert cancel.status_code == 404, cancel.text
@@ -121,7 +121,7 @@ def test_a_stream_of_the_log_that_is_no_run_is_404(server: Lagging) -> None:
     for path in ("", "/trace", "/explain"):
         answer = server.client.get(f"/v1/runs/{claim}{path}", headers=server.as_("root"))
         assert answer.status_code == 404, (path, answer.text)
-        assert answer.json() == {"detail": f"no run {claim} exists"}
+        assert answer.json()["detail"] == f"no run {claim} exists"
 
 
 def test_what_the_log_answers_needs_no_read_table(server: Lagging) -> None:

@@ -7,6 +7,7 @@ times out only idle keep-alive connections. Real uvicorn, raw sockets: nothing i
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -65,6 +66,8 @@ def test_a_request_that_does_not_arrive_is_answered_408_and_closed(
     assert status == "HTTP/1.1 408 Request Timeout", answer
     assert headers["connection"] == "close"
     assert int(headers["content-length"]) == len(body) and body, answer  # a well-formed answer
+    assert headers["content-type"] == "application/problem+json"
+    assert json.loads(body)["detail"] == "the request did not arrive whole in time"
     assert hurried.client.get("/healthz").status_code == 200  # the service goes on serving
 
 

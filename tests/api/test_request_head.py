@@ -7,6 +7,7 @@ parsers (httptools, h11), raw sockets: nothing is simulated.
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 from collections.abc import Iterator
@@ -68,10 +69,12 @@ def check_refused(answer: tuple[str, dict[str, str], bytes], *named: str) -> Non
     status, headers, body = answer
     assert status == "HTTP/1.1 431 Request Header Fields Too Large", answer
     assert headers["connection"] == "close"
-    assert headers["content-type"].startswith("text/plain")
+    assert headers["content-type"] == "application/problem+json"
     assert int(headers["content-length"]) == len(body)
+    problem = json.loads(body)
+    assert (problem["status"], problem["title"]) == (431, "Request Header Fields Too Large")
     for word in named:
-        assert word in body.decode(), body
+        assert word in problem["detail"], body
 
 
 @pytest.mark.parametrize(
