@@ -226,8 +226,11 @@ metric_invocation = Table(
     metadata,
     Column("stream_id", String(36), primary_key=True),
     Column("tool", Text, nullable=False),
+    Column("origin", Text, nullable=False),
+    Column("started_us", BigInteger, nullable=False),
 )
-"""The tool of each tool invocation that has not ended (deleted when it ends)."""
+"""The tool, origin and start (microseconds since the epoch) of each tool invocation that has
+not ended (deleted when it ends)."""
 
 
 read_schema = Table(

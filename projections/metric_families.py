@@ -55,9 +55,20 @@ FIRST_EVENT = Family(
 TOOL_INVOCATIONS = Family(
     "harness_tool_invocations",
     "counter",
-    "Tool invocations that ended, by tool and status (READY or ERROR).",
-    ("tool", "status"),
+    "Tool invocations that ended, by tool, origin (builtin, mcp:SERVER, plugin:NAME) and status"
+    " (READY or ERROR).",
+    ("tool", "origin", "status"),
 )
+TOOL_DURATION = Family(
+    "harness_tool_call_duration_seconds",
+    "histogram",
+    "Duration of tool invocations that ended (their start to their result or failure), by tool"
+    " and origin.",
+    ("tool", "origin"),
+    (1_000, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000, 2_500_000,
+     5_000_000, 10_000_000, 30_000_000),
+    scale=1_000_000,
+)  # fmt: skip
 PREFLIGHT_REJECTIONS = Family(
     "harness_preflight_rejections",
     "counter",
@@ -74,14 +85,22 @@ GUARD_VERDICTS = Family(
 MODEL_CALLS = Family(
     "harness_model_calls",
     "counter",
-    "Model calls, by purpose and outcome.",
-    ("purpose", "outcome"),
+    "Model calls, by model (as configured), purpose and outcome.",
+    ("model", "purpose", "outcome"),
+)
+MODEL_DURATION = Family(
+    "harness_model_call_duration_seconds",
+    "histogram",
+    "Duration of model calls (retries and their waits included), by model and purpose.",
+    ("model", "purpose"),
+    (50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 120_000),
+    scale=1_000,
 )
 MODEL_TOKENS = Family(
     "harness_model_tokens",
     "counter",
-    "Model tokens, by direction (input or output).",
-    ("direction",),
+    "Model tokens, by model and direction (input or output).",
+    ("model", "direction"),
 )
 
 LOG_FAMILIES = (
@@ -90,9 +109,11 @@ LOG_FAMILIES = (
     RUN_DURATION,
     FIRST_EVENT,
     TOOL_INVOCATIONS,
+    TOOL_DURATION,
     PREFLIGHT_REJECTIONS,
     GUARD_VERDICTS,
     MODEL_CALLS,
+    MODEL_DURATION,
     MODEL_TOKENS,
 )
 """The families counted from the log by the metrics projection, in the order they are served."""

@@ -5,11 +5,12 @@ dozen rows whatever the number of runs; every worker reads the same rows, and th
 restarts. Each batch adds its counts to the stored rows in the transaction that moves the
 tracking row, so a count is applied exactly once, and a rebuild from position 0 gives the same
 rows. ``metric_run`` and ``metric_invocation`` keep what a run's or an invocation's ending needs
-of its earlier events (intent, fallback, termination; the tool), only until it ends.
+of its earlier events (intent, fallback, termination; the tool, its origin and start), only
+until it ends.
 
-Labels take only bounded values: enum values and the names of admitted tools (a request for an
-unknown tool is a preflight rejection, counted by code alone), so a hostile model cannot grow
-the number of series.
+Labels take only bounded values: enum values, the models configured, and the names and origins
+of admitted tools (a request for an unknown tool is a preflight rejection, counted by code
+alone), so a hostile model cannot grow the number of series.
 """
 
 from __future__ import annotations
@@ -28,12 +29,14 @@ from projections.metric_families import (
     GUARD_VERDICTS,
     INF,
     MODEL_CALLS,
+    MODEL_DURATION,
     MODEL_TOKENS,
     PREFLIGHT_REJECTIONS,
     RUN_DURATION,
     RUNS,
     RUNS_STARTED,
     SUM,
+    TOOL_DURATION,
     TOOL_INVOCATIONS,
     TOTAL,
     Family,
@@ -188,9 +191,13 @@ def _count_alone(samples: Samples, event: Run.Event) -> None:
     """Count one of the :data:`COUNTED_ALONE` events."""
     match event:
         case Run.AgentModelStep():
-            samples.count(MODEL_CALLS, {"purpose": _v(event.purpose), "outcome": _v(event.outcome)})
-            samples.count(MODEL_TOKENS, {"direction": "input"}, event.tokens_in)
-            samples.count(MODEL_TOKENS, {"direction": "output"}, event.tokens_out)
+            model, purpose = event.model, _v(event.purpose)
+            samples.count(
+                MODEL_CALLS, {"model": model, "purpose": purpose, "outcome": _v(event.outcome)}
+            )
+            samples.observe(MODEL_DURATION, {"model": model, "purpose": purpose}, event.latency_ms)
+            samples.count(MODEL_TOKENS, {"model": model, "direction": "input"}, event.tokens_in)
+            samples.count(MODEL_TOKENS, {"model": model, "direction": "output"}, event.tokens_out)
         case Run.ToolRequestRejected():
             samples.count(PREFLIGHT_REJECTIONS, {"code": _v(event.code)})
         case Run.EvidenceGuardInitial():
@@ -224,7 +231,10 @@ def _invocation_event(
 ) -> bool:
     """Count one ToolInvocation event; whether the invocation ended with it."""
     if isinstance(event, ToolInvocation.ToolInvocationStarted):
-        tools.add({"stream_id": stream, "tool": event.tool})
+        started = microseconds(event.timestamp)
+        tools.add(
+            {"stream_id": stream, "tool": event.tool, "origin": event.origin, "started_us": started}
+        )
         return False
     ended = isinstance(
         event, ToolInvocation.ToolInvocationReady | ToolInvocation.ToolInvocationFailed
@@ -233,7 +243,9 @@ def _invocation_event(
     if row is None:
         return False
     status = "READY" if isinstance(event, ToolInvocation.ToolInvocationReady) else "ERROR"
-    samples.count(TOOL_INVOCATIONS, {"tool": row["tool"], "status": status})
+    labels = {"tool": row["tool"], "origin": row["origin"]}
+    samples.count(TOOL_INVOCATIONS, labels | {"status": status})
+    samples.observe(TOOL_DURATION, labels, microseconds(event.timestamp) - row["started_us"])
     return True
 
 

@@ -12,10 +12,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, select
 
 from infrastructure.read_tables import diagnosis_run, trace_event
-from projections.metric_families import FIRST_EVENT, LOG_FAMILIES, RUN_DURATION, Family
+from projections.metric_families import (
+    FIRST_EVENT,
+    LOG_FAMILIES,
+    MODEL_DURATION,
+    RUN_DURATION,
+    TOOL_DURATION,
+    Family,
+)
 
 Series = dict[tuple[str, frozenset[tuple[str, str]]], float]
 LOG_NAMES = {f.name for f in LOG_FAMILIES} | {"harness_runs_in_progress"}
@@ -50,9 +57,6 @@ def expected(engine: Engine) -> Series:
     with engine.connect() as connection:
         runs = [dict(r) for r in connection.execute(select(diagnosis_run)).mappings()]
         trace = [dict(r) for r in connection.execute(select(trace_event)).mappings()]
-        tokens = connection.execute(
-            select(func.sum(diagnosis_run.c.tokens_in), func.sum(diagnosis_run.c.tokens_out))
-        ).one()
     finished = [r for r in runs if r["release_outcome"] is not None]
     found[_key("harness_runs_started_total")] = len(runs)
     found[_key("harness_runs_in_progress")] = len(runs) - len(finished)
@@ -76,9 +80,8 @@ def expected(engine: Engine) -> Series:
     for outcome, durations in by_outcome.items():
         found.update(_histogram(RUN_DURATION, durations, release_outcome=outcome))
     found.update(_histogram(FIRST_EVENT, _first_event_waits(trace)))
-    found[_key("harness_model_tokens_total", direction="input")] = int(tokens[0] or 0)
-    found[_key("harness_model_tokens_total", direction="output")] = int(tokens[1] or 0)
     found.update(_from_trace(trace))
+    found.update(_durations(trace))
     return found
 
 
@@ -118,18 +121,14 @@ def _first_event_waits(trace: list[dict[str, Any]]) -> list[int]:
 def _from_trace(trace: list[dict[str, Any]]) -> Series:
     """Tool invocations, preflight rejections, guard verdicts and model calls, by label."""
     counts: Counter[tuple[str, frozenset[tuple[str, str]]]] = Counter()
-    tools = {
-        r["stream_id"]: r["attributes"]["tool"]
-        for r in trace
-        if r["event_type"] == "TOOL_INVOCATION_STARTED"
-    }
+    tools = _tools(trace)
     for row in trace:
         kind, attributes = row["event_type"], row["attributes"]
         if kind in ("TOOL_INVOCATION_READY", "TOOL_INVOCATION_FAILED"):
             status = "READY" if kind.endswith("READY") else "ERROR"
-            counts[
-                _key("harness_tool_invocations_total", tool=tools[row["stream_id"]], status=status)
-            ] += 1
+            tool, origin, _ = tools[row["stream_id"]]
+            labels = {"tool": tool, "origin": origin, "status": status}
+            counts[_key("harness_tool_invocations_total", **labels)] += 1
         elif kind == "TOOL_REQUEST_REJECTED":
             counts[_key("harness_preflight_rejections_total", code=attributes["code"])] += 1
         elif kind in ("EVIDENCE_GUARD_INITIAL", "EVIDENCE_GUARD_RECHECK"):
@@ -140,6 +139,40 @@ def _from_trace(trace: list[dict[str, Any]]) -> Series:
             verdict = attributes["verdict"] or "UNAVAILABLE"
             counts[_key("harness_guard_verdicts_total", guard="semantic", verdict=verdict)] += 1
         elif kind == "AGENT_MODEL_STEP":
-            labels = {"purpose": attributes["purpose"], "outcome": attributes["outcome"]}
-            counts[_key("harness_model_calls_total", **labels)] += 1
+            model = attributes["model"]
+            labels = {"model": model, "purpose": attributes["purpose"]}
+            counts[_key("harness_model_calls_total", **labels, outcome=attributes["outcome"])] += 1
+            for direction, tokens in (("input", "tokens_in"), ("output", "tokens_out")):
+                key = _key("harness_model_tokens_total", model=model, direction=direction)
+                counts[key] += attributes[tokens]
     return dict(counts)
+
+
+def _tools(trace: list[dict[str, Any]]) -> dict[str, tuple[str, str, datetime]]:
+    """Each invocation stream's tool, origin and start."""
+    return {
+        r["stream_id"]: (r["attributes"]["tool"], r["attributes"]["origin"], _utc(r["timestamp"]))
+        for r in trace
+        if r["event_type"] == "TOOL_INVOCATION_STARTED"
+    }
+
+
+def _durations(trace: list[dict[str, Any]]) -> Series:
+    """The model calls' and the ended tool invocations' durations, as histograms by label."""
+    models: dict[tuple[str, str], list[int]] = defaultdict(list)
+    tools: dict[tuple[str, str], list[int]] = defaultdict(list)
+    started = _tools(trace)
+    one = datetime(1970, 1, 1, 0, 0, 0, 1) - datetime(1970, 1, 1)
+    for row in trace:
+        kind, attributes = row["event_type"], row["attributes"]
+        if kind == "AGENT_MODEL_STEP":
+            models[attributes["model"], attributes["purpose"]].append(attributes["latency_ms"])
+        elif kind in ("TOOL_INVOCATION_READY", "TOOL_INVOCATION_FAILED"):
+            tool, origin, began = started[row["stream_id"]]
+            tools[tool, origin].append((_utc(row["timestamp"]) - began) // one)
+    found: Series = {}
+    for (model, purpose), values in models.items():
+        found.update(_histogram(MODEL_DURATION, values, model=model, purpose=purpose))
+    for (tool, origin), values in tools.items():
+        found.update(_histogram(TOOL_DURATION, values, tool=tool, origin=origin))
+    return found

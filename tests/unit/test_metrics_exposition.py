@@ -66,10 +66,14 @@ def test_with_no_rows_every_family_is_served_and_unlabelled_ones_read_zero() -> 
 
 def test_hostile_label_values_are_escaped_and_read_back_exactly() -> None:
     tool = 'evil"} harness_runs_total 1e9\n# TYPE x counter\\ünïcode'
-    row = MetricSample(TOOL_INVOCATIONS.name, "total", {"tool": tool, "status": "READY"}, 7)
+    labels = {"tool": tool, "origin": "mcp:x", "status": "READY"}
+    row = MetricSample(TOOL_INVOCATIONS.name, "total", labels, 7)
     got = _served([row])
     assert got[TOOL_INVOCATIONS.name] == {
-        ("harness_tool_invocations_total", (("status", "READY"), ("tool", tool))): 7
+        (
+            "harness_tool_invocations_total",
+            (("origin", "mcp:x"), ("status", "READY"), ("tool", tool)),
+        ): 7
     }
     assert "x" not in got and got["harness_runs"] == {}
 

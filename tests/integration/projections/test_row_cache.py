@@ -12,8 +12,8 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
 
 
-def _invocation(stream: str) -> dict[str, str]:
-    return {"stream_id": stream, "tool": "list_alerts"}
+def _invocation(stream: str) -> dict[str, object]:
+    return {"stream_id": stream, "tool": "list_alerts", "origin": "builtin", "started_us": 0}
 
 
 def _stored(engine: Engine) -> list[str]:
