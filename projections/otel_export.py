@@ -8,6 +8,7 @@ objects with explicit contexts, parents and times, and :class:`TraceExport` hand
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from uuid import UUID
@@ -100,6 +101,15 @@ def _uuid(text: str) -> UUID | None:
         return None
 
 
+CAPTURE_VARIABLE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+"""The GenAI instrumentations' opt-in to content in spans (``true``; off otherwise)."""
+
+
+def content_capture() -> bool:
+    """Whether the operator opted in to content in spans (:data:`CAPTURE_VARIABLE` is true)."""
+    return os.environ.get(CAPTURE_VARIABLE, "").strip().lower() == "true"
+
+
 def readable_spans(
     spans: Sequence[SpanData], resource: Resource | None = None
 ) -> list[ReadableSpan]:
@@ -139,6 +149,8 @@ class TraceExport:
     exporter: SpanExporter
     resource: Resource = field(default_factory=export_resource)
     """Every span's resource, read from the environment when the export is made."""
+    capture: bool = field(default_factory=content_capture)
+    """Whether spans carry content: the question, tools' arguments and results (opt-in)."""
 
     def export(self, run_id: UUID, *, unfinished: bool = True) -> int | None:
         """Export one run's trace; the spans sent (None: unfinished, and ``unfinished`` off).
@@ -149,7 +161,7 @@ class TraceExport:
         streams = read_run(self.store, run_id)
         if not (streams.finished or unfinished):
             return None
-        spans = readable_spans(run_spans(streams), self.resource)
+        spans = readable_spans(run_spans(streams, self.capture), self.resource)
         if self.exporter.export(spans) is not SpanExportResult.SUCCESS:
             raise ExportFailedError(f"the receiver did not accept the trace of run {run_id}")
         return len(spans)

@@ -14,6 +14,7 @@ argument or tool output; failure causes are the log's, already redacted when rec
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 from domain.run import Run
@@ -36,19 +37,26 @@ if TYPE_CHECKING:
     from datetime import datetime
 
 
-def run_spans(streams: RunStreams) -> list[SpanData]:
-    """Every span of one run, root first, then in the order their streams were read."""
+def run_spans(streams: RunStreams, capture: bool = False) -> list[SpanData]:
+    """Every span of one run, root first, then in the order their streams were read.
+
+    With ``capture`` (opt-in content capture), the question and each tool's arguments and
+    result go in too; without it, nothing a user typed or a tool was given or returned.
+    """
     first = streams.run[0]
     assert isinstance(first, Run.RunStarted), "a run's stream starts with RUN_STARTED"
     run_id = first.originator_id
     root = _root(streams, first)
+    if capture:
+        question = [{"role": "user", "parts": [{"type": "text", "content": first.query}]}]
+        root.attributes["gen_ai.input.messages"] = json.dumps(question, ensure_ascii=False)
     spans = [root]
     for event in streams.run:
         if isinstance(event, Run.AgentModelStep):
             spans.append(chat_span(root, run_id, event))
     for invocation, events in streams.invocations.items():
         if events:
-            spans.append(tool_span(root, run_id, invocation, events))
+            spans.append(tool_span(root, run_id, invocation, events, capture))
     release = release_span(root, run_id, streams.run)
     if release is not None:
         spans.append(release)

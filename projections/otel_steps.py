@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 from domain.catalogue import GUARD_EVENTS
@@ -68,8 +69,13 @@ def _attempts(span: SpanData, step: Run.AgentModelStep) -> None:
         span.events.append(SpanEvent("harness.model_retry", retry_at, attributes))
 
 
-def tool_span(root: SpanData, run_id: UUID, invocation: UUID, events: Sequence[object]) -> SpanData:
-    """A tool invocation, from its begin to its READY or FAILED (or its begin, if still open)."""
+def tool_span(
+    root: SpanData, run_id: UUID, invocation: UUID, events: Sequence[object], capture: bool = False
+) -> SpanData:
+    """A tool invocation, from its begin to its READY or FAILED (or its begin, if still open).
+
+    Its arguments (and scope) and its result only with ``capture``: they are content.
+    """
     begun = events[0]
     assert isinstance(begun, ToolInvocation.ToolInvocationStarted)
     attributes: Attributes = {
@@ -77,8 +83,10 @@ def tool_span(root: SpanData, run_id: UUID, invocation: UUID, events: Sequence[o
         "gen_ai.tool.name": begun.tool,
         "gen_ai.tool.call.id": str(invocation),
         "gen_ai.tool.type": "function",
-        "harness.tool.scope": begun.normalized_scope,
     }
+    if capture:
+        attributes["gen_ai.tool.call.arguments"] = json.dumps(begun.arguments, ensure_ascii=False)
+        attributes["harness.tool.scope"] = begun.normalized_scope
     span = SpanData(
         name=f"execute_tool {begun.tool}",
         trace=root.trace,
@@ -93,6 +101,8 @@ def tool_span(root: SpanData, run_id: UUID, invocation: UUID, events: Sequence[o
         if isinstance(event, ToolInvocation.ToolInvocationReady):
             attributes["harness.tool.evidence_status"] = event.evidence_status.value
             attributes["harness.tool.byte_size"] = event.byte_size
+            if capture:
+                attributes["gen_ai.tool.call.result"] = event.content
         elif isinstance(event, ToolInvocation.ToolInvocationFailed):
             attributes["error.type"] = event.error_code
             span.status, span.description = "ERROR", event.error_code

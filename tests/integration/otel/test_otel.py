@@ -8,6 +8,7 @@ terminations as status, and nothing a user typed or a tool returned in any span.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -228,3 +229,29 @@ def test_an_unfinished_run_exports_what_it_has_so_far(sqlite_settings: Settings)
         with Receiver() as receiver:
             (root,) = _export(services, receiver, run.id)
     assert root.status == 0 and root.attributes["harness.run.finished"] is False
+
+
+@pytest.mark.parametrize("setting", ["", "false", "1", "TRUE", "true"])
+def test_content_goes_in_spans_only_when_capture_is_opted_in(
+    runtime: Services, monkeypatch: pytest.MonkeyPatch, setting: str
+) -> None:
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", setting)
+    result = runtime.chat.ask("session-otel", INCIDENT.question)
+    with Receiver() as receiver:
+        root, *children = _export(runtime, receiver, result.run_id)
+    tools = [s for s in children if s.attributes.get("gen_ai.operation.name") == "execute_tool"]
+    assert tools, "the sample diagnosis calls tools"
+    captured = setting.lower() == "true"  # the OpenTelemetry spelling of a true boolean
+    content = ("gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "harness.tool.scope")
+    if not captured:
+        assert "gen_ai.input.messages" not in root.attributes
+        assert not [key for tool in tools for key in content if key in tool.attributes]
+        assert INCIDENT.question not in _texts([root, *children])
+        return
+    question = json.loads(str(root.attributes["gen_ai.input.messages"]))
+    assert question == [{"role": "user", "parts": [{"type": "text", "content": INCIDENT.question}]}]
+    for tool in tools:
+        stored = runtime.store.get_invocation(UUID(tool.attributes["gen_ai.tool.call.id"]))
+        assert json.loads(str(tool.attributes["gen_ai.tool.call.arguments"])) == stored.arguments
+        assert tool.attributes["gen_ai.tool.call.result"] == stored.content
+        assert tool.attributes["harness.tool.scope"] == stored.normalized_scope
