@@ -23,6 +23,19 @@ AGENT_NAME = "diagnosis-harness"
 Value = str | bool | int | float | tuple[str, ...]
 Attributes = dict[str, Value]
 StatusCode = Literal["UNSET", "OK", "ERROR"]
+SpanKind = Literal["INTERNAL", "CLIENT"]
+IN_PROCESS = frozenset({"offline", "scripted"})
+"""Model providers that answer in the harness's own process: their calls are INTERNAL spans."""
+PROVIDER_NAMES = {"openai-compatible": "openai"}
+"""``gen_ai.provider.name`` by the adapter's name where the conventions name it otherwise: an
+OpenAI-compatible server is ``openai`` (the conventions: "based on the instrumentation's best
+knowledge"; ``server.address`` tells which system it is)."""
+
+
+def provider_name(adapter: str) -> str:
+    """The conventions' ``gen_ai.provider.name`` of a model adapter ('': ``unknown``)."""
+    return PROVIDER_NAMES.get(adapter, adapter) or "unknown"
+
 
 _IDS = uuid5(NAMESPACE_URL, "diagnosis-harness:otel")
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -69,6 +82,8 @@ class SpanData:
     events: list[SpanEvent] = field(default_factory=list)
     status: StatusCode = "UNSET"
     description: str = ""
+    kind: SpanKind = "INTERNAL"
+    """CLIENT for a call that leaves the process (a remote model)."""
 
 
 @dataclass(frozen=True)

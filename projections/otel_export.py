@@ -133,7 +133,7 @@ def _readable(span: SpanData, resource: Resource) -> ReadableSpan:
         resource=resource,
         attributes=dict(span.attributes),
         events=[Event(e.name, dict(e.attributes), e.time) for e in span.events],
-        kind=SpanKind.INTERNAL,
+        kind=SpanKind.CLIENT if span.kind == "CLIENT" else SpanKind.INTERNAL,
         status=Status(CODES[span.status], span.description if error else None),
         start_time=span.start,
         end_time=span.end,

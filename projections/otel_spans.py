@@ -27,6 +27,7 @@ from projections.otel_data import (
     SpanData,
     SpanEvent,
     nanos,
+    provider_name,
     span_id,
     trace_id,
 )
@@ -88,6 +89,10 @@ def _root(streams: RunStreams, started: Run.RunStarted) -> SpanData:
     for event in streams.run:
         if isinstance(event, Run.AgentModelStep):
             tokens_in, tokens_out = tokens_in + event.tokens_in, tokens_out + event.tokens_out
+            if "gen_ai.provider.name" not in attributes:  # the run's model, as first called
+                attributes["gen_ai.provider.name"] = provider_name(event.provider)
+                if event.model:
+                    attributes["gen_ai.request.model"] = event.model
         _on_root(root, event)
     attributes["gen_ai.usage.input_tokens"] = tokens_in
     attributes["gen_ai.usage.output_tokens"] = tokens_out

@@ -9,7 +9,15 @@ from domain.catalogue import GUARD_EVENTS
 from domain.run import Run
 from domain.states import ModelStepOutcome
 from domain.tool_invocation import ToolInvocation
-from projections.otel_data import Attributes, SpanData, SpanEvent, nanos, span_id
+from projections.otel_data import (
+    IN_PROCESS,
+    Attributes,
+    SpanData,
+    SpanEvent,
+    nanos,
+    provider_name,
+    span_id,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -21,7 +29,7 @@ def chat_span(root: SpanData, run_id: UUID, step: Run.AgentModelStep) -> SpanDat
     end = nanos(step.timestamp)
     attributes: Attributes = {
         "gen_ai.operation.name": "chat",
-        "gen_ai.provider.name": step.provider or "unknown",
+        "gen_ai.provider.name": provider_name(step.provider),
         "gen_ai.usage.input_tokens": step.tokens_in,
         "gen_ai.usage.output_tokens": step.tokens_out,
         "harness.model_step.purpose": step.purpose.value,
@@ -40,6 +48,7 @@ def chat_span(root: SpanData, run_id: UUID, step: Run.AgentModelStep) -> SpanDat
         start=end - step.latency_ms * 1_000_000,
         end=end,
         attributes=attributes,
+        kind="INTERNAL" if step.provider in IN_PROCESS else "CLIENT",
     )
     if step.outcome is not ModelStepOutcome.OK:
         span.status, span.description = "ERROR", step.detail or step.outcome.value

@@ -50,6 +50,8 @@ class Span:
     events: tuple[tuple[str, int, dict[str, Any]], ...]
     resource: dict[str, Any]
     raw: bytes
+    kind: int = 0
+    """The protobuf's SpanKind: 1 INTERNAL, 3 CLIENT."""
 
 
 def decode(body: bytes) -> list[Span]:
@@ -81,6 +83,7 @@ def decode(body: bytes) -> list[Span]:
                         ),
                         resource=resource,
                         raw=span.SerializeToString(deterministic=True),
+                        kind=span.kind,
                     )
                 )
     return spans

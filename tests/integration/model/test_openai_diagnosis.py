@@ -78,6 +78,12 @@ def test_the_retried_attempts_show_in_explain_and_the_spans(
     spans = run_spans(RunStreams(run=list(events_of(runtime.store, result.run_id))))
     [chat] = [s for s in spans if s.attributes.get("harness.model_step.purpose") == "ROUTE"]
     assert chat.attributes["harness.model_step.attempts"] == 2
+    # a remote model: CLIENT spans, the conventions' name for an OpenAI-compatible server
+    chats = [s for s in spans if s.attributes.get("gen_ai.operation.name") == "chat"]
+    assert {(s.kind, s.attributes["gen_ai.provider.name"]) for s in chats} == {("CLIENT", "openai")}
+    root = spans[0]
+    assert (root.kind, root.attributes["gen_ai.provider.name"]) == ("INTERNAL", "openai")
+    assert root.attributes["gen_ai.request.model"] == MODEL
     [event] = chat.events
     assert event.attributes["harness.attempt.failure"] == "SERVER_ERROR"
     assert event.attributes["http.response.status_code"] == 503

@@ -114,8 +114,11 @@ def test_a_diagnosis_run_is_a_genai_trace(runtime: Services) -> None:
     chats = [s for s in children if s.attributes.get("gen_ai.operation.name") == "chat"]
     run = runtime.store.get_run(run_id)
     assert len(chats) == run.usage.model_calls
+    assert (root.kind, root.attributes["gen_ai.provider.name"]) == (1, "offline")  # INTERNAL
+    assert root.attributes["gen_ai.request.model"] == "offline-rules"
     for chat in chats:
         assert chat.name == "chat offline-rules" and chat.start <= chat.end
+        assert chat.kind == 1  # INTERNAL: the offline model answers in process
         assert chat.attributes["gen_ai.provider.name"] == "offline"
         assert chat.attributes["gen_ai.request.model"] == "offline-rules"
         assert chat.attributes["gen_ai.response.finish_reasons"] == ("stop",)
