@@ -19,6 +19,7 @@ from api.deps import Worker
 from api.feed_hub import FeedHub
 from api.http_metrics import HttpMetrics
 from api.metrics import multiprocess_problem
+from api.problem_docs import document_problems
 from api.request_clock import set_request_deadline
 from api.request_head import HeadLimits, set_head_limits
 from api.routes import audit, chat, evals, metrics, model, runs, sessions, stats, system, tools
@@ -98,19 +99,24 @@ def create_app(settings: Settings, store: HarnessStore | None = None) -> FastAPI
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = errors.document_problems(document_limits(original(), settings))
+            app.openapi_schema = document_problems(document_limits(original(), settings))
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
     redact_access_log(known_secrets(settings, os.environ))
+    _guarded(app, settings)
+    for router in ROUTERS:
+        app.include_router(router)
+    return app
+
+
+def _guarded(app: FastAPI, settings: Settings) -> None:
+    """The error handlers, and the middleware every request passes (outermost last)."""
     errors.install(app)
     app.add_middleware(errors.BodyLimit, limit=settings.max_body_bytes)
     if not settings.api_keys:  # the local admin: for this machine only, however it is bound
         app.add_middleware(LoopbackOnly)
     app.add_middleware(HttpMetrics)  # the outermost: the refusals above are counted too
-    for router in ROUTERS:
-        app.include_router(router)
-    return app
 
 
 def create_app_from_environment() -> FastAPI:

@@ -10,7 +10,7 @@ from fastapi import APIRouter, HTTPException, Query
 from api.audit_verify import VERIFYING, verify_database
 from api.auth import Auditor
 from api.deps import WorkerDep
-from api.errors import error_responses
+from api.problem_docs import error_responses
 from api.schemas_ops import AuditEventPublic, AuditEventsPublic, VerifyPublic
 from application.audit.records import store_records
 

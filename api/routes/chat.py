@@ -10,9 +10,9 @@ from fastapi import APIRouter
 
 from api.auth import Writer
 from api.deps import WorkerDep
-from api.errors import error_responses
 from api.event_stream import EventStream
 from api.feed import follow
+from api.problem_docs import error_responses
 from api.routes.starting import start_run
 from api.schemas import ChatCreate
 from api.sse_schema import STREAM_DOC

@@ -10,7 +10,8 @@ from pydantic import StringConstraints
 
 from api.auth import Caller
 from api.deps import WorkerDep
-from api.errors import NotFound, error_responses
+from api.errors import NotFound
+from api.problem_docs import error_responses
 from api.schemas_evals import EvalCasePublic, EvalPublic, EvalRunPublic, EvalsPublic
 from domain.eval_run import MAX_NAME
 from projections.eval_queries import eval_case_rows, eval_history, eval_row

@@ -9,8 +9,8 @@ from prometheus_client import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
 
 from api.auth import Auditor
 from api.deps import WorkerDep
-from api.errors import error_responses
 from api.metrics import Exposition, read_snapshot
+from api.problem_docs import error_responses
 
 router = APIRouter(tags=["system"])
 

@@ -6,7 +6,7 @@ from fastapi import APIRouter
 
 from api.auth import Admin
 from api.deps import WorkerDep
-from api.errors import error_responses
+from api.problem_docs import error_responses
 from api.schemas_ops import CapabilityPublic, ModelCheckPublic
 from infrastructure.model_check import Capability, check_configured
 

@@ -11,10 +11,11 @@ from fastapi import APIRouter, Header, Query, Response, status
 
 from api.auth import Caller, Writer
 from api.deps import WorkerDep
-from api.errors import BadRequest, error_responses
+from api.errors import BadRequest
 from api.event_stream import EventStream
 from api.feed import feed_ended, follow
 from api.params import PageCursor, SessionId, UtcTime
+from api.problem_docs import error_responses
 from api.routes.starting import start_run
 from api.schemas import (
     CancelPublic,

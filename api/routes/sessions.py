@@ -8,8 +8,9 @@ from fastapi import APIRouter, Path
 
 from api.auth import Caller
 from api.deps import WorkerDep
-from api.errors import error_responses, no_session
+from api.errors import no_session
 from api.params import SessionId
+from api.problem_docs import error_responses
 from api.schemas import SessionPublic, TurnPublic
 from projections.queries import session_rows
 

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query
 
 from api.auth import Caller, Principal
 from api.deps import WorkerDep
-from api.errors import error_responses
+from api.problem_docs import error_responses
 from api.schemas_ops import DailyGroupPublic, DailyPublic
 from projections.daily import daily_rows
 

@@ -10,7 +10,8 @@ from fastapi import APIRouter, HTTPException, Query, Request
 
 from api.auth import Admin, Auditor, Caller
 from api.deps import WorkerDep
-from api.errors import RETRY_AFTER, error_responses, first_line
+from api.errors import RETRY_AFTER, first_line
+from api.problem_docs import error_responses
 from api.schemas_ops import (
     HealthPublic,
     LeasePublic,

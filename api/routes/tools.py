@@ -6,7 +6,7 @@ from fastapi import APIRouter
 
 from api.auth import Caller
 from api.deps import WorkerDep
-from api.errors import error_responses
+from api.problem_docs import error_responses
 from api.schemas_ops import ToolPublic, ToolsPublic
 
 router = APIRouter(prefix="/v1/tools", tags=["tools"])
