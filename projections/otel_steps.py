@@ -48,7 +48,7 @@ def chat_span(root: SpanData, run_id: UUID, step: Run.AgentModelStep) -> SpanDat
         start=end - step.latency_ms * 1_000_000,
         end=end,
         attributes=attributes,
-        kind="INTERNAL" if step.provider in IN_PROCESS else "CLIENT",
+        kind="CLIENT" if step.provider and step.provider not in IN_PROCESS else "INTERNAL",
     )
     if step.outcome is not ModelStepOutcome.OK:
         span.status, span.description = "ERROR", step.detail or step.outcome.value

@@ -65,9 +65,11 @@ def test_a_model_step_is_a_chat_span_that_began_its_latency_before_it_was_record
     assert ok.end - ok.start == 250 * 1_000_000
     assert ok.span == span_id(RUN, RUN, step.originator_version) and ok.parent == root.span
     assert ok.attributes["gen_ai.response.finish_reasons"] == ("tool_calls",)
-    assert ok.attributes["gen_ai.provider.name"] == "openai-compatible" and ok.status == "UNSET"
+    assert ok.attributes["gen_ai.provider.name"] == "openai" and ok.status == "UNSET"
+    assert ok.kind == "CLIENT" and root.kind == "INTERNAL"  # a model over HTTP; the agent here
     assert failed.name == "chat" and "gen_ai.request.model" not in failed.attributes
     assert failed.attributes["gen_ai.provider.name"] == "unknown"  # a step recorded before v3
+    assert failed.kind == "INTERNAL"  # not known to have left the process
     assert (failed.status, failed.description) == ("ERROR", "ModelTimeoutError: no answer")
     assert failed.attributes["error.type"] == "FAILED"
     assert root.status == "UNSET" and root.attributes["harness.run.finished"] is False
