@@ -16,6 +16,7 @@ alone), so a hostile model cannot grow the number of series.
 from __future__ import annotations
 
 import json
+from bisect import bisect_left
 from collections import defaultdict
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -74,8 +75,15 @@ def label_text(labels: dict[str, str]) -> str:
 
 
 def bucket_part(family: Family, value: int) -> str:
-    """The ``part`` of the (non-cumulative) bucket ``value`` falls in."""
-    return next((str(bound) for bound in family.bounds if value <= bound), INF)
+    """The ``part`` of the (non-cumulative) bucket ``value`` falls in (the first bound >= it)."""
+    parts = _PARTS.get(family.name)
+    if parts is None:
+        parts = _PARTS[family.name] = (*map(str, family.bounds), INF)
+    return parts[bisect_left(family.bounds, value)]
+
+
+_PARTS: dict[str, tuple[str, ...]] = {}
+"""Each histogram's bucket parts, its bounds as text then ``+Inf`` (made once)."""
 
 
 Labels = tuple[tuple[str, str], ...]

@@ -6,12 +6,20 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from api.metrics import LogCollector, LogSnapshot, _forget_dead
-from projections.metric_families import FIRST_EVENT, RUN_DURATION, TOOL_INVOCATIONS
+from projections.metric_families import (
+    FIRST_EVENT,
+    LOG_FAMILIES,
+    RUN_DURATION,
+    TOOL_INVOCATIONS,
+)
 from projections.metric_reads import MetricSample
 from projections.metrics import bucket_part, label_text
 
@@ -24,6 +32,15 @@ def _served(samples: list[MetricSample], lags: dict[str, int] | None = None) -> 
         family.name: {(s.name, tuple(sorted(s.labels.items()))): s.value for s in family.samples}
         for family in text_string_to_metric_families(text)
     }
+
+
+HISTOGRAMS = [family for family in LOG_FAMILIES if family.kind == "histogram"]
+
+
+@given(st.sampled_from(HISTOGRAMS), st.integers(-(10**12), 10**12))
+def test_the_bucket_is_the_first_bound_not_below_the_value(family: Any, value: int) -> None:
+    first = next((str(bound) for bound in family.bounds if value <= bound), "+Inf")
+    assert bucket_part(family, value) == first
 
 
 def test_an_observation_on_a_bound_falls_in_that_bucket_and_beyond_the_last_in_inf() -> None:
