@@ -9,6 +9,7 @@ logged and answered 500 with a plain sentence.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from http import HTTPStatus
@@ -81,6 +82,19 @@ def problem(status: int, detail: Any, headers: dict[str, str] | None = None) -> 
     """An error response: the problem of ``status`` with its ``detail`` (a sentence)."""
     body = problem_body(status, detail)
     return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM_JSON)
+
+
+def raw_problem(status: int, detail: str) -> bytes:
+    """A whole HTTP/1.1 answer carrying the problem, closing the connection after it.
+
+    For the answers the protocol writes before any app sees the request (431, 408).
+    """
+    body = json.dumps(problem_body(status, detail)).encode()
+    head = (
+        f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\ncontent-type: {PROBLEM_JSON}\r\n"
+        f"connection: close\r\ncontent-length: {len(body)}\r\n\r\n"
+    )
+    return head.encode() + body
 
 
 def problem_body(status: int, detail: Any) -> dict[str, Any]:

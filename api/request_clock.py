@@ -16,11 +16,10 @@ process (one process serves one app); :mod:`api.http_protocol` gives each connec
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import TYPE_CHECKING, Any
 
-from api.errors import PROBLEM_JSON, problem_body
+from api.errors import raw_problem
 from infrastructure.settings import Settings
 
 if TYPE_CHECKING:
@@ -30,11 +29,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_SECONDS: float = Settings.model_fields["request_read_timeout"].default
 """Until :func:`set_request_deadline`: ``HARNESS_REQUEST_READ_TIMEOUT``'s default (one source)."""
-_WHY = json.dumps(problem_body(408, "the request did not arrive whole in time")).encode()
-TIMED_OUT = (
-    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: " + PROBLEM_JSON.encode() + b"\r\n"
-    b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(_WHY), _WHY)
-)
+TIMED_OUT = raw_problem(408, "the request did not arrive whole in time")
 """The whole answer to a request that did not arrive in time (the connection closes after it)."""
 
 

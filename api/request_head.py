@@ -18,14 +18,11 @@ The limits are set by :func:`api.main.create_app` for the process (:func:`set_he
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import ClassVar
 
-from api.errors import PROBLEM_JSON, problem_body
+from api.errors import raw_problem
 from infrastructure.settings import Settings
-
-STATUS = b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
 
 
 @dataclass(frozen=True)
@@ -56,12 +53,7 @@ DEFAULT_LIMITS = HeadLimits(
 
 def too_large(why: str) -> bytes:
     """The whole ``431`` answer, a problem saying ``why``; the connection closes after it."""
-    problem = problem_body(431, f"request header fields too large: {why}")
-    body = json.dumps(problem).encode()
-    return (
-        STATUS + b"content-type: " + PROBLEM_JSON.encode() + b"\r\nconnection: close\r\n"
-        b"content-length: %d\r\n\r\n%s" % (len(body), body)
-    )
+    return raw_problem(431, f"request header fields too large: {why}")
 
 
 class HeadMeter:
