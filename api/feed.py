@@ -57,9 +57,9 @@ async def follow(hub: FeedHub, run_id: str, after_seq: int, keepalive: float) ->
     limit = OUTAGE_KEEPALIVES * keepalive
     while True:
         try:
-            async for sent, chunk in _follow(hub, run_id, last, keepalive, limit):
+            async for sent, rows in _follow(hub, run_id, last, keepalive, limit):
                 last, failing_since = sent, None  # whatever came was read: the database answers
-                yield chunk
+                yield "".join(frame(row) for row in rows) if rows else KEEPALIVE
             return
         except DatabaseAway:
             yield unavailable(run_id, hub.outage())
@@ -78,8 +78,8 @@ async def follow(hub: FeedHub, run_id: str, after_seq: int, keepalive: float) ->
 
 async def _follow(
     hub: FeedHub, run_id: str, after_seq: int, keepalive: float, limit: float
-) -> AsyncIterator[tuple[int, str]]:
-    """:func:`follow` without its retries: the last entry sent with each chunk."""
+) -> AsyncIterator[tuple[int, list[dict[str, Any]]]]:
+    """:func:`follow` without retries, in entries: each batch (none: a keep-alive) and its last."""
     loop = asyncio.get_running_loop()
     subscription = await _subscribed(hub, run_id, loop)
     try:
@@ -88,9 +88,9 @@ async def _follow(
         if closed and not backlog:
             return  # resumed after the feed's last entry: there is nothing more to send
         while True:
-            chunk, last, ended = _frames(backlog, last)
-            if chunk:
-                yield last, chunk  # what arrived together goes out in one write
+            fresh, last, ended = _fresh(backlog, last)
+            if fresh:
+                yield last, fresh  # what arrived together goes out in one write
             if ended:
                 # Its last entry is out; let the other streams that were handed the same entry
                 # send it before this one's ending and teardown (a fan-out's median waits less).
@@ -102,7 +102,7 @@ async def _follow(
             except TimeoutError:
                 if hub.outage() > limit:
                     raise DatabaseAway from None
-                yield last, KEEPALIVE
+                yield last, []
                 backlog = []
                 continue
             # Hand-overs of one run may pass each other (two appending threads, the follower):
@@ -135,16 +135,27 @@ def _unsubscribe_made(hub: FeedHub, making: asyncio.Future[Subscription]) -> Non
         hub.unsubscribe(making.result())
 
 
-def _frames(rows: list[dict[str, Any]], last: int) -> tuple[str, int, bool]:
-    """The frames of the rows after entry ``last``, the last entry now, and whether it ends."""
-    chunk: list[str] = []
+def _fresh(rows: list[dict[str, Any]], last: int) -> tuple[list[dict[str, Any]], int, bool]:
+    """The rows after entry ``last``, the last entry now, and whether the feed ends."""
+    fresh: list[dict[str, Any]] = []
     for row in rows:
         if row["seq"] > last:
             last = row["seq"]
-            chunk.append(frame(row))
+            fresh.append(row)
         if ends_feed(row["event"], row["data"]):  # sent now, or already (made ahead, resumed)
-            return "".join(chunk), last, True
-    return "".join(chunk), last, False
+            return fresh, last, True
+    return fresh, last, False
+
+
+async def entries(hub: FeedHub, run_id: str, keepalive: float) -> AsyncIterator[dict[str, Any]]:
+    """The run's feed entries from its first to its last, as they come (not SSE frames).
+
+    For a watcher that is no event stream (``harness mcp serve``'s tool calls). A database
+    away for longer than a stream waits raises :class:`DatabaseAway`; a failing read raises.
+    """
+    async for _, rows in _follow(hub, run_id, 0, keepalive, OUTAGE_KEEPALIVES * keepalive):
+        for row in rows:
+            yield row
 
 
 def _follows_on(rows: list[dict[str, Any]], last: int) -> bool:

@@ -6,7 +6,7 @@ import logging
 import os
 import sys
 import threading
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +36,7 @@ from infrastructure.version import harness_version
 from projections.feed_ahead import FeedAhead
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Mapping
+    from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 
     from application.store import HarnessStore
     from projections.runner import Projector
@@ -78,13 +78,9 @@ def create_app(settings: Settings, store: HarnessStore | None = None) -> FastAPI
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        closers: list[Callable[[], None]] = []
-        try:
-            app.state.worker = _start(settings, store, closers)
+        with opened_worker(settings, store) as worker:
+            app.state.worker = worker
             yield
-        finally:
-            for close in reversed(closers):
-                close()
 
     app = FastAPI(
         title="Diagnosis Harness",
@@ -153,6 +149,17 @@ def bind_host(argv: list[str], environ: Mapping[str, str]) -> str | None:
         if arg.startswith("--host="):
             return arg.split("=", 1)[1]
     return environ.get("UVICORN_HOST")
+
+
+@contextmanager
+def opened_worker(settings: Settings, store: HarnessStore | None = None) -> Iterator[Worker]:
+    """One worker's services (the API's, or ``harness mcp serve``'s), closed on leaving."""
+    closers: list[Callable[[], None]] = []
+    try:
+        yield _start(settings, store, closers)
+    finally:
+        for close in reversed(closers):
+            close()
 
 
 def _start(

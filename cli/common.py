@@ -100,3 +100,23 @@ def opened(
         fail(f"{settings.database.describe()} failed: {brief(error)}")
     finally:
         services.close()
+
+
+def settings_for_work(*, announce: bool = False) -> Settings:
+    """The settings for serving or asking, with their store checked (or set up) first.
+
+    An embedded SQLite file has one owner, so creating its tables and loading the sample data
+    here is the zero set-up path. PostgreSQL workers never create tables (several starting at
+    once would race): run `harness db init --sample` once first. ``announce`` logs the tools'
+    summary here (when the workers, in processes of their own, cannot say it on this terminal).
+    """
+    from infrastructure.settings import ConfigurationError
+
+    settings = load_settings()
+    embedded = settings.database.kind == "sqlite"
+    with opened(settings, create=embedded, sample=embedded) as services:
+        try:  # the configured tools start (MCP servers listed) before serving, then close
+            services.tools(announce=announce)
+        except ConfigurationError as error:
+            fail(f"invalid tools configuration: {error}")
+    return settings

@@ -14,7 +14,7 @@ import typer
 
 from cli.app import HarnessTyper
 from cli.audit import audit_app
-from cli.common import fail, load_settings, opened, out_console
+from cli.common import fail, load_settings, opened, out_console, settings_for_work
 from cli.eval_history import add_history_commands
 from cli.eval_import import add_import_command
 from cli.evals import eval_app
@@ -76,26 +76,6 @@ def db_status() -> None:
     out_console().print(f"{services.settings.database.describe()}: log head at {head}")
 
 
-def _for_work(*, announce: bool = False) -> Settings:
-    """The settings for serving or asking, with their store checked (or set up) first.
-
-    An embedded SQLite file has one owner, so creating its tables and loading the sample data
-    here is the zero set-up path. PostgreSQL workers never create tables (several starting at
-    once would race): run `harness db init --sample` once first. ``announce`` logs the tools'
-    summary here (when the workers, in processes of their own, cannot say it on this terminal).
-    """
-    from infrastructure.settings import ConfigurationError
-
-    settings = load_settings()
-    embedded = settings.database.kind == "sqlite"
-    with opened(settings, create=embedded, sample=embedded) as services:
-        try:  # the configured tools start (MCP servers listed) before serving, then close
-            services.tools(announce=announce)
-        except ConfigurationError as error:
-            fail(f"invalid tools configuration: {error}")
-    return settings
-
-
 @app.command()
 def serve(
     host: Annotated[str | None, typer.Option(help="Bind address (HARNESS_HOST).")] = None,
@@ -122,7 +102,7 @@ def serve(
     bind_host, bind_port = host or settings.host, settings.port if port is None else port
     check_bind(settings, bind_host, workers)
     listening = check_port(bind_host, bind_port)  # before any set-up: a taken port says so first
-    _for_work(announce=workers > 1)  # one worker says it as it starts
+    settings_for_work(announce=workers > 1)  # one worker says it as it starts
     if workers > 1:
         serve_many(settings, listening, workers)  # each worker opens its own store
         return

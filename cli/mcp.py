@@ -1,4 +1,9 @@
-"""``harness mcp …``: a real MCP server over the shipped sample operations data.
+"""``harness mcp …``: the harness as an MCP server, and one over the shipped sample data.
+
+``harness mcp serve`` offers the harness itself to other agents (:mod:`api.mcp_server`): ask
+or diagnose a question and get what the run published, list and explain runs, read them as
+resources. Over stdio it answers whoever started it (the local admin, as the CLI); over
+Streamable HTTP (``--http``) it takes the API's keys and roles.
 
 ``harness mcp serve-sample`` needs no set-up: it loads the sample into a private SQLite file in
 a temporary directory (removed when it stops) and serves the four built-in ops tools over MCP,
@@ -19,6 +24,7 @@ import typer
 from cli.common import err_console
 
 if TYPE_CHECKING:
+    import socket
     from collections.abc import Callable
 
     from starlette.types import ASGIApp
@@ -26,17 +32,49 @@ if TYPE_CHECKING:
     from infrastructure.settings import Settings
 
 mcp_app = typer.Typer(
-    help="Serve the sample operations data as an MCP server.", no_args_is_help=True
+    help="Serve the harness, or the sample operations data, as an MCP server.",
+    no_args_is_help=True,
 )
+HttpOption = Annotated[
+    bool, typer.Option("--http", help="Serve Streamable HTTP at /mcp instead of stdio.")
+]
+HostOption = Annotated[str, typer.Option(help="Bind address with --http.")]
+PortOption = Annotated[int, typer.Option(min=0, max=65535, help="Port with --http (0: any).")]
+
+
+@mcp_app.command("serve")
+def serve(
+    http: HttpOption = False, host: HostOption = "127.0.0.1", port: PortOption = 8766
+) -> None:
+    """Serve the harness: tools ask, diagnose, list_runs, explain_run; runs as resources.
+
+    Uses the configured store and model (HARNESS_*), as ``harness serve``. A cancelled ask
+    cancels its run. Over --http without HARNESS_API_KEYS it binds to loopback only.
+    """
+    import anyio
+
+    from api.main import opened_worker
+    from api.mcp_server import harness_server
+    from cli.common import settings_for_work
+    from cli.serve import check_port, refuse_exposed
+    from infrastructure.mcp_serve import serve_http, serve_stdio
+
+    settings = settings_for_work()  # the embedded default made here, as `harness serve` does
+    if http:
+        refuse_exposed(bool(settings.api_keys), host, "read and start runs")
+    sock = check_port(host, port) if http else None  # a taken port: one line, exit 2
+    with opened_worker(settings) as worker:
+        server = harness_server(worker)
+        if sock is None:
+            anyio.run(serve_stdio, server)
+            return
+        _announce(sock)
+        serve_http(server, sock, _guard(settings))
 
 
 @mcp_app.command("serve-sample")
 def serve_sample(
-    http: Annotated[
-        bool, typer.Option("--http", help="Serve Streamable HTTP at /mcp instead of stdio.")
-    ] = False,
-    host: Annotated[str, typer.Option(help="Bind address with --http.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=0, max=65535, help="Port with --http (0: any).")] = 8765,
+    http: HttpOption = False, host: HostOption = "127.0.0.1", port: PortOption = 8765
 ) -> None:
     """Serve search_logs, query_metrics, list_deployments and list_alerts over the sample data.
 
@@ -64,9 +102,14 @@ def serve_sample(
             if sock is None:
                 anyio.run(serve_stdio, server)
                 return
-            bound_host, bound_port = sock.getsockname()[:2]
-            err_console().print(f"serving MCP on http://{bound_host}:{bound_port}/mcp")
+            _announce(sock)
             serve_http(server, sock, _guard(settings))
+
+
+def _announce(sock: socket.socket) -> None:
+    """Say where it serves, on stderr (the tests and the operator read the URL there)."""
+    bound_host, bound_port = sock.getsockname()[:2]
+    err_console().print(f"serving MCP on http://{bound_host}:{bound_port}/mcp")
 
 
 def _guard(settings: Settings) -> Callable[[ASGIApp], ASGIApp]:

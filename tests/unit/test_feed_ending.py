@@ -11,7 +11,7 @@ from datetime import timedelta
 
 import pytest
 
-from api.feed import _frames
+from api.feed import _fresh
 from domain.release_states import ReleaseOutcome
 from domain.run import Run
 from projections.sse_feed import ends_feed, run_feed
@@ -55,5 +55,5 @@ def test_a_stream_ends_at_an_ending_entry_it_already_sent() -> None:
         {"seq": 7, "event": "done", "data": {"release_outcome": "SUCCESS"}},
     ]
 
-    assert _frames(rows, 7) == ("", 7, True)
-    assert _frames(rows[:1], 7) == ("", 7, False)
+    assert _fresh(rows, 7) == ([], 7, True)
+    assert _fresh(rows[:1], 7) == ([], 7, False)
