@@ -55,14 +55,14 @@ def serve(
 
     from api.main import opened_worker
     from api.mcp_server import harness_server
-    from cli.common import settings_for_work
+    from cli.common import load_settings, settings_for_work
     from cli.serve import check_port, refuse_exposed
     from infrastructure.mcp_serve import serve_http, serve_stdio
 
-    settings = settings_for_work()  # the embedded default made here, as `harness serve` does
-    if http:
-        refuse_exposed(bool(settings.api_keys), host, "read and start runs")
+    if http:  # before any set-up, as `harness serve`
+        refuse_exposed(bool(load_settings().api_keys), host, "read and start runs")
     sock = check_port(host, port) if http else None  # a taken port: one line, exit 2
+    settings = settings_for_work()  # the embedded default made here, as `harness serve` does
     with opened_worker(settings) as worker:
         server = harness_server(worker)
         if sock is None:

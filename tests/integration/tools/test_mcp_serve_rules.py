@@ -14,6 +14,7 @@ import re
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -82,13 +83,18 @@ async def _introduce(url: str, headers: dict[str, str]) -> tuple[Any, list[Any]]
         return client.server_info, list((await client.list_tools()).tools)
 
 
-def test_without_keys_another_address_is_refused_with_one_line_and_exit_2() -> None:
-    command = [str(HARNESS_BIN), "mcp", "serve-sample", "--http", "--host", "0.0.0.0"]
-    done = subprocess.run(command, env=_env(), capture_output=True, text=True, timeout=120)
+@pytest.mark.parametrize("server", ["serve-sample", "serve"])
+def test_without_keys_another_address_is_refused_with_one_line_and_exit_2(
+    server: str, tmp_path: Path
+) -> None:
+    command = [str(HARNESS_BIN), "mcp", server, "--http", "--host", "0.0.0.0"]
+    env = _env(HARNESS_DATABASE_URL=f"sqlite:///{tmp_path / 'h.db'}")
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr
     assert "refusing to serve on 0.0.0.0 without API keys" in done.stderr
     assert "HARNESS_API_KEYS" in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and done.stdout == ""
+    assert not (tmp_path / "h.db").exists()  # refused before anything was set up
 
 
 def test_with_keys_a_request_without_a_key_is_refused_and_one_with_it_is_served() -> None:
