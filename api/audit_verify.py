@@ -19,7 +19,7 @@ from projections.sse_feed import run_feed
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
-    from application.audit.verify import Heads, Report
+    from application.audit.verify import Heads, Report, Signed
     from application.store import HarnessStore
 
 VERIFYING = threading.Lock()
@@ -27,14 +27,19 @@ VERIFYING = threading.Lock()
 
 
 def verify_database(
-    store: HarnessStore, engine: Engine, key: bytes | None, heads: Heads | None = None
+    store: HarnessStore,
+    engine: Engine,
+    key: bytes | None,
+    heads: Heads | None = None,
+    signed: Signed | None = None,
 ) -> Report:
     """Replay ``store``'s log and check it, then compare the read tables in ``engine`` with it.
 
     ``key`` is the audit key the chain links were made with (None: plain SHA-256 links);
-    ``heads`` are stream heads kept apart from the log (``export --heads``), if any.
+    ``heads`` are stream heads kept apart from the log (``export --heads``), if any;
+    ``signed`` the public keys the checkpoints' signatures are checked with.
     """
-    report = verify_records(store_records(store), key, run_feed, heads)
+    report = verify_records(store_records(store), key, run_feed, heads, signed)
     agreement = check_agreement(store, engine)
     report.add(
         f"read tables agree with the log ({agreement.rows} rows compared)",

@@ -23,8 +23,10 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
 
     from application.audit.records import AuditRecord
+    from application.audit.signatures import Signer
     from application.audit.verify import Heads
     from bootstrap.composition import Services
+    from infrastructure.settings import Settings
 
 audit_app = typer.Typer(
     help="Export the event log as JSON Lines and verify it offline: chain links, the SPEC §16"
@@ -79,7 +81,7 @@ def export(
         store = services.store
         records = _run(services, run_id, after) if run_id else store_records(store, after)
         seen: Heads = {}
-        count = _write(_tracked(records, seen), out)
+        count = _write(_tracked(records, seen), out, _signer(services.settings))
         head = store.head()  # read after: an export of a live log may end past an earlier head
     if heads is not None:
         _write_file(heads, heads_json(seen, head) + "\n")
@@ -105,12 +107,20 @@ def _tracked(records: Iterable[AuditRecord], heads: Heads) -> Iterator[AuditReco
         yield record
 
 
-def _write(records: Iterable[AuditRecord], out: Path | None) -> int:
+def _signer(settings: Settings) -> Signer | None:
+    """The configured signing key's signer (it was checked when the settings were read)."""
+    from infrastructure.audit_keys import load_signer
+
+    path = settings.audit_signing_key_file
+    return load_signer(path) if path else None
+
+
+def _write(records: Iterable[AuditRecord], out: Path | None, signer: Signer | None) -> int:
     from application.audit.records import write_jsonl
 
     if out is None:
         try:
-            count = write_jsonl(records, sys.stdout)
+            count = write_jsonl(records, sys.stdout, signer)
             sys.stdout.flush()
         except BrokenPipeError:  # the reader stopped early (`| head`): no traceback for that
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -119,7 +129,7 @@ def _write(records: Iterable[AuditRecord], out: Path | None) -> int:
     partial = out.with_name(f".{out.name}.partial")
     try:
         with partial.open("w", encoding="utf-8") as file:
-            count = write_jsonl(records, file)
+            count = write_jsonl(records, file, signer)
         os.replace(partial, out)  # a failed export never leaves a truncated file behind
     except OSError as error:
         fail(f"cannot write {out}: {error.strerror or error}")
@@ -156,8 +166,10 @@ def checkpoint() -> None:
     recorded, streams, upto = 0, 0, 0
     with opened() as services:
         store = services.store
+        signer = _signer(services.settings)
         try:
-            while (done := record_checkpoint(store)) is not None:
+            sign = signer.sign if signer else None
+            while (done := record_checkpoint(store, sign=sign)) is not None:
                 recorded, streams, upto = recorded + 1, streams + done.streams, done.upto
         except ConcurrentWriteError:
             fail("another writer recorded a checkpoint at the same time: run it again")
@@ -173,6 +185,40 @@ def checkpoint() -> None:
 
 def _count(number: int, thing: str) -> str:
     return f"{number} {thing}{'' if number == 1 else 's'}"
+
+
+KEYGEN_HELP = "\n\n".join(
+    (
+        "Make an Ed25519 key pair that signs audit checkpoints and exports.",
+        "Writes DIR/audit-signing.key (the private key, mode 0600) and"
+        " DIR/audit-signing.pub. Give the log's writer the private key"
+        " (HARNESS_AUDIT_SIGNING_KEY_FILE) and auditors the public one"
+        " (`harness audit verify --public-key`). Never replaces a key: to rotate, make the new"
+        " pair elsewhere, switch the setting, and verify with both public keys (each signature"
+        " names its key id).",
+    )
+)
+
+
+@audit_app.command("keygen", help=KEYGEN_HELP)
+def keygen(
+    out: Annotated[Path, typer.Option(help="The directory to write the two files to.")] = Path(),
+) -> None:
+    """Make an Ed25519 key pair that signs audit checkpoints and exports."""
+    from infrastructure.audit_keys import generate
+
+    if not out.is_dir():
+        fail(f"{out} is not a directory")
+    try:
+        private, public, named = generate(out)
+    except FileExistsError as error:
+        fail(f"{error.args[0]} exists: a key is never replaced (choose another --out)")
+    except OSError as error:
+        fail(f"cannot write the key pair to {out}: {error.strerror or error}")
+    said = out_console()
+    said.print(f"key id {named}")
+    said.print(f"private key: {private} (mode 0600; set HARNESS_AUDIT_SIGNING_KEY_FILE to it)")
+    said.print(f"public key:  {public} (for `harness audit verify --public-key`)")
 
 
 audit_app.command("verify", help=VERIFY_HELP)(verify)

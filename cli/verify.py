@@ -19,6 +19,7 @@ from cli.common import fail, load_settings, opened, out_console
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from application.audit.signatures import PublicKeys
     from application.audit.verify import Heads, Report
 
 VERIFY_HELP = "\n\n".join(
@@ -36,6 +37,10 @@ VERIFY_HELP = "\n\n".join(
     )
 )
 
+PUBLIC_KEY_HELP = (
+    "An Ed25519 public key (PEM, `audit keygen`'s .pub): every checkpoint and an export's"
+    " signature line must be signed with it (repeat it for rotated keys)."
+)
 SHOWN = 200
 """Violations printed one per line; the rest are counted (``--json`` lists them all)."""
 
@@ -58,6 +63,7 @@ def verify(
     heads: Annotated[
         Path | None, typer.Option(help="Stream heads kept by an earlier `export --heads`.")
     ] = None,
+    public_key: Annotated[list[Path] | None, typer.Option(help=PUBLIC_KEY_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Replay a log offline and check it; exit 0 clean, 1 violations, 2 unusable input."""
@@ -66,11 +72,12 @@ def verify(
     key = _read_key(key_file) if key_file else load_settings().audit_key.get_secret_value()
     secret = key.encode() or None
     kept = _read_heads(heads) if heads else None
+    keys = _public_keys(public_key) if public_key else None
     if db:
-        report, source = _verify_db(secret, kept), "the configured database"
+        report, source = _verify_db(secret, kept, keys), "the configured database"
     else:
         assert file is not None
-        report, source = _verify_file(file, secret, kept), file
+        report, source = _verify_file(file, secret, kept, keys), file
     _print(report, source, as_json)
     raise typer.Exit(code=0 if report.clean else 1)
 
@@ -85,6 +92,15 @@ def _read_key(path: Path) -> str:
     return key
 
 
+def _public_keys(paths: list[Path]) -> PublicKeys:
+    from infrastructure.audit_keys import KeyFileError, load_public_keys
+
+    try:
+        return load_public_keys(paths)
+    except KeyFileError as error:
+        fail(str(error))
+
+
 def _read_heads(path: Path) -> Heads:
     from application.audit.verify import read_heads
 
@@ -94,14 +110,18 @@ def _read_heads(path: Path) -> Heads:
         fail(f"cannot read the heads file {path}: {str(error) or type(error).__name__:.200}")
 
 
-def _verify_file(file: str, key: bytes | None, heads: Heads | None) -> Report:
-    from application.audit.records import AuditFormatError, read_jsonl
-    from application.audit.verify import verify_records
+def _verify_file(
+    file: str, key: bytes | None, heads: Heads | None, keys: PublicKeys | None
+) -> Report:
+    from application.audit.records import AuditFormatError, Seal, read_jsonl
+    from application.audit.verify import Signed, verify_records
     from projections.sse_feed import run_feed
 
+    seal = Seal()
+    signed = Signed(keys, seal) if keys else None
     try:
         with _opened(file) as lines:
-            report = verify_records(read_jsonl(lines), key, run_feed, heads)
+            report = verify_records(read_jsonl(lines, seal), key, run_feed, heads, signed)
     except AuditFormatError as error:
         fail(f"{file}: {error}: is it an export of `harness audit export`?")
     except UnicodeDecodeError:
@@ -122,11 +142,13 @@ def _opened(file: str) -> Iterator[TextIO]:
         yield lines
 
 
-def _verify_db(key: bytes | None, heads: Heads | None) -> Report:
+def _verify_db(key: bytes | None, heads: Heads | None, keys: PublicKeys | None) -> Report:
     from api.audit_verify import verify_database
+    from application.audit.verify import Signed
 
+    signed = Signed(keys) if keys else None
     with opened() as services:
-        return verify_database(services.store, services.engine, key, heads)
+        return verify_database(services.store, services.engine, key, heads, signed)
 
 
 def _print(report: Report, source: str, as_json: bool) -> None:

@@ -12,7 +12,8 @@ stream's own tail). Keep the heads of ``harness audit export --heads`` apart for
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+from typing import TYPE_CHECKING, Any
 from uuid import NAMESPACE_URL, UUID, uuid5
 
 from eventsourcing.domain import Aggregate
@@ -20,7 +21,7 @@ from eventsourcing.domain import Aggregate
 from domain.errors import IllegalTransitionError
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
 CHECKPOINTS_ID = uuid5(NAMESPACE_URL, "harness:audit-checkpoints")
 """The one checkpoint stream of a log (a fixed id: two first checkpoints conflict)."""
@@ -42,13 +43,21 @@ class AuditCheckpoint(Aggregate):
         others' heads are in an earlier checkpoint still.
         """
 
-        class_version = 1
+        class_version = 2
         upto: int
         """The log position the heads were read up to."""
         versions: dict[str, int]
         """Each stream's last version at ``upto``."""
         links: dict[str, str]
         """The chain link of that version."""
+        signature: dict[str, str] | None
+        """An Ed25519 signature of :func:`checkpoint_message` (``alg``, ``key_id``, ``value``),
+        when the log's writer holds a signing key; None otherwise (and before version 2)."""
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            """Version 1 was never signed."""
+            state["signature"] = None
 
         def apply(self, aggregate: AuditCheckpoint) -> None:
             """Move the covered log position on."""
@@ -80,20 +89,51 @@ class AuditCheckpoint(Aggregate):
         last.apply(aggregate)
         return aggregate
 
-    def record(self, upto: int, heads: Mapping[str, tuple[int, str]]) -> None:
-        """Record the heads of the streams appended to up to ``upto`` (``CHECKPOINT_RECORDED``)."""
+    def record(
+        self,
+        upto: int,
+        heads: Mapping[str, tuple[int, str]],
+        sign: Callable[[bytes], dict[str, str]] | None = None,
+    ) -> None:
+        """Record the heads of the streams appended to up to ``upto`` (``CHECKPOINT_RECORDED``).
+
+        With ``sign`` (a signing key's), the checkpoint carries its signature of
+        :func:`checkpoint_message`: its own version, ``upto`` and every head.
+        """
         if upto <= self.upto or not heads:
             raise IllegalTransitionError(
                 self.id,
                 f"checkpoint stream {self.id!r}: a checkpoint covers new events (after log"
                 f" position {self.upto}), not up to {upto} with {len(heads)} stream head(s)",
             )
+        versions = {name: version for name, (version, _) in heads.items()}
+        links = {name: link for name, (_, link) in heads.items()}
+        message = checkpoint_message(self.version + 1, upto, versions, links)
         self.trigger_event(
             self.CheckpointRecorded,
             upto=upto,
-            versions={name: version for name, (version, _) in heads.items()},
-            links={name: link for name, (_, link) in heads.items()},
+            versions=versions,
+            links=links,
+            signature=sign(message) if sign else None,
         )
+
+
+def checkpoint_message(
+    version: int, upto: int, versions: Mapping[str, int], links: Mapping[str, str]
+) -> bytes:
+    """What a checkpoint's signature covers, as canonical JSON (sorted keys, no spaces, UTF-8).
+
+    Its version in the checkpoint stream, ``upto`` and every stream head. The version ties the
+    signature to its place: a checkpoint dropped from the middle of the stream, the later ones
+    renumbered and relinked, no longer matches its signature.
+    """
+    content = {
+        "kind": "harness-audit-checkpoint",
+        "version": version,
+        "upto": upto,
+        "heads": {name: [versions[name], links.get(name, "")] for name in versions},
+    }
+    return json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def is_checkpoint_stream(stream: UUID | str) -> bool:

@@ -14,6 +14,7 @@ from domain.values import DEFAULT_DEADLINE_S, DEFAULT_MODEL_TIMEOUT_S, Budget
 from domain.values import DEFAULT_LIMITS as LIMITS
 from infrastructure.api_keys import ApiKey as ApiKey  # re-exported
 from infrastructure.api_keys import check_api_keys
+from infrastructure.audit_keys import check_signing_key_file
 from infrastructure.database_target import DatabaseTarget as DatabaseTarget  # re-exported
 from infrastructure.database_target import parse_database_url as parse_database_url
 from infrastructure.model_config import check_base_url, check_model
@@ -325,6 +326,12 @@ class Settings(BaseSettings):
         default=SecretStr(""),
         description="Secret that makes each event's chain link an HMAC (see Audit); empty (the"
         " default): a plain SHA-256 chain. Verifying needs the same key.",
+    )
+    audit_signing_key_file: Annotated[Path | None, AfterValidator(check_signing_key_file)] = Field(
+        None,
+        description="Ed25519 private key (PEM, mode 0600; `harness audit keygen` makes one) that"
+        " signs every audit checkpoint and export, so anyone with its public key can check them"
+        " (`harness audit verify --public-key`). Unset: nothing is signed.",
     )
     tools_config: Annotated[Path | None, AfterValidator(check_tools_config)] = Field(
         None,

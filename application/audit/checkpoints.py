@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
     from application.audit.records import AuditRecord
     from application.audit.replay import Stream
     from application.store import HarnessStore
+
+Sign = Callable[[bytes], dict[str, str]]
+"""What signs a checkpoint's message (:meth:`~application.audit.signatures.Signer.sign`)."""
 
 CHECKPOINT_EVERY = 1000
 """Events appended since the last checkpoint after which a finished run writes the next one."""
@@ -55,10 +59,13 @@ def last_checkpoint(store: HarnessStore) -> AuditCheckpoint | None:
     return None if found is None else AuditCheckpoint.resume(found)
 
 
-def record_checkpoint(store: HarnessStore, window: int = WINDOW) -> Checkpointed | None:
+def record_checkpoint(
+    store: HarnessStore, window: int = WINDOW, sign: Sign | None = None
+) -> Checkpointed | None:
     """Record the heads of the streams appended to since the last checkpoint.
 
-    Reads at most ``window`` log entries; None when nothing was appended since.
+    Reads at most ``window`` log entries; None when nothing was appended since. With ``sign``
+    (the signing key's), the checkpoint is signed.
 
     Raises :class:`~domain.errors.ConcurrentWriteError` when another writer recorded one first.
     """
@@ -70,7 +77,7 @@ def record_checkpoint(store: HarnessStore, window: int = WINDOW) -> Checkpointed
             heads[stream] = (version, link or "")
     if not heads:
         return None
-    checkpoint.record(upto, heads)
+    checkpoint.record(upto, heads, sign)
     position = store.save_events(list(checkpoint.collect_events()))
     assert position is not None
     return Checkpointed(position, upto, len(heads))
@@ -85,6 +92,8 @@ class Checkpointer:
     """
 
     every: int = CHECKPOINT_EVERY
+    sign: Sign | None = None
+    """Signs each checkpoint (``HARNESS_AUDIT_SIGNING_KEY_FILE``'s key); None: unsigned."""
     covered: int | None = None
     """The log position the last checkpoint covers, as this process last read it."""
     _busy: threading.Lock = field(default_factory=threading.Lock)
@@ -97,7 +106,7 @@ class Checkpointer:
             return  # another thread of this process is recording one
         try:
             if self._due(store, position):
-                recorded = record_checkpoint(store)
+                recorded = record_checkpoint(store, sign=self.sign)
                 self.covered = recorded.upto if recorded else self.covered
         except ConcurrentWriteError:  # another process recorded it: nothing is missed
             self.covered = None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -19,6 +19,7 @@ from uuid import UUID
 from eventsourcing.persistence import StoredEvent
 
 from application.audit.chain import CHAIN_KEY, split_state, state_link
+from application.audit.signatures import LinesDigest
 from domain.collection import collection_id
 
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
     from eventsourcing.persistence import Mapper, Notification
 
+    from application.audit.signatures import Signer
     from application.store import HarnessStore
 
 PAGE = 1000
@@ -169,28 +171,64 @@ def run_records(store: HarnessStore, run_id: UUID) -> list[AuditRecord]:
     return found
 
 
-def read_jsonl(lines: Iterable[str]) -> Iterator[AuditRecord]:
-    """Parse an export; :class:`AuditFormatError` names the line of the first bad record."""
+@dataclass
+class Seal:
+    """An export's signature line, if it has one, and the digest of the event lines before it."""
+
+    digest: LinesDigest = field(default_factory=LinesDigest)
+    trailer: dict[str, Any] | None = None
+    """The last line's ``{"signed": …, "signature": …}``; None: the export is not signed."""
+
+
+def is_trailer(data: object) -> bool:
+    """Whether a line of an export is its signature line (not an event)."""
+    return isinstance(data, dict) and "signature" in data and "position" not in data
+
+
+def read_jsonl(lines: Iterable[str], seal: Seal | None = None) -> Iterator[AuditRecord]:
+    """Parse an export; :class:`AuditFormatError` names the line of the first bad record.
+
+    A signature line is not a record: it must be the last line; with ``seal``, it is kept
+    there and every event line before it is digested exactly as read.
+    """
+    sealed = seal or Seal()
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise AuditFormatError(f"line {number}: not JSON ({error.msg})") from None
-        except (ValueError, RecursionError) as error:  # a huge integer, nesting beyond reach
-            reason = "nested too deeply" if isinstance(error, RecursionError) else str(error)
-            raise AuditFormatError(f"line {number}: not readable JSON ({reason:.80})") from None
-        yield AuditRecord.from_json(data, f"line {number}")
+        data = _parsed(line, number)
+        if sealed.trailer is not None:
+            raise AuditFormatError(f"line {number}: a line after the export's signature line")
+        if isinstance(data, dict) and is_trailer(data):
+            sealed.trailer = data
+            continue
+        record = AuditRecord.from_json(data, f"line {number}")
+        sealed.digest.add(line if line.endswith("\n") else line + "\n", record.position)
+        yield record
 
 
-def write_jsonl(records: Iterable[AuditRecord], out: IO[str]) -> int:
-    """Write records as JSON Lines; returns how many were written."""
-    count = 0
+def _parsed(line: str, number: int) -> object:
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as error:
+        raise AuditFormatError(f"line {number}: not JSON ({error.msg})") from None
+    except (ValueError, RecursionError) as error:  # a huge integer, nesting beyond reach
+        reason = "nested too deeply" if isinstance(error, RecursionError) else str(error)
+        raise AuditFormatError(f"line {number}: not readable JSON ({reason:.80})") from None
+
+
+def write_jsonl(records: Iterable[AuditRecord], out: IO[str], signer: Signer | None = None) -> int:
+    """Write records as JSON Lines; returns how many were written.
+
+    With ``signer``, a last line signs them all (:meth:`LinesDigest.trailer`).
+    """
+    count, digest = 0, LinesDigest()
     for record in records:
-        out.write(json.dumps(record.to_json(), ensure_ascii=False, separators=(",", ":")))
-        out.write("\n")
+        line = json.dumps(record.to_json(), ensure_ascii=False, separators=(",", ":")) + "\n"
+        out.write(line)
+        digest.add(line, record.position)
         count += 1
+    if signer is not None:
+        out.write(json.dumps(digest.trailer(signer), separators=(",", ":")) + "\n")
     return count
 
 

@@ -17,14 +17,16 @@ from application.audit.checkpoints import check_checkpoints
 from application.audit.integrity import ChainCheck, Violation
 from application.audit.invariants import check_run
 from application.audit.replay import replay
+from application.audit.signed import check_checkpoint_signatures, check_seal
 from domain.checkpoint import CHECKPOINTS_ID
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Mapping
 
     from application.audit.invariants import FeedOf
-    from application.audit.records import AuditRecord
+    from application.audit.records import AuditRecord, Seal
     from application.audit.replay import RunLog, Stream
+    from application.audit.signatures import PublicKeys
 
 Heads = dict[str, tuple[int, str]]
 """Each stream's last version and chain link."""
@@ -121,16 +123,15 @@ def verify_records(
     key: bytes | None = None,
     feed: FeedOf | None = None,
     heads: Heads | None = None,
+    signed: Signed | None = None,
 ) -> Report:
     """Check a log given as records in log order (an export, or the store's own).
 
-    ``key`` is the audit key the links were made with (None: plain SHA-256 links); ``feed``
-    derives a run's public feed (SPEC §16.2 is skipped without it); ``heads`` are stream heads
-    kept apart from the log, to detect a rewritten tail. Raises what reading ``records``
-    raises (an export's :class:`~application.audit.records.AuditFormatError`).
+    ``key``: the audit key of the links (None: plain SHA-256); ``feed`` derives a run's public
+    feed (no SPEC §16.2 without it); ``heads``: stream heads kept apart; ``signed``: public
+    keys for the signatures. Raises what reading ``records`` raises (``AuditFormatError``).
     """
-    chain = ChainCheck(key)
-    kept: list[AuditRecord] = []
+    chain, kept = ChainCheck(key), list["AuditRecord"]()
     for record in records:
         chain.add(record)
         kept.append(record)
@@ -139,22 +140,43 @@ def verify_records(
         found += check_heads(chain.streams, heads)
     replayed = replay(kept)
     found += replayed.violations
-    checkpointed, upto = check_checkpoints(replayed.streams.get(str(CHECKPOINTS_ID)), chain.streams)
+    checkpoints = replayed.streams.get(str(CHECKPOINTS_ID))
+    checkpointed, upto = check_checkpoints(checkpoints, chain.streams)
     found += checkpointed
     runs = replayed.runs()
     for log in runs.values():
         found += check_run(log, feed)
     report = Report(events=len(kept), streams=len(chain.streams), checkpointed=upto)
     _count_runs(report, runs.values())
-    report.violations, report.heads = _in_log_order(found), chain.heads()
     report.checks.append(
         f"stream heads at the audit checkpoints (up to log position {upto})"
         if upto
         else "(no audit checkpoint in the log: a cut stream tail goes unseen without --heads)"
     )
+    found += signed.check(report, checkpoints) if signed else []
+    report.violations, report.heads = _in_log_order(found), chain.heads()
     if feed is None:
         report.checks.append("(SPEC §16.2 skipped: no feed given)")
     return report
+
+
+@dataclass(frozen=True)
+class Signed:
+    """The public keys a verification checks signatures with; an export's seal, if a file."""
+
+    keys: PublicKeys
+    seal: Seal | None = None
+
+    def check(self, report: Report, checkpoints: Stream | None) -> list[Violation]:
+        """Every signature problem; the report says what was checked (and what is not covered)."""
+        found, upto = check_checkpoint_signatures(checkpoints, self.keys)
+        what = f"signatures ({', '.join(sorted(self.keys.keys))}): checkpoints"
+        what += f" signed up to log position {upto}" if upto else " (none signed)"
+        if self.seal is not None:
+            found += check_seal(self.seal, self.keys)
+            what += ", and the export's signature line"
+        report.checks.append(what)
+        return found
 
 
 def _count_runs(report: Report, runs: Collection[RunLog]) -> None:
