@@ -271,3 +271,28 @@ def test_the_service_signs_the_checkpoints_it_records_by_itself(
     result = harness_cli(env, "audit", "verify", "--db", "--public-key", str(public))
     assert [v for v in violations(result) if v.rule != "projection"] == [], result.stdout
     assert f"signatures ({named}): checkpoints signed up to log position" in result.stdout
+
+
+def test_a_hostile_signature_line_is_named_never_raised(signed: Signed, tmp_path: Path) -> None:
+    records = lines(signed.export)
+    trailer, events = records[-1], records[:-1]
+    cases: dict[str, tuple[list[dict[str, Any]], str]] = {
+        "list": ([*events, {"signature": [], "signed": []}], "says nothing it signs"),
+        "no-alg": (
+            [*events, {"signature": {"value": "x"}, "signed": trailer["signed"]}],
+            "its signature is not an ed25519 signature",
+        ),
+        "not-base64": (
+            [*events, {"signature": trailer["signature"] | {"value": "%%"}, "signed": {}}],
+            f"its signature does not verify with key {signed.key_id}",
+        ),
+    }
+    for name, (written, message) in cases.items():
+        code, found, _ = verify(
+            signed, str(save(tmp_path / name, written)), "--public-key", str(signed.public)
+        )
+        assert code == 1 and any(message in line for line in found), (name, found)
+    middle = save(tmp_path / "middle.jsonl", [*events[:3], trailer, *events[3:]])
+    result = run(signed.env, signed.outputs, "audit", "verify", str(middle))
+    assert result.exit_code == 2
+    assert "line 5: a line after the export's signature line" in result.stderr.replace("\n", " ")
