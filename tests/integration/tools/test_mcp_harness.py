@@ -9,6 +9,7 @@ auditor starts none. Bad arguments are tool errors naming what was wrong.
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -302,3 +303,35 @@ def test_a_second_harness_uses_it_as_a_tool_server_reading_but_never_asking(
     assert run_id in ready[0].content and QUESTION in ready[0].content
     assert "SUCCESS" in ready[1].content and "why did the agent stop" in ready[1].content
     assert result.release_outcome.value == "SUCCESS", result
+
+
+def test_asks_beyond_the_workers_cap_are_refused_in_words_and_start_nothing(
+    tmp_path: Path,
+) -> None:
+    env = harness_env(tmp_path / "h.db", HARNESS_MODEL=HANGS, HARNESS_MAX_CONCURRENT_RUNS="1")
+
+    async def scenario() -> tuple[str, list[dict[str, Any]]]:
+        async with stdio_harness(env) as client:
+            running = anyio.Event()
+
+            async def progress(progress: float, total: float | None, message: str | None) -> None:
+                if message == "DIAGNOSIS_RUNNING":
+                    running.set()
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(
+                    partial(
+                        client.call_tool, "ask", {"query": QUESTION}, progress_callback=progress
+                    )
+                )
+                with anyio.fail_after(WAIT):
+                    await running.wait()
+                refused = await client.call_tool("diagnose", {"query": QUESTION})
+                group.cancel_scope.cancel()  # the first ask: cancelled, and its run with it
+            listed = await client.call_tool("list_runs", {})
+            assert refused.is_error
+            return text_of(refused), listed.structured_content["runs"]
+
+    said, runs = anyio.run(scenario)
+    assert said == "this worker already executes its 1 concurrent runs; retry in 1s"
+    assert len(runs) == 1  # the refused ask started no run
