@@ -82,11 +82,7 @@ def harness_server(worker: Worker) -> Server[Any]:
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        arguments = dict(params.arguments or {})
-        who = caller(worker, ctx)
-        if params.name in ASKING:
-            return await ask(worker, ctx, who, arguments)
-        return await reads.call(params.name, who, arguments)
+        return await _called(worker, reads, ctx, params)
 
     async def list_resources(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -109,6 +105,23 @@ def harness_server(worker: Worker) -> Server[Any]:
         on_list_resource_templates=_templates,
         on_read_resource=read_resource,
     )
+
+
+async def _called(
+    worker: Worker,
+    reads: ReadTools,
+    ctx: ServerRequestContext[Any],
+    params: types.CallToolRequestParams,
+) -> types.CallToolResult:
+    """The tool ``params`` names, for the caller; whatever fails is said in words."""
+    arguments, who = dict(params.arguments or {}), caller(worker, ctx)
+    try:
+        if params.name in ASKING:
+            return await ask(worker, ctx, who, arguments)
+        return await reads.call(params.name, who, arguments)
+    except Exception as failed:  # a bug, or the database away: in words, never a traceback
+        log.exception("mcp: %s failed", params.name)
+        return error(f"{params.name} failed ({type(failed).__name__}); the harness logged why")
 
 
 async def _templates(
