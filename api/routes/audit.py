@@ -13,6 +13,8 @@ from api.deps import WorkerDep
 from api.problem_docs import error_responses
 from api.schemas_ops import AuditEventPublic, AuditEventsPublic, VerifyPublic
 from application.audit.records import store_records
+from application.audit.verify import Signed
+from infrastructure.audit_keys import load_signer
 
 router = APIRouter(prefix="/v1/audit", tags=["audit"])
 
@@ -62,7 +64,8 @@ def events(
 async def verify(worker: WorkerDep, _auditor: Auditor) -> VerifyPublic:
     """What `harness audit verify --db` checks and reports, as JSON (auditors, admins).
 
-    It reads the whole log and rebuilds every projection in a temporary file to compare the
+    With a signing key configured, the checkpoints' signatures are checked with its public key
+    too. It reads the whole log and rebuilds every projection in a temporary file to compare the
     read tables with: it takes time in proportion to the log, so one runs at a time per worker
     process and another request meanwhile is refused with 409. Compare a quiet database: rows
     of runs in flight change while they are compared.
@@ -74,8 +77,13 @@ async def verify(worker: WorkerDep, _auditor: Auditor) -> VerifyPublic:
             " retry when it has finished",
         )
     try:
-        key = worker.settings.audit_key.get_secret_value().encode() or None
-        report = await anyio.to_thread.run_sync(verify_database, worker.store, worker.engine, key)
+        settings = worker.settings
+        key = settings.audit_key.get_secret_value().encode() or None
+        signing = settings.audit_signing_key_file  # its own signatures checked with its public key
+        signed = Signed(load_signer(signing).public_keys()) if signing else None
+        report = await anyio.to_thread.run_sync(
+            verify_database, worker.store, worker.engine, key, None, signed
+        )
     finally:
         VERIFYING.release()
     return VerifyPublic.model_validate(

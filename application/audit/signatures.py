@@ -54,6 +54,10 @@ class Signer:
         value = base64.b64encode(self._private.sign(message)).decode("ascii")
         return {"alg": ALG, "key_id": self.key_id, "value": value}
 
+    def public_keys(self) -> PublicKeys:
+        """This key's public half, to check what it signed (the service's own verification)."""
+        return PublicKeys.of([self._private.public_key()])
+
     def __repr__(self) -> str:
         """The key id only: a signer printed or logged never shows its key."""
         return f"Signer({self.key_id})"

@@ -15,6 +15,7 @@ import socket
 from collections import defaultdict
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,6 +25,8 @@ from sqlalchemy import Engine, select
 
 from api.audit_verify import VERIFYING
 from api.auth import Role
+from application.audit.checkpoints import record_checkpoint
+from infrastructure.audit_keys import generate, load_signer
 from infrastructure.leases import SqlLeases, WorkerIdentity
 from infrastructure.read_tables import diagnosis_run, run_daily
 from infrastructure.settings import ApiKey, Settings
@@ -226,3 +229,18 @@ def test_a_second_verify_while_one_runs_is_a_409(keyed: Served) -> None:
     assert answer.status_code == 409, answer.text
     assert "already running" in answer.json()["detail"]
     assert as_(keyed, "adam", "POST", VERIFY).status_code == 200
+
+
+def test_verify_checks_the_services_own_signatures_with_its_public_key(
+    sqlite_settings: Settings, tmp_path: Path
+) -> None:
+    private, _, named = generate(tmp_path)
+    signing = sqlite_settings.model_copy(update={"audit_signing_key_file": private})
+    with served_client(signing) as served:
+        finish(served.client, DIAGNOSIS)
+        assert record_checkpoint(served.store, sign=load_signer(private).sign) is not None
+        report = served.client.post(VERIFY).json()
+    assert report["clean"] is True, report["violations"]
+    assert any(
+        c.startswith(f"signatures ({named}): checkpoints signed up to") for c in report["checks"]
+    )
