@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from mcp_types import Tool as McpToolSpec
 
     from domain.redactor import Redactor
+    from domain.values import McpSession
     from infrastructure.mcp_client import McpConnection
     from infrastructure.tool_config import ToolOptions
 
@@ -185,6 +186,10 @@ class McpTool:
             )
         lines, notes = project(result, self.max_result_bytes)
         return ToolOutput(lines, "", notes, hidden)
+
+    def mcp_session(self) -> McpSession:
+        """The session this tool's calls go over, as it stands (an invocation records it)."""
+        return self.connection.session()
 
     def _listed(self) -> McpToolSpec | None:
         """The tool as the server last listed it; None once the server no longer lists it."""

@@ -71,6 +71,8 @@ def test_begin_records_the_canonical_start_in_projecting() -> None:
                 "arguments": ARGUMENTS,
                 "origin": "builtin",
                 "read_only_override": False,
+                "call_id": "",
+                "mcp": None,
             },
         )
     ]
