@@ -240,12 +240,15 @@ class ToolArgumentsError(ValueError):
 class ToolExecutionError(Exception):
     """The tool's backend failed; ``code`` is recorded on the invocation."""
 
-    def __init__(self, code: str, message: str, redactions: int = 0) -> None:
+    def __init__(self, code: str, message: str, redactions: int = 0, error_type: str = "") -> None:
         """Keep a stable code for the audit record, and the secrets already hidden in it."""
         super().__init__(message)
         self.code = code
         self.redactions = redactions
         """How many secrets in ``message`` were already replaced by [redacted] (recorded)."""
+        self.error_type = error_type
+        """The failure's class as the tool's source says it (an MCP server's JSON-RPC error
+        code, ``tool_error``), for the trace's ``error.type``; '' when it says none."""
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from application.ports import StoreUnavailableError, ToolExecutionError, ToolOut
 from application.run_context import RunAborted
 from application.storable import NotStorable, storable_output, storable_text
 from application.tool_admission import admitted, shown_name
-from application.tool_port import PortView, begin, checks_block, read_port
+from application.tool_port import MAX_ERROR_TYPE, PortView, begin, checks_block, read_port
 from application.tool_projection import mark_ready, project, shown_notes
 from application.tool_secrets import NO_SECRETS, redacted_error, redacted_output
 from domain.run import Run
@@ -154,7 +154,8 @@ class ToolBoundary:
             output = self._run_or_abandon(tool, call, invocation)
         except ToolExecutionError as error:
             error = redacted_error(self.redactor, error)
-            return self._failed(call, invocation, error.code, str(error), error.redactions)
+            failure = (error.code, str(error), error.redactions, error.error_type)
+            return self._failed(call, invocation, *failure)
         output = redacted_output(self.redactor, output)  # before anything is cut or recorded
         if not output.scope_description.strip():  # NO_EVIDENCE must always name its scope
             output = replace(output, scope_description=f"{view.name} with {scope}")
@@ -265,12 +266,18 @@ class ToolBoundary:
         )
 
     def _failed(
-        self, call: ToolCall, invocation: ToolInvocation, code: str, message: str, hidden: int = 0
+        self,
+        call: ToolCall,
+        invocation: ToolInvocation,
+        code: str,
+        message: str,
+        hidden: int = 0,
+        kind: str = "",
     ) -> ToolResult:
         # the tool's own words (ToolExecutionError's code is text: a tool may name its own)
         code = storable_text(str(code)).strip() or ToolErrorCode.EXECUTION.value
         message = storable_text(message)
-        invocation.fail(code, message, hidden)
+        invocation.fail(code, message, hidden, storable_text(str(kind))[:MAX_ERROR_TYPE])
         self.ctx.journal.record(invocation)
         return ToolResult(
             call.id, f"invocation {invocation.id} ERROR {code}: {message}", invocation.id

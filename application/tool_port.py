@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 MAX_SHOWN_ARGUMENTS = 200
 """Characters of arguments that are not a JSON object quoted in their rejection."""
+MAX_ERROR_TYPE = 64
+"""Characters of a failure's class an invocation records (a JSON-RPC code, ``tool_error``)."""
 MAX_CALL_ID = 128
 """Characters of the model's tool-call id an invocation records (OpenAI's are 30 or so)."""
 

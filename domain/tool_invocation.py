@@ -97,17 +97,26 @@ class ToolInvocation(Aggregate):
     class ToolInvocationFailed(Aggregate.Event):
         """Execution, projection, size, budget or store failed."""
 
-        class_version = 2
+        class_version = 3
         error_code: str
         """A :class:`ToolErrorCode`'s value, or the tool's own code (text, so old logs read)."""
         message: str
         redactions: int
         """Secrets replaced by ``[redacted]`` in the message before it was recorded."""
+        error_type: str
+        """The failure's class as the tool's source said it, for the trace's ``error.type``: an
+        MCP server's JSON-RPC error code, ``tool_error`` for its result marked ``isError``;
+        '' when it said none (and before v3)."""
 
         @staticmethod
         def upcast_v1_v2(state: dict[str, Any]) -> None:
             """Version 1 redacted nothing."""
             state["redactions"] = 0
+
+        @staticmethod
+        def upcast_v2_v3(state: dict[str, Any]) -> None:
+            """Version 2 did not record the failure's class."""
+            state["error_type"] = ""
 
         def apply(self, aggregate: ToolInvocation) -> None:
             """Close the invocation as ERROR."""
@@ -204,10 +213,17 @@ class ToolInvocation(Aggregate):
             redactions=redactions,
         )
 
-    def fail(self, error_code: ToolErrorCode | str, message: str, redactions: int = 0) -> None:
+    def fail(
+        self,
+        error_code: ToolErrorCode | str,
+        message: str,
+        redactions: int = 0,
+        error_type: str = "",
+    ) -> None:
         """Record a failure (``TOOL_INVOCATION_FAILED``): the harness's code or the tool's own.
 
-        ``redactions`` counts the secrets already replaced in ``message``.
+        ``redactions`` counts the secrets already replaced in ``message``; ``error_type`` is the
+        failure's class as the tool's source said it, if it said.
         """
         self._check_projecting()
         self._check_count(redactions)
@@ -215,7 +231,11 @@ class ToolInvocation(Aggregate):
         if not code.strip():
             raise InvalidCommandError(self.id, f"invocation {self.id!r}: an error code is required")
         self.trigger_event(
-            self.ToolInvocationFailed, error_code=code, message=message, redactions=redactions
+            self.ToolInvocationFailed,
+            error_code=code,
+            message=message,
+            redactions=redactions,
+            error_type=error_type,
         )
 
     def _check_count(self, redactions: int) -> None:

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from infrastructure.mcp_client import McpConnection
     from infrastructure.tool_config import ToolOptions
 
+TOOL_ERROR = "tool_error"
+"""The class of a result the server marked ``isError`` (the MCP conventions' ``error.type``)."""
 DEFAULT_MAX_RESULT_BYTES = 8000
 """Bytes of a result the harness keeps when the configuration does not say."""
 
@@ -175,7 +177,8 @@ class McpTool:
         except McpServerError as error:
             # Its text may quote the server: the secrets are hidden first, then it is cut.
             said = self.redactor.redact(str(error))
-            raise ToolExecutionError(error.code, said.text[:MAX_ERROR_CHARS], said.count) from None
+            text = said.text[:MAX_ERROR_CHARS]
+            raise ToolExecutionError(error.code, text, said.count, error.error_type) from None
         result, hidden = redacted_result(self.redactor, result)
         if result.is_error:
             text = " ".join(error_texts(result.content)).strip() or "no message"
@@ -183,6 +186,7 @@ class McpTool:
                 ToolErrorCode.EXECUTION.value,
                 f"{self.name} failed: {text}"[:MAX_ERROR_CHARS],
                 hidden,
+                TOOL_ERROR,
             )
         lines, notes = project(result, self.max_result_bytes)
         return ToolOutput(lines, "", notes, hidden)

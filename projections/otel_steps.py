@@ -73,7 +73,9 @@ def _on_tool(span: SpanData, event: object, capture: bool) -> None:
         if capture:
             attributes["gen_ai.tool.call.result"] = event.content
     elif isinstance(event, ToolInvocation.ToolInvocationFailed):
-        attributes["error.type"] = tool_error_type(event.error_code)
+        attributes["error.type"] = event.error_type or tool_error_type(event.error_code)
+        if event.error_type.lstrip("-").isdigit():  # the JSON-RPC error an MCP server answered
+            attributes["rpc.response.status_code"] = event.error_type
         attributes["harness.tool.error_code"] = event.error_code
         span.status, span.description = "ERROR", event.error_code
     if getattr(event, "redactions", 0):  # how many secrets the log holds as [redacted]

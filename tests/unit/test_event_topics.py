@@ -409,6 +409,7 @@ def test_a_ready_result_of_version_2_and_a_failure_of_version_1_read_with_no_red
         event = _mapper().to_domain_event(stored)
         assert type(event).__name__ == f"ToolInvocation{kind}"
         assert getattr(event, "redactions", None) == 0
+        assert getattr(event, "error_type", "") == ""  # a failure's class came with v3
 
 
 def test_enums_are_stored_under_their_class_names() -> None:

@@ -155,9 +155,10 @@ def test_a_tool_call_carries_the_models_call_id_and_an_mcp_one_is_an_mcp_client_
     remote = ToolInvocation.begin(
         RUN, "ops_uptime", "{}", {}, origin="mcp:ops", call_id="call_def", mcp=http
     )
-    remote.fail("EXECUTION", "ops_uptime failed")
+    remote.fail("EXECUTION", "ops_uptime failed", error_type="tool_error")  # isError: true
     local = McpSession("time", "stdio", protocol_version="2025-06-18")
     piped = ToolInvocation.begin(RUN, "now", "{}", {}, origin="mcp:time", mcp=local)
+    piped.fail("EXECUTION", "MCP server 'time' answered: Invalid params", error_type="-32602")
     spans = _by_name(run_spans(_streams(run, builtin, remote, piped)))
 
     own = spans["execute_tool search_logs"]
@@ -177,9 +178,11 @@ def test_a_tool_call_carries_the_models_call_id_and_an_mcp_one_is_an_mcp_client_
         "server.port": 8443,
         "mcp.protocol.version": "2025-06-18",
         "mcp.session.id": "sess-1",
-        "error.type": "execution",
+        "error.type": "tool_error",
     }
     over_pipe = spans["tools/call now"]
+    assert over_pipe.attributes["error.type"] == "-32602"  # the JSON-RPC error code
+    assert over_pipe.attributes["rpc.response.status_code"] == "-32602"
     assert over_pipe.attributes["network.transport"] == "pipe"
     assert "server.address" not in over_pipe.attributes
     assert over_pipe.attributes["harness.mcp.server"] == "time"
