@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from application.send_gate import SendGate
     from domain.states import ModelStepPurpose
-    from domain.values import ModelAttempt
+    from domain.values import ModelAttempt, ModelCall
 
 JSON = Mapping[str, Any]
 
@@ -98,6 +98,9 @@ class ModelResponse:
     finish_reason: str = "stop"
     attempts: tuple[ModelAttempt, ...] = ()
     """The failed attempts the provider tried again before this answer (the step records them)."""
+    call: ModelCall | None = None
+    """What the provider said of the answer besides it: its id, model, fingerprint, tier (the
+    step records them for the trace; None: it said nothing of the kind)."""
 
 
 class StoreError(Exception):
@@ -125,6 +128,10 @@ class ModelError(Exception):
 
     attempts: tuple[ModelAttempt, ...] = ()
     """The failed attempts tried again before this failure (the step records them)."""
+    error_type = ""
+    """The failure's class for the trace's ``error.type``, set by the adapter that knows it (an
+    HTTP status as text, ``timeout``, the transport error's name); '' lets the harness name it
+    by the error's own class (:func:`application.model_call.error_type`)."""
 
     def __init__(self, message: str = "") -> None:
         """Keep ``message`` with whatever looks like a credential replaced."""
@@ -203,6 +210,16 @@ def model_where(provider: ModelProvider) -> str:
     return f"{provider.name} model {model!r}" if model else f"{provider.name} model"
 
 
+def model_server(provider: ModelProvider) -> tuple[str, int]:
+    """The host and port ``provider`` calls (its ``server``); ('', 0) for a model in process."""
+    server = getattr(provider, "server", None)
+    if isinstance(server, tuple) and len(server) == 2:
+        host, port = server
+        if isinstance(host, str) and isinstance(port, int):
+            return host, port
+    return "", 0
+
+
 def gated(provider: object) -> bool:
     """Whether ``provider`` says ``gated = True``: it waits at a request's ``send_gate``.
 
@@ -223,12 +240,15 @@ class ToolArgumentsError(ValueError):
 class ToolExecutionError(Exception):
     """The tool's backend failed; ``code`` is recorded on the invocation."""
 
-    def __init__(self, code: str, message: str, redactions: int = 0) -> None:
+    def __init__(self, code: str, message: str, redactions: int = 0, error_type: str = "") -> None:
         """Keep a stable code for the audit record, and the secrets already hidden in it."""
         super().__init__(message)
         self.code = code
         self.redactions = redactions
         """How many secrets in ``message`` were already replaced by [redacted] (recorded)."""
+        self.error_type = error_type
+        """The failure's class as the tool's source says it (an MCP server's JSON-RPC error
+        code, ``tool_error``), for the trace's ``error.type``; '' when it says none."""
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from dataclasses import InitVar, dataclass, field, replace
 from typing import TYPE_CHECKING, TypeVar
 
 from application.deadline import time_left
+from application.model_call import model_call
 from application.port_calls import PortBusy
 from application.ports import (
     ModelError,
@@ -54,7 +55,6 @@ if TYPE_CHECKING:
     from application.store import HarnessStore
     from domain.run import Run
     from domain.tool_invocation import ToolInvocation
-    from domain.values import ModelAttempt
 
 
 CANCEL_POLL = 0.5
@@ -150,8 +150,7 @@ class RunContext:
             # A model failure after the run ended changes nothing: the deadline is checked here,
             # and a cancel that came meanwhile makes the step's commit conflict and abort.
             self.check_active(reread=False)
-            detail, attempts = describe_error(error), error.attempts
-            self._record(bounded, ModelStepOutcome.FAILED, detail=detail, tried=attempts)
+            self._record(bounded, ModelStepOutcome.FAILED, error=error)
             raise
         self.check_active(reread=False)  # a late answer is discarded the same way
         text = response.text
@@ -266,8 +265,7 @@ class RunContext:
         request: ModelRequest,
         outcome: ModelStepOutcome,
         response: ModelResponse | None = None,
-        detail: str = "",
-        tried: tuple[ModelAttempt, ...] = (),
+        error: ModelError | None = None,
     ) -> None:
         usage = response.usage if response else None
         self.run.record_model_step(
@@ -276,13 +274,14 @@ class RunContext:
             tokens_out=max(0, usage.tokens_out) if usage else 0,
             latency_ms=int((time.monotonic() - self._sent_at) * 1000),
             outcome=outcome,
-            detail=detail,
+            detail=describe_error(error) if error is not None else "",
             bound_ms=int(min(request.timeout_s, MAX_BOUND_S) * 1000),
             provider=self.provider.name,
             model=model_name(self.provider),
             finish_reason=response.finish_reason[:MAX_FINISH_REASON] if response else "",
             answer=response.text if response else "",
-            attempts=response.attempts if response else tried,
+            attempts=response.attempts if response else error.attempts if error else (),
+            call=model_call(self.provider, request, outcome, response, error),
         )
         self.journal.record()
 

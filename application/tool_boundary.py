@@ -12,12 +12,11 @@ from application.ports import StoreUnavailableError, ToolExecutionError, ToolOut
 from application.run_context import RunAborted
 from application.storable import NotStorable, storable_output, storable_text
 from application.tool_admission import admitted, shown_name
-from application.tool_port import PortView, checks_block, read_port
+from application.tool_port import MAX_ERROR_TYPE, PortView, begin, checks_block, read_port
 from application.tool_projection import mark_ready, project, shown_notes
 from application.tool_secrets import NO_SECRETS, redacted_error, redacted_output
 from domain.run import Run
 from domain.states import BudgetKind
-from domain.tool_invocation import ToolInvocation
 from domain.tool_states import (
     EvidenceStatus,
     GainSource,
@@ -34,6 +33,7 @@ if TYPE_CHECKING:
     from application.run_context import RunContext
     from domain.collection import Collection
     from domain.redactor import Redactor
+    from domain.tool_invocation import ToolInvocation
 
 log = logging.getLogger(__name__)
 
@@ -142,14 +142,7 @@ class ToolBoundary:
 
     def _invoke(self, call: ToolCall, tool: Tool, view: PortView, scope: str) -> ToolResult:
         """Begin, run and project a call that passed the preflight."""
-        invocation = ToolInvocation.begin(
-            self.ctx.run.id,
-            view.name,
-            scope,
-            dict(call.arguments),
-            origin=view.origin,
-            read_only_override=view.read_only_override,
-        )
+        invocation = begin(self.ctx.run.id, view, scope, dict(call.arguments))
         self.ctx.run.charge(BudgetKind.TOOL_CALLS, 1, str(invocation.id))
         refused = self._record_begin(call, view, invocation)
         if refused is not None:
@@ -161,7 +154,8 @@ class ToolBoundary:
             output = self._run_or_abandon(tool, call, invocation)
         except ToolExecutionError as error:
             error = redacted_error(self.redactor, error)
-            return self._failed(call, invocation, error.code, str(error), error.redactions)
+            failure = (error.code, str(error), error.redactions, error.error_type)
+            return self._failed(call, invocation, *failure)
         output = redacted_output(self.redactor, output)  # before anything is cut or recorded
         if not output.scope_description.strip():  # NO_EVIDENCE must always name its scope
             output = replace(output, scope_description=f"{view.name} with {scope}")
@@ -272,12 +266,18 @@ class ToolBoundary:
         )
 
     def _failed(
-        self, call: ToolCall, invocation: ToolInvocation, code: str, message: str, hidden: int = 0
+        self,
+        call: ToolCall,
+        invocation: ToolInvocation,
+        code: str,
+        message: str,
+        hidden: int = 0,
+        kind: str = "",
     ) -> ToolResult:
         # the tool's own words (ToolExecutionError's code is text: a tool may name its own)
         code = storable_text(str(code)).strip() or ToolErrorCode.EXECUTION.value
         message = storable_text(message)
-        invocation.fail(code, message, hidden)
+        invocation.fail(code, message, hidden, storable_text(str(kind))[:MAX_ERROR_TYPE])
         self.ctx.journal.record(invocation)
         return ToolResult(
             call.id, f"invocation {invocation.id} ERROR {code}: {message}", invocation.id

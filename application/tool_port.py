@@ -13,18 +13,26 @@ built-in tools' scope is parsed from the arguments; only their ``run`` queries t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from application.ports import ToolArgumentsError, stays_local
 from application.storable import storable_text
 from application.tool_admission import admission_of
+from domain.tool_invocation import ToolInvocation
+from domain.values import McpSession
 
 if TYPE_CHECKING:
+    from uuid import UUID
+
     from application.ports import Tool, ToolCall
     from application.tool_admission import Admission
 
 MAX_SHOWN_ARGUMENTS = 200
 """Characters of arguments that are not a JSON object quoted in their rejection."""
+MAX_ERROR_TYPE = 64
+"""Characters of a failure's class an invocation records (a JSON-RPC code, ``tool_error``)."""
+MAX_CALL_ID = 128
+"""Characters of the model's tool-call id an invocation records (OpenAI's are 30 or so)."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +51,10 @@ class PortView:
     max_result_bytes: int
     local: bool
     """Whether calls stay in the service (read by :func:`~application.ports.stays_local`)."""
+    call_id: str = ""
+    """The model's id of the call, cut to :data:`MAX_CALL_ID` characters (the trace's id)."""
+    mcp: McpSession | None = None
+    """The session a tool of an MCP server is called over (its ``mcp_session``), as it stands."""
 
 
 def read_port(tool: Tool, call: ToolCall, granted_scopes: frozenset[str]) -> PortView:
@@ -68,7 +80,30 @@ def read_port(tool: Tool, call: ToolCall, granted_scopes: frozenset[str]) -> Por
         read_only_override=getattr(tool, "read_only_override", False) is True,
         max_result_bytes=tool.max_result_bytes,
         local=stays_local(tool),
+        call_id=call.id[:MAX_CALL_ID],
+        mcp=mcp_session(tool),
     )
+
+
+def begin(run_id: UUID, view: PortView, scope: str, arguments: dict[str, Any]) -> ToolInvocation:
+    """The invocation a call that passed the preflight begins: what the view says of it."""
+    return ToolInvocation.begin(
+        run_id,
+        view.name,
+        scope,
+        arguments,
+        origin=view.origin,
+        read_only_override=view.read_only_override,
+        call_id=view.call_id,
+        mcp=view.mcp,
+    )
+
+
+def mcp_session(tool: Tool) -> McpSession | None:
+    """The MCP session ``tool`` says it is called over (its ``mcp_session()``), if it says."""
+    session = getattr(tool, "mcp_session", None)
+    found = session() if callable(session) else None
+    return found if isinstance(found, McpSession) else None
 
 
 def checks_block(tool: Tool) -> bool:

@@ -41,4 +41,5 @@ def redacted_error(redactor: Redactor, error: ToolExecutionError) -> ToolExecuti
     message = redactor.redact(str(error))
     if not message.count:
         return error
-    return ToolExecutionError(error.code, message.text, error.redactions + message.count)
+    count = error.redactions + message.count
+    return ToolExecutionError(error.code, message.text, count, error.error_type)

@@ -12,7 +12,7 @@ from eventsourcing.persistence import JSONTranscoder, Mapper, Transcoding
 from domain.answer_rules import RetrievedPassage
 from domain.catalogue import ALL_ENUMS
 from domain.grounding import Citation, JudgedStatement, RejectedCitation
-from domain.values import Budget, Fact, ModelAttempt, Termination
+from domain.values import Budget, Fact, McpSession, ModelAttempt, ModelCall, Termination
 
 E = TypeVar("E", bound=Enum)
 V = TypeVar("V")
@@ -25,6 +25,8 @@ VALUE_OBJECTS: tuple[type[Any], ...] = (
     JudgedStatement,
     RetrievedPassage,
     ModelAttempt,
+    ModelCall,
+    McpSession,
 )
 
 

@@ -20,6 +20,7 @@ from domain.states import (
     ModelStepOutcome,
     ModelStepPurpose,
 )
+from domain.values import ModelCall
 
 if TYPE_CHECKING:
     from domain.tool_states import ToolRejectionCode
@@ -64,7 +65,7 @@ class RunSteps(RunTermination):
     class AgentModelStep(Aggregate.Event):
         """One model call with its purpose, usage, latency and outcome; charges the budget."""
 
-        class_version = 5
+        class_version = 6
         purpose: ModelStepPurpose
         tokens_in: int
         tokens_out: int
@@ -88,6 +89,9 @@ class RunSteps(RunTermination):
         attempts: tuple[ModelAttempt, ...]
         """The attempts that failed and were tried again, in order, with the wait after each
         (the last attempt is the step itself; none before v5). Their time is in ``latency_ms``."""
+        call: ModelCall
+        """The server called, the response's id and model, the failure's class (for the trace;
+        all empty before v6)."""
 
         @staticmethod
         def upcast_v1_v2(state: dict[str, Any]) -> None:
@@ -108,6 +112,11 @@ class RunSteps(RunTermination):
         def upcast_v4_v5(state: dict[str, Any]) -> None:
             """Version 4 did not record retried attempts (none were made before v5)."""
             state["attempts"] = ()
+
+        @staticmethod
+        def upcast_v5_v6(state: dict[str, Any]) -> None:
+            """Version 5 did not record the server, the response's ids or the failure's class."""
+            state["call"] = ModelCall()
 
         def apply(self, aggregate: RunSteps) -> None:
             """Charge one model call and its tokens."""
@@ -177,13 +186,13 @@ class RunSteps(RunTermination):
         finish_reason: str = "",
         answer: str = "",
         attempts: tuple[ModelAttempt, ...] = (),
+        call: ModelCall | None = None,
     ) -> None:
         """Record one model call and charge it (``AGENT_MODEL_STEP``); exhaust if over budget.
 
         ``bound_ms`` is the longest the harness would wait: an auditor sees no late answer used.
         ``provider``, ``model`` and ``finish_reason`` say who answered and why it stopped;
-        ``answer`` is its text (see :meth:`_answer_fields`); ``attempts`` the failed attempts
-        tried again before it, their waits within ``latency_ms``.
+        ``answer``, ``attempts`` and ``call`` are recorded as :meth:`_answer_fields` says.
         """
         least = min(tokens_in, tokens_out, latency_ms, bound_ms)
         self._check_model_step(outcome, answer, least, (latency_ms, attempts))
@@ -199,7 +208,7 @@ class RunSteps(RunTermination):
             provider=provider,
             model=model,
             finish_reason=finish_reason,
-            **self._answer_fields(purpose, outcome, answer, attempts),
+            **self._answer_fields(purpose, outcome, answer, (attempts, call)),
         )
         self._exhaust_if_over()
 
@@ -208,22 +217,26 @@ class RunSteps(RunTermination):
         purpose: ModelStepPurpose,
         outcome: ModelStepOutcome,
         answer: str,
-        attempts: tuple[ModelAttempt, ...],
+        tried: tuple[tuple[ModelAttempt, ...], ModelCall | None],
     ) -> dict[str, Any]:
-        """The answer as a model step records it, and the attempts tried before it.
+        """The answer as a model step records it, the attempts tried before it, the wire's word.
 
-        The answer's text if kept, its length and its hash.
+        The answer's text if kept, its length and its hash; the failed attempts tried again
+        before it (their waits are within the step's ``latency_ms``); what the wire told of the
+        call (:class:`~domain.values.ModelCall`, empty when not given).
 
         The text is kept whole for the purposes in :data:`KEPT_ANSWERS`; an answer over
         :data:`MAX_MODEL_OUTPUT_CHARS` is recorded only as TOO_LARGE, never read nor cut.
         """
         kept = outcome is ModelStepOutcome.OK and purpose in self.KEPT_ANSWERS
         came = outcome in (ModelStepOutcome.OK, ModelStepOutcome.TOO_LARGE)
+        attempts, call = tried
         return {
             "text": answer if kept else "",
             "length": len(answer),
             "sha256": text_sha256(answer) if came else "",
             "attempts": tuple(attempts),
+            "call": call or ModelCall(),
         }
 
     def _check_model_step(

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from uuid import UUID, uuid4
 
 from eventsourcing.domain import Aggregate
 
 from domain.errors import InvalidCommandError, InvocationClosedError
 from domain.tool_states import EvidenceStatus, InvocationStatus, ToolErrorCode
+
+if TYPE_CHECKING:
+    from domain.values import McpSession
 
 ReadyEvidence = Literal[EvidenceStatus.EVIDENCE_FOUND, EvidenceStatus.NO_EVIDENCE]
 """The only evidence statuses a READY invocation can carry (SPEC §16 invariant 4)."""
@@ -21,7 +24,7 @@ class ToolInvocation(Aggregate):
     class ToolInvocationStarted(Aggregate.Created):
         """The canonical begin: preflight passed and the tool is being called."""
 
-        class_version = 2
+        class_version = 3
         run_id: UUID
         tool: str
         normalized_scope: str
@@ -30,12 +33,22 @@ class ToolInvocation(Aggregate):
         """Where the tool comes from: ``builtin``, ``plugin:NAME`` or ``mcp:SERVER``."""
         read_only_override: bool
         """True when the configuration admitted a tool its source does not call read-only."""
+        call_id: str
+        """The model's id of the tool call it answers (OpenAI's ``call_…``; '' before v3)."""
+        mcp: McpSession | None
+        """The MCP session the call went over, for a tool of an MCP server (None: not MCP)."""
 
         @staticmethod
         def upcast_v1_v2(state: dict[str, Any]) -> None:
             """Version 1 knew only the harness's own tools, none of them admitted by override."""
             state["origin"] = "builtin"
             state["read_only_override"] = False
+
+        @staticmethod
+        def upcast_v2_v3(state: dict[str, Any]) -> None:
+            """Version 2 recorded neither the model's call id nor the MCP session."""
+            state["call_id"] = ""
+            state["mcp"] = None
 
         def apply(self, aggregate: ToolInvocation) -> None:
             """Record what was called, for which run."""
@@ -84,17 +97,26 @@ class ToolInvocation(Aggregate):
     class ToolInvocationFailed(Aggregate.Event):
         """Execution, projection, size, budget or store failed."""
 
-        class_version = 2
+        class_version = 3
         error_code: str
         """A :class:`ToolErrorCode`'s value, or the tool's own code (text, so old logs read)."""
         message: str
         redactions: int
         """Secrets replaced by ``[redacted]`` in the message before it was recorded."""
+        error_type: str
+        """The failure's class as the tool's source said it, for the trace's ``error.type``: an
+        MCP server's JSON-RPC error code, ``tool_error`` for its result marked ``isError``;
+        '' when it said none (and before v3)."""
 
         @staticmethod
         def upcast_v1_v2(state: dict[str, Any]) -> None:
             """Version 1 redacted nothing."""
             state["redactions"] = 0
+
+        @staticmethod
+        def upcast_v2_v3(state: dict[str, Any]) -> None:
+            """Version 2 did not record the failure's class."""
+            state["error_type"] = ""
 
         def apply(self, aggregate: ToolInvocation) -> None:
             """Close the invocation as ERROR."""
@@ -129,11 +151,14 @@ class ToolInvocation(Aggregate):
         *,
         origin: str = "builtin",
         read_only_override: bool = False,
+        call_id: str = "",
+        mcp: McpSession | None = None,
     ) -> ToolInvocation:
         """Begin an invocation in PROJECTING (``TOOL_INVOCATION_STARTED``).
 
         ``origin`` names the tool's source; ``read_only_override`` records that the configuration,
-        not the tool's own annotations, made it read-only.
+        not the tool's own annotations, made it read-only; ``call_id`` is the model's id of the
+        call, ``mcp`` the session of an MCP server's tool.
         """
         key = invocation_id or uuid4()
         if not tool.strip():
@@ -147,6 +172,8 @@ class ToolInvocation(Aggregate):
             arguments=dict(arguments),
             origin=origin,
             read_only_override=read_only_override,
+            call_id=call_id,
+            mcp=mcp,
         )
 
     @property
@@ -186,10 +213,17 @@ class ToolInvocation(Aggregate):
             redactions=redactions,
         )
 
-    def fail(self, error_code: ToolErrorCode | str, message: str, redactions: int = 0) -> None:
+    def fail(
+        self,
+        error_code: ToolErrorCode | str,
+        message: str,
+        redactions: int = 0,
+        error_type: str = "",
+    ) -> None:
         """Record a failure (``TOOL_INVOCATION_FAILED``): the harness's code or the tool's own.
 
-        ``redactions`` counts the secrets already replaced in ``message``.
+        ``redactions`` counts the secrets already replaced in ``message``; ``error_type`` is the
+        failure's class as the tool's source said it, if it said.
         """
         self._check_projecting()
         self._check_count(redactions)
@@ -197,7 +231,11 @@ class ToolInvocation(Aggregate):
         if not code.strip():
             raise InvalidCommandError(self.id, f"invocation {self.id!r}: an error code is required")
         self.trigger_event(
-            self.ToolInvocationFailed, error_code=code, message=message, redactions=redactions
+            self.ToolInvocationFailed,
+            error_code=code,
+            message=message,
+            redactions=redactions,
+            error_type=error_type,
         )
 
     def _check_count(self, redactions: int) -> None:

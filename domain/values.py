@@ -113,6 +113,50 @@ class ModelAttempt:
 
 
 @dataclass(frozen=True)
+class ModelCall:
+    """What the wire told of one model call, for its trace.
+
+    Whom it called, what answered and how it failed: low-cardinality names and ids only, never
+    content, never a credential.
+    """
+
+    server_address: str = ""
+    """The host of the model server called, as configured ('' for a model in process)."""
+    server_port: int = 0
+    """Its port, the scheme's default when the URL names none (0 with no server)."""
+    response_id: str = ""
+    """The completion's id as the provider gave it (``chatcmpl-…``; '' when none came)."""
+    response_model: str = ""
+    """The model that answered, as the provider named it ('' when none came)."""
+    system_fingerprint: str = ""
+    """The provider's fingerprint of its backend configuration, if it sent one."""
+    service_tier: str = ""
+    """The service tier the provider says it used, if it said."""
+    output_type: str = ""
+    """``json`` when the request asked for JSON output; '' for free text."""
+    error_type: str = ""
+    """The class of the failure: ``timeout``, an HTTP status, an exception's name ('': none)."""
+
+
+@dataclass(frozen=True)
+class McpSession:
+    """The MCP session a tool call went over, as the client knew it when the call began."""
+
+    server: str
+    """The server's name in the tool configuration (``mcp:SERVER`` is the invocation's origin)."""
+    transport: str
+    """``stdio`` or ``http`` (Streamable HTTP)."""
+    server_address: str = ""
+    """An HTTP server's host ('' for stdio: a child process, reached over a pipe)."""
+    server_port: int = 0
+    """An HTTP server's port, the scheme's default when the URL names none (0 for stdio)."""
+    protocol_version: str = ""
+    """The MCP protocol version the session negotiated ('' before it was opened)."""
+    session_id: str = ""
+    """The ``Mcp-Session-Id`` an HTTP server gave the session ('' when none)."""
+
+
+@dataclass(frozen=True)
 class Fact:
     """A fact the agent claims and the citations it rests on (design §10.1)."""
 

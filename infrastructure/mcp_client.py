@@ -26,6 +26,8 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any
 
 from domain.redactor import Redactor
+from domain.values import McpSession
+from infrastructure.endpoints import host_port
 from infrastructure.mcp_errors import McpServerError, brief, failure
 from infrastructure.mcp_stderr import StderrLog
 from infrastructure.tool_config import (
@@ -42,6 +44,8 @@ if TYPE_CHECKING:
 
     from mcp import Client
     from mcp_types import CallToolResult, Tool
+
+    from infrastructure.mcp_http import SessionSeen
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +93,8 @@ class McpConnection:
         self._ended: Future[None] | None = None
         self._garbled = ""
         """What the server wrote that is not MCP, if it did (its session is then closed)."""
+        self._seen: SessionSeen | None = None
+        """The session id an HTTP server gave the current session (None: stdio, or not yet)."""
         self.tools: dict[str, Tool] = {}
         """The server's tools as last listed, by name (refreshed at each start)."""
         self.starts = 0
@@ -121,6 +127,21 @@ class McpConnection:
             if error.broken:
                 self.mark_broken()
             raise
+
+    def session(self) -> McpSession:
+        """The session calls go over now: the server, its transport, what it negotiated.
+
+        Read without I/O: the protocol version and session id are '' while none is open.
+        """
+        version, client = "", self._client
+        if client is not None:
+            with contextlib.suppress(Exception):  # closing meanwhile: no version to tell
+                version = str(client.protocol_version)
+        if isinstance(self.config, StdioServer):
+            return McpSession(self.name, "stdio", protocol_version=version)
+        host, port = host_port(self.config.url)
+        session_id = self._seen.id if self._seen is not None and client is not None else ""
+        return McpSession(self.name, "http", host, port, version, session_id)
 
     def mark_broken(self) -> None:
         """Have the next call start the server again (the current session is closed then)."""
@@ -237,11 +258,12 @@ class McpConnection:
             return bounded_stdio_client(parameters, errlog, config.max_message_bytes)
         from mcp.client.streamable_http import streamable_http_client
 
-        from infrastructure.mcp_http import bounded_http_client
+        from infrastructure.mcp_http import SessionSeen, bounded_http_client
 
         headers = from_environment(config.headers_from_env, "headers_from_env", self._environ)
         limit = config.max_message_bytes
-        http = await stack.enter_async_context(bounded_http_client(headers, limit))
+        self._seen = SessionSeen()
+        http = await stack.enter_async_context(bounded_http_client(headers, limit, self._seen))
         return streamable_http_client(config.url, http_client=http, max_sse_event_size=limit)
 
     async def _list(self) -> dict[str, Tool]:

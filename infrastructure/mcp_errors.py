@@ -30,11 +30,17 @@ class McpServerError(Exception):
     (an unknown tool, invalid parameters): the connection is sound and is kept.
     """
 
-    def __init__(self, message: str, *, broken: bool = True, code: str = "EXECUTION") -> None:
-        """Keep whether the connection must be started again, and the invocation's error code."""
+    def __init__(
+        self, message: str, *, broken: bool = True, code: str = "EXECUTION", error_type: str = ""
+    ) -> None:
+        """Keep whether the connection must be started again, and the invocation's error code.
+
+        ``error_type`` is the JSON-RPC error code the server answered, as text ('' for none).
+        """
         super().__init__(message)
         self.broken = broken
         self.code = code
+        self.error_type = error_type
 
 
 def failure(name: str, error: Exception) -> McpServerError:
@@ -45,7 +51,8 @@ def failure(name: str, error: Exception) -> McpServerError:
         words = error.message[max(error.message.find("the server's answer"), 0) :]
         return McpServerError(f"MCP server {name!r}: {words}", broken=False, code="SIZE")
     if isinstance(error, MCPError) and error.code not in _TRANSPORT_FAILURES:
-        return McpServerError(f"MCP server {name!r} answered: {brief(error)}", broken=False)
+        said = f"MCP server {name!r} answered: {brief(error)}"
+        return McpServerError(said, broken=False, error_type=str(error.code))
     if isinstance(error, ValidationError):
         text = f"MCP server {name!r} answered something that is not MCP; it is restarted"
         return McpServerError(text, code="MALFORMED")

@@ -20,6 +20,11 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
 
+SESSION_HEADER = "mcp-session-id"
+MAX_SESSION_ID = 128
+"""Characters of a session id kept (the specification's are visible ASCII, a uuid or so)."""
+
+
 class MessageTooLarge(httpx2.StreamError):
     """An answer went past the limit; the rest of it is not read."""
 
@@ -43,17 +48,32 @@ class _CappedBody(httpx2.AsyncByteStream):
         await self.inner.aclose()
 
 
+class SessionSeen:
+    """The ``Mcp-Session-Id`` the server last gave ('' when none): a trace's ``mcp.session.id``.
+
+    The SDK keeps the id to itself; the transport reads it off each answer as it passes.
+    """
+
+    def __init__(self) -> None:
+        """None seen yet."""
+        self.id = ""
+
+
 class BoundedTransport(httpx2.AsyncBaseTransport):
     """Gives each ``application/json`` answer a body capped at ``limit`` bytes."""
 
-    def __init__(self, inner: httpx2.AsyncBaseTransport, limit: int) -> None:
-        """Wrap ``inner``."""
+    def __init__(
+        self, inner: httpx2.AsyncBaseTransport, limit: int, seen: SessionSeen | None = None
+    ) -> None:
+        """Wrap ``inner``; note the session id of each answer in ``seen``."""
         self.inner = inner
         self.limit = limit
+        self.seen = seen or SessionSeen()
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         """The inner transport's response, its JSON body capped."""
         response = await self.inner.handle_async_request(request)
+        self.seen.id = response.headers.get(SESSION_HEADER, self.seen.id)[:MAX_SESSION_ID]
         kind = response.headers.get("content-type", "").lower()
         if kind.startswith("application/json") and isinstance(
             response.stream, httpx2.AsyncByteStream
@@ -66,8 +86,13 @@ class BoundedTransport(httpx2.AsyncBaseTransport):
         await self.inner.aclose()
 
 
-def bounded_http_client(headers: dict[str, str], max_bytes: int) -> httpx2.AsyncClient:
-    """An httpx client as the SDK's ``create_mcp_http_client`` makes it, answers capped."""
+def bounded_http_client(
+    headers: dict[str, str], max_bytes: int, seen: SessionSeen | None = None
+) -> httpx2.AsyncClient:
+    """An httpx client as the SDK's ``create_mcp_http_client`` makes it, answers capped.
+
+    The session id each answer carries is noted in ``seen``.
+    """
     timeout = httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT)
-    transport = BoundedTransport(httpx2.AsyncHTTPTransport(), max_bytes)
+    transport = BoundedTransport(httpx2.AsyncHTTPTransport(), max_bytes, seen)
     return httpx2.AsyncClient(headers=headers, timeout=timeout, transport=transport)

@@ -31,9 +31,12 @@ if TYPE_CHECKING:
     from mcp_types import Tool as McpToolSpec
 
     from domain.redactor import Redactor
+    from domain.values import McpSession
     from infrastructure.mcp_client import McpConnection
     from infrastructure.tool_config import ToolOptions
 
+TOOL_ERROR = "tool_error"
+"""The class of a result the server marked ``isError`` (the MCP conventions' ``error.type``)."""
 DEFAULT_MAX_RESULT_BYTES = 8000
 """Bytes of a result the harness keeps when the configuration does not say."""
 
@@ -174,7 +177,8 @@ class McpTool:
         except McpServerError as error:
             # Its text may quote the server: the secrets are hidden first, then it is cut.
             said = self.redactor.redact(str(error))
-            raise ToolExecutionError(error.code, said.text[:MAX_ERROR_CHARS], said.count) from None
+            text = said.text[:MAX_ERROR_CHARS]
+            raise ToolExecutionError(error.code, text, said.count, error.error_type) from None
         result, hidden = redacted_result(self.redactor, result)
         if result.is_error:
             text = " ".join(error_texts(result.content)).strip() or "no message"
@@ -182,9 +186,14 @@ class McpTool:
                 ToolErrorCode.EXECUTION.value,
                 f"{self.name} failed: {text}"[:MAX_ERROR_CHARS],
                 hidden,
+                TOOL_ERROR,
             )
         lines, notes = project(result, self.max_result_bytes)
         return ToolOutput(lines, "", notes, hidden)
+
+    def mcp_session(self) -> McpSession:
+        """The session this tool's calls go over, as it stands (an invocation records it)."""
+        return self.connection.session()
 
     def _listed(self) -> McpToolSpec | None:
         """The tool as the server last listed it; None once the server no longer lists it."""

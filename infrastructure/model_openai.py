@@ -23,6 +23,7 @@ import openai
 import orjson
 
 from application.ports import ModelError, ModelUnavailableError
+from infrastructure.endpoints import host_port
 from infrastructure.model_config import CREDENTIAL_IN_URL, credential_in_url
 from infrastructure.model_retries import RetryPolicy
 from infrastructure.openai_errors import Failures
@@ -99,6 +100,11 @@ class OpenAICompatibleProvider:
             timeout_s=settings.model_timeout,
             retries=RetryPolicy(max_retries=settings.model_max_retries),
         )
+
+    @property
+    def server(self) -> tuple[str, int]:
+        """The host and port every call goes to (a trace's ``server.address``/``server.port``)."""
+        return host_port(str(self._client.base_url))
 
     @property
     def client(self) -> openai.OpenAI:

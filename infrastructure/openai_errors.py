@@ -8,7 +8,7 @@ is redacted by :class:`~application.ports.ModelError` itself.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import openai
 
@@ -41,6 +41,20 @@ _PAGE_START = 60
 _SHORTEST_SECRET = 4
 """Configured values shorter than this are not blanked out of messages (too likely elsewhere)."""
 _NOT_CHAT_API = "check HARNESS_OPENAI_BASE_URL points at a chat-completions API"
+MALFORMED = "malformed_response"
+"""The ``error.type`` of an answer that is not a chat completion (a page, no choices)."""
+E = TypeVar("E", bound=ModelError)
+
+
+def typed(error: E, kind: str) -> E:
+    """``error`` with its class for the trace (:attr:`~application.ports.ModelError.error_type`)."""
+    error.error_type = kind
+    return error
+
+
+def malformed(message: str) -> ModelUnavailableError:
+    """The server answered something that is not a chat completion (``malformed_response``)."""
+    return typed(ModelUnavailableError(message), MALFORMED)
 
 
 class Failures:
@@ -58,53 +72,55 @@ class Failures:
         ``why`` says why it was not retried (tried too often, no time left), if it says.
         """
         failure = self._translate(error, timeout)
-        return type(failure)(f"{failure}; {why}") if why else failure
+        if why:
+            failure = typed(type(failure)(f"{failure}; {why}"), failure.error_type)
+        return failure
 
     def _translate(self, error: openai.APIError, timeout: float) -> ModelError:
         if isinstance(error, openai.APITimeoutError):
-            return ModelTimeoutError(
+            late = ModelTimeoutError(
                 f"{self.where} did not answer within {timeout:g} s; "
                 "raise HARNESS_MODEL_TIMEOUT or the call's timeout if the model is slow"
             )
+            return typed(late, "timeout")
         if isinstance(error, openai.APIConnectionError):
             cause = error.__cause__ or error
-            return ModelUnavailableError(
+            unreached = ModelUnavailableError(
                 f"{self.where} could not be reached ({self.detail(str(cause))}); "
                 "check HARNESS_OPENAI_BASE_URL and that the server is running"
             )
+            return typed(unreached, type(cause).__name__)  # ConnectError, RemoteProtocolError
         if isinstance(error, openai.APIStatusError):
-            return self._status_error(error)
-        return ModelUnavailableError(
+            return typed(self._status_error(error), str(error.status_code))
+        return malformed(
             f"{self.where} answered with data that is not a chat completion: "
             f"{self.detail(error.message)}"
         )
 
     def not_json(self, error: json.JSONDecodeError) -> ModelUnavailableError:
         """The server answered a body that does not parse (it is not a chat-completions API)."""
-        return ModelUnavailableError(
+        return malformed(
             f"{self.where} answered with a body that is not JSON ({error.msg}); {_NOT_CHAT_API}"
         )
 
     def not_a_completion(self, body: str) -> ModelUnavailableError:
         """The server answered HTTP 200 with a page, not a chat completion (a proxy's login)."""
         start = self.detail(body)[:_PAGE_START]
-        return ModelUnavailableError(
+        return malformed(
             f"{self.where} answered HTTP 200 with a page that is not a chat completion"
             f" (it begins {start!r}); {_NOT_CHAT_API}"
         )
 
     def no_choices(self) -> ModelUnavailableError:
         """The server answered HTTP 200 without any choices (it is not a chat-completions API)."""
-        return ModelUnavailableError(
+        return malformed(
             f"{self.where} answered HTTP 200 with JSON that is not a chat completion (no choices);"
             f" {_NOT_CHAT_API}"
         )
 
     def no_message(self) -> ModelUnavailableError:
         """The server answered HTTP 200 with a choice that has no message."""
-        return ModelUnavailableError(
-            f"{self.where} answered HTTP 200 with a choice that has no message"
-        )
+        return malformed(f"{self.where} answered HTTP 200 with a choice that has no message")
 
     def refused(self, refusal: str) -> ModelRefusedError:
         """The model declined to answer, in its own words."""

@@ -14,6 +14,7 @@ import openai
 
 from application.drafts import loads_json
 from application.ports import ModelRefusedError, ModelResponse, ToolCall, Usage
+from domain.values import ModelCall
 
 if TYPE_CHECKING:
     from openai import Omit
@@ -125,6 +126,25 @@ def to_response(completion: object, failures: Failures) -> ModelResponse:
         tool_calls=tuple(_tool_call(i, raw) for i, raw in enumerate(calls)),
         usage=_usage(_get(completion, "usage")),
         finish_reason=finish_reason if isinstance(finish_reason, str) else "stop",
+        call=_call(completion, failures),
+    )
+
+
+def _call(completion: object, failures: Failures) -> ModelCall:
+    """What the completion says of itself: its id, model, fingerprint and service tier.
+
+    Each as the provider wrote it when it is text, its configured secrets blanked out ('' else).
+    """
+    said = {
+        key: failures.detail(value) if isinstance(value, str) else ""
+        for key in ("id", "model", "system_fingerprint", "service_tier")
+        for value in (_get(completion, key),)
+    }
+    return ModelCall(
+        response_id=said["id"],
+        response_model=said["model"],
+        system_fingerprint=said["system_fingerprint"],
+        service_tier=said["service_tier"],
     )
 
 

@@ -17,6 +17,13 @@ from domain.run import Run
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+SEMCONV_VERSION = "1.41.0"
+"""The OpenTelemetry semantic conventions the spans follow, attribute by attribute: the last
+release holding the GenAI and MCP conventions in the ``open-telemetry/semantic-conventions``
+repository (from v1.42.0 they moved to ``semantic-conventions-genai``; v1.41.1 changed none of
+them). The spans' instrumentation scope names its schema, :data:`SCHEMA_URL`."""
+SCHEMA_URL = f"https://opentelemetry.io/schemas/{SEMCONV_VERSION}"
+
 AGENT_NAME = "diagnosis-harness"
 """``gen_ai.agent.name`` of every run, and the ``service.name`` of the resource."""
 

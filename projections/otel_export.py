@@ -26,7 +26,7 @@ from domain.run import Run
 from domain.states import BudgetKind
 from domain.tool_invocation import ToolInvocation
 from infrastructure.version import harness_version
-from projections.otel_data import AGENT_NAME, RunStreams, SpanData
+from projections.otel_data import AGENT_NAME, SCHEMA_URL, RunStreams, SpanData
 from projections.otel_spans import run_spans
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ def export_resource() -> Resource:
     return ours.merge(OTELResourceDetector().detect())
 
 
-SCOPE = InstrumentationScope("diagnosis-harness.otel")
+SCOPE = InstrumentationScope("diagnosis-harness.otel", harness_version(), SCHEMA_URL)
 SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 CODES = {"UNSET": StatusCode.UNSET, "OK": StatusCode.OK, "ERROR": StatusCode.ERROR}
 

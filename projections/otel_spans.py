@@ -2,8 +2,11 @@
 
 The log is the source of truth: :func:`run_spans` maps a run's streams (the run, its tool
 invocations, its collection) to one ``invoke_agent`` span for the run, a ``chat {model}`` span
-per model step, an ``execute_tool {name}`` span per tool invocation and a ``harness.release``
-span carrying the guard verdicts as ``gen_ai.evaluation.result`` events. Trace and span ids are
+per model step (:mod:`projections.otel_chat`), an ``execute_tool {name}`` span per tool
+invocation (``tools/call {name}``, the MCP client span, for an MCP server's tool) and a
+``harness.release`` span carrying the guard verdicts as ``gen_ai.evaluation.result`` events,
+attribute by attribute as the semantic conventions of
+:data:`~projections.otel_data.SEMCONV_VERSION` say. Trace and span ids are
 derived from the run id and the events' stream ids and versions (:func:`trace_id`,
 :func:`span_id`), so the same events always give the same spans, byte for byte.
 
@@ -19,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from domain.run import Run
 from domain.states import BudgetKind, RunState
+from projections.otel_chat import chat_span
 from projections.otel_data import (
     AGENT_NAME,
     EPOCH,
@@ -31,7 +35,7 @@ from projections.otel_data import (
     span_id,
     trace_id,
 )
-from projections.otel_steps import chat_span, release_span, tool_span
+from projections.otel_steps import release_span, tool_span
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

@@ -1,4 +1,4 @@
-"""The spans of a run's model calls and tool invocations, and of its guards and release."""
+"""The spans of a run's tool invocations (MCP calls among them), and of its guards and release."""
 
 from __future__ import annotations
 
@@ -7,75 +7,20 @@ from typing import TYPE_CHECKING
 
 from domain.catalogue import GUARD_EVENTS
 from domain.run import Run
-from domain.states import ModelStepOutcome
 from domain.tool_invocation import ToolInvocation
-from projections.otel_data import (
-    IN_PROCESS,
-    Attributes,
-    SpanData,
-    SpanEvent,
-    nanos,
-    provider_name,
-    span_id,
-)
+from domain.tool_states import ToolErrorCode
+from projections.otel_data import EPOCH, Attributes, SpanData, SpanEvent, nanos, span_id
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from uuid import UUID
 
+    from domain.values import McpSession
 
-def chat_span(root: SpanData, run_id: UUID, step: Run.AgentModelStep) -> SpanData:
-    """A model step: it ended when recorded and began ``latency_ms`` before."""
-    end = nanos(step.timestamp)
-    attributes: Attributes = {
-        "gen_ai.operation.name": "chat",
-        "gen_ai.provider.name": provider_name(step.provider),
-        "gen_ai.usage.input_tokens": step.tokens_in,
-        "gen_ai.usage.output_tokens": step.tokens_out,
-        "harness.model_step.purpose": step.purpose.value,
-        "harness.model_step.outcome": step.outcome.value,
-        "harness.model_step.bound_ms": step.bound_ms,
-    }
-    if step.model:
-        attributes["gen_ai.request.model"] = step.model
-    if step.finish_reason:
-        attributes["gen_ai.response.finish_reasons"] = (step.finish_reason,)
-    span = SpanData(
-        name=f"chat {step.model}" if step.model else "chat",
-        trace=root.trace,
-        span=span_id(run_id, run_id, step.originator_version),
-        parent=root.span,
-        start=end - step.latency_ms * 1_000_000,
-        end=end,
-        attributes=attributes,
-        kind="CLIENT" if step.provider and step.provider not in IN_PROCESS else "INTERNAL",
-    )
-    if step.outcome is not ModelStepOutcome.OK:
-        span.status, span.description = "ERROR", step.detail or step.outcome.value
-        attributes["error.type"] = step.outcome.value
-    _attempts(span, step)
-    return span
-
-
-def _attempts(span: SpanData, step: Run.AgentModelStep) -> None:
-    """Each retried attempt as a span event, placed at the span's start plus the waits so far.
-
-    The attempts' own durations are not recorded, so that time is the earliest the retry began.
-    """
-    if not step.attempts:
-        return
-    span.attributes["harness.model_step.attempts"] = len(step.attempts) + 1
-    retry_at = span.start
-    for number, attempt in enumerate(step.attempts, start=1):
-        retry_at = min(span.end, retry_at + attempt.wait_ms * 1_000_000)
-        attributes: Attributes = {
-            "harness.attempt.number": number,
-            "harness.attempt.failure": attempt.failure.value,
-            "harness.attempt.wait_ms": attempt.wait_ms,
-        }
-        if attempt.status:
-            attributes["http.response.status_code"] = attempt.status
-        span.events.append(SpanEvent("harness.model_retry", retry_at, attributes))
+MCP_TOOL_CALL = "tools/call"
+"""``mcp.method.name`` of a tool call, and the first word of its span's name."""
+TOOL_ERROR_CODES = frozenset({*(code.value for code in ToolErrorCode), "NOT_READ_ONLY"})
+"""The harness's own codes of a failed invocation: a bounded set, each an ``error.type``."""
 
 
 def tool_span(
@@ -83,41 +28,85 @@ def tool_span(
 ) -> SpanData:
     """A tool invocation, from its begin to its READY or FAILED (or its begin, if still open).
 
-    Its arguments (and scope) and its result only with ``capture``: they are content.
+    ``execute_tool {name}`` (INTERNAL) for the harness's own tools; a tool of an MCP server is the
+    MCP client's span, ``tools/call {name}`` (CLIENT), with the GenAI attributes too. Its
+    arguments (and scope) and its result only with ``capture``: they are content.
     """
     begun = events[0]
     assert isinstance(begun, ToolInvocation.ToolInvocationStarted)
     attributes: Attributes = {
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": begun.tool,
-        "gen_ai.tool.call.id": str(invocation),
-        "gen_ai.tool.type": "function",
+        "gen_ai.tool.type": "extension" if begun.mcp is not None else "function",
     }
+    if begun.call_id:
+        attributes["gen_ai.tool.call.id"] = begun.call_id
+    if begun.mcp is not None:
+        attributes |= mcp_attributes(begun.mcp)
+    attributes["harness.tool.invocation.id"] = str(invocation)
+    attributes["harness.tool.origin"] = begun.origin
     if capture:
         attributes["gen_ai.tool.call.arguments"] = json.dumps(begun.arguments, ensure_ascii=False)
         attributes["harness.tool.scope"] = begun.normalized_scope
     span = SpanData(
-        name=f"execute_tool {begun.tool}",
+        name=f"{MCP_TOOL_CALL} {begun.tool}" if begun.mcp else f"execute_tool {begun.tool}",
         trace=root.trace,
         span=span_id(run_id, invocation, 1),
         parent=root.span,
         start=nanos(begun.timestamp),
         end=nanos(begun.timestamp),
         attributes=attributes,
+        kind="CLIENT" if begun.mcp is not None else "INTERNAL",
     )
     for event in events[1:]:
-        span.end = nanos(getattr(event, "timestamp", begun.timestamp))
-        if isinstance(event, ToolInvocation.ToolInvocationReady):
-            attributes["harness.tool.evidence_status"] = event.evidence_status.value
-            attributes["harness.tool.byte_size"] = event.byte_size
-            if capture:
-                attributes["gen_ai.tool.call.result"] = event.content
-        elif isinstance(event, ToolInvocation.ToolInvocationFailed):
-            attributes["error.type"] = event.error_code
-            span.status, span.description = "ERROR", event.error_code
-        if getattr(event, "redactions", 0):  # how many secrets the log holds as [redacted]
-            attributes["harness.tool.redactions"] = event.redactions  # type: ignore[attr-defined]
+        _on_tool(span, event, capture)
     return span
+
+
+def _on_tool(span: SpanData, event: object, capture: bool) -> None:
+    """What an invocation's later event adds to its span: the result, or the failure."""
+    span.end = nanos(getattr(event, "timestamp", EPOCH)) or span.end
+    attributes = span.attributes
+    if isinstance(event, ToolInvocation.ToolInvocationReady):
+        attributes["harness.tool.evidence_status"] = event.evidence_status.value
+        attributes["harness.tool.byte_size"] = event.byte_size
+        if capture:
+            attributes["gen_ai.tool.call.result"] = event.content
+    elif isinstance(event, ToolInvocation.ToolInvocationFailed):
+        attributes["error.type"] = event.error_type or tool_error_type(event.error_code)
+        if event.error_type.lstrip("-").isdigit():  # the JSON-RPC error an MCP server answered
+            attributes["rpc.response.status_code"] = event.error_type
+        attributes["harness.tool.error_code"] = event.error_code
+        span.status, span.description = "ERROR", event.error_code
+    if getattr(event, "redactions", 0):  # how many secrets the log holds as [redacted]
+        attributes["harness.tool.redactions"] = event.redactions  # type: ignore[attr-defined]
+
+
+def tool_error_type(code: str) -> str:
+    """The ``error.type`` of a failed invocation: its harness code in lower case (``timeout``).
+
+    A code of the tool's own (a plugin's) is not of a bounded set: ``_OTHER``, the code itself
+    in ``harness.tool.error_code``.
+    """
+    return code.lower() if code in TOOL_ERROR_CODES else "_OTHER"
+
+
+def mcp_attributes(session: McpSession) -> Attributes:
+    """The MCP conventions' attributes of a ``tools/call`` over ``session``."""
+    found: Attributes = {"mcp.method.name": MCP_TOOL_CALL}
+    if session.transport == "stdio":
+        found["network.transport"] = "pipe"
+    else:
+        found["network.transport"] = "tcp"
+        found["network.protocol.name"] = "http"
+        found["server.address"] = session.server_address
+        found["server.port"] = session.server_port
+    if session.protocol_version:
+        found["mcp.protocol.version"] = session.protocol_version
+    if session.session_id:
+        found["mcp.session.id"] = session.session_id
+    found["harness.mcp.server"] = session.server
+    return found
 
 
 def release_span(root: SpanData, run_id: UUID, events: Sequence[object]) -> SpanData | None:

@@ -3,16 +3,25 @@
 It answers ``POST /v1/traces`` with the status it is told (200 takes the spans, 503 refuses
 them) and keeps every span it took, decoded from ``ExportTraceServiceRequest``, with the exact
 bytes the exporter sent for it.
+
+Run as a process of its own, ``python -m tests.integration._otlp SPANS.jsonl``, it prints the
+base URL it listens on, then writes every span it takes to that file, one JSON object a line
+(:func:`span_json`), before answering the exporter; :class:`ReceiverProcess` starts it and reads
+the file back.
 """
 
 from __future__ import annotations
 
+import json
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -52,6 +61,10 @@ class Span:
     raw: bytes
     kind: int = 0
     """The protobuf's SpanKind: 1 INTERNAL, 3 CLIENT."""
+    scope: str = ""
+    """The instrumentation scope's name."""
+    schema_url: str = ""
+    """The schema URL of the scope's spans (the semantic conventions' version they follow)."""
 
 
 def decode(body: bytes) -> list[Span]:
@@ -84,6 +97,8 @@ def decode(body: bytes) -> list[Span]:
                         resource=resource,
                         raw=span.SerializeToString(deterministic=True),
                         kind=span.kind,
+                        scope=scope.scope.name,
+                        schema_url=scope.schema_url,
                     )
                 )
     return spans
@@ -92,8 +107,12 @@ def decode(body: bytes) -> list[Span]:
 class Receiver:
     """An OTLP/HTTP traces endpoint on 127.0.0.1; ``status`` says how it answers."""
 
-    def __init__(self, port: int = 0, status: int = 200) -> None:
+    def __init__(
+        self, port: int = 0, status: int = 200, on_spans: Callable[[list[Span]], None] | None = None
+    ) -> None:
         self.status = status
+        self.on_spans = on_spans
+        """Called with the spans of each request taken, before the exporter is answered."""
         self.spans: list[Span] = []
         self.requests = 0
         self.changed = threading.Condition()
@@ -109,6 +128,8 @@ class Receiver:
                 else:
                     taken, reply = [], b""
                 with receiver.changed:  # before answering: the exporter returns on the answer
+                    if taken and receiver.on_spans is not None:
+                        receiver.on_spans(taken)
                     receiver.requests += 1
                     receiver.spans.extend(taken)
                     receiver.changed.notify_all()
@@ -172,3 +193,81 @@ def until(condition: Callable[[], bool], timeout: float = WAIT) -> None:
     while not condition():
         assert time.monotonic() < end, "condition not met in time"
         pause.wait(0.01)
+
+
+def span_json(span: Span) -> str:
+    """One span as a line of JSON (its bytes as hex; arrays as JSON arrays)."""
+    return json.dumps(asdict(span) | {"raw": span.raw.hex()}, sort_keys=True)
+
+
+def _tuples(value: Any) -> Any:
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def span_of(line: str) -> Span:
+    """The span :func:`span_json` wrote (JSON arrays read back as tuples, as decoded)."""
+    data = json.loads(line)
+    data["raw"] = bytes.fromhex(data["raw"])
+    data["events"] = tuple((name, at, attrs) for name, at, attrs in data["events"])
+    for key in ("attributes", "resource"):
+        data[key] = {k: _tuples(v) for k, v in data[key].items()}
+    return Span(**data)
+
+
+class ReceiverProcess:
+    """The receiver in a separate process, its spans read back from the file it writes."""
+
+    def __init__(self, spans_file: Path) -> None:
+        self.file = spans_file
+        self.process: subprocess.Popen[str] | None = None
+        self.base = ""
+
+    @property
+    def url(self) -> str:
+        """The traces endpoint's full URL."""
+        return f"{self.base}/v1/traces"
+
+    def __enter__(self) -> ReceiverProcess:
+        root = Path(__file__).resolve().parents[2]
+        command = [sys.executable, "-m", "tests.integration._otlp", str(self.file)]
+        self.process = subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, text=True)
+        assert self.process.stdout is not None
+        self.base = self.process.stdout.readline().strip()  # printed once it listens
+        assert self.base.startswith("http://127.0.0.1:"), f"the receiver said {self.base!r}"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.process is not None
+        self.process.terminate()
+        self.process.wait(timeout=30)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+    def spans(self) -> list[Span]:
+        """Every span the process has taken so far."""
+        if not self.file.exists():
+            return []
+        lines = self.file.read_text(encoding="utf-8").splitlines()
+        return [span_of(line) for line in lines if line.endswith("}")]
+
+    def wait_for(self, holds: Callable[[list[Span]], bool], timeout: float = WAIT) -> list[Span]:
+        """The spans once ``holds`` is true of them (polled); fail after ``timeout`` seconds."""
+        until(lambda: holds(self.spans()), timeout)
+        return self.spans()
+
+
+def _serve(spans_file: Path) -> None:
+    """Take spans until terminated, each appended to ``spans_file`` before the answer."""
+    with spans_file.open("a", encoding="utf-8") as out:
+
+        def write(spans: list[Span]) -> None:
+            out.writelines(span_json(span) + "\n" for span in spans)
+            out.flush()
+
+        with Receiver(on_spans=write) as receiver:
+            print(receiver.base, flush=True)
+            threading.Event().wait()  # until the test terminates the process
+
+
+if __name__ == "__main__":
+    _serve(Path(sys.argv[1]))

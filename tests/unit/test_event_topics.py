@@ -45,7 +45,7 @@ from domain.states import (
 )
 from domain.tool_invocation import ToolInvocation
 from domain.tool_states import ToolRejectionCode
-from domain.values import Budget, ModelAttempt
+from domain.values import Budget, McpSession, ModelAttempt, ModelCall
 from tests.eval_reports import AFTER
 
 AGGREGATES: tuple[type[Aggregate], ...] = (
@@ -298,6 +298,57 @@ def test_a_model_steps_attempts_round_trip_through_the_store() -> None:
     assert tuple(decoded.attempts) == tried  # JSON arrays decode as lists, like `judged`
 
 
+def test_a_model_step_of_version_5_reads_as_one_without_what_the_wire_told() -> None:
+    event = _model_step_of_version(
+        5,
+        "AGENT",
+        provider="openai-compatible",
+        model="m",
+        finish_reason="stop",
+        text="",
+        length=2,
+        sha256="",
+        attempts=[],
+    )
+    assert (event.provider, tuple(event.attempts)) == ("openai-compatible", ())
+    assert event.call == ModelCall()  # nothing of the wire was recorded
+
+
+def test_what_the_wire_told_and_an_mcp_session_round_trip_through_the_store() -> None:
+    wire = ModelCall("api.example.com", 443, "chatcmpl-1", "m-0613", "fp", "default", "json", "")
+    run = Run.start("s", "why?", DEADLINE, limits=LIMITS, run_id=UUID(int=5))
+    run.attempt_routing()
+    run.record_model_step(ModelStepPurpose.ROUTE, 1, 1, 20, call=wire)
+    session = McpSession("ops", "http", "mcp.example.com", 8443, "2025-06-18", "s-1")
+    begun = ToolInvocation.begin(UUID(int=5), "t", "{}", {}, call_id="call_1", mcp=session)
+    mapper = _mapper()
+    [step] = [e for e in run.collect_events() if isinstance(e, Run.AgentModelStep)]
+    [start] = begun.collect_events()
+    decoded = [mapper.to_domain_event(mapper.to_stored_event(e)) for e in (step, start)]
+    assert isinstance(decoded[0], Run.AgentModelStep) and decoded[0].call == wire
+    assert isinstance(decoded[1], ToolInvocation.ToolInvocationStarted)
+    assert (decoded[1].call_id, decoded[1].mcp) == ("call_1", session)
+
+
+def test_a_tool_begin_of_version_2_reads_as_one_without_a_call_id_or_session() -> None:
+    state = {
+        "timestamp": {"_type_": "datetime_iso", "_data_": DEADLINE.isoformat()},
+        "originator_topic": "domain.tool_invocation:ToolInvocation",
+        "run_id": {"_type_": "uuid_hex", "_data_": UUID(int=1).hex},
+        "tool": "uptime",
+        "normalized_scope": "{}",
+        "arguments": {},
+        "origin": "mcp:ops",
+        "read_only_override": False,
+        "class_version": 2,
+    }
+    topic = "domain.tool_invocation:ToolInvocation.ToolInvocationStarted"
+    stored = StoredEvent(UUID(int=4), 1, topic, json.dumps(state).encode())
+    event = _mapper().to_domain_event(stored)
+    assert type(event) is ToolInvocation.ToolInvocationStarted
+    assert (event.origin, event.call_id, event.mcp) == ("mcp:ops", "", None)
+
+
 def test_a_tool_begin_of_version_1_reads_as_a_builtin_tool_without_override() -> None:
     state = {
         "timestamp": {"_type_": "datetime_iso", "_data_": DEADLINE.isoformat()},
@@ -358,6 +409,7 @@ def test_a_ready_result_of_version_2_and_a_failure_of_version_1_read_with_no_red
         event = _mapper().to_domain_event(stored)
         assert type(event).__name__ == f"ToolInvocation{kind}"
         assert getattr(event, "redactions", None) == 0
+        assert getattr(event, "error_type", "") == ""  # a failure's class came with v3
 
 
 def test_enums_are_stored_under_their_class_names() -> None:

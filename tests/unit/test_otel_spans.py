@@ -13,7 +13,7 @@ from domain.run import Run
 from domain.states import BudgetKind, Intent, ModelStepOutcome, ModelStepPurpose
 from domain.tool_invocation import ToolInvocation
 from domain.tool_states import EvidenceStatus, ToolErrorCode, ToolRejectionCode
-from domain.values import Budget
+from domain.values import Budget, McpSession, ModelCall
 from projections.otel_data import RunStreams, SpanData, nanos, span_id, trace_id
 from projections.otel_spans import run_spans
 
@@ -71,7 +71,7 @@ def test_a_model_step_is_a_chat_span_that_began_its_latency_before_it_was_record
     assert failed.attributes["gen_ai.provider.name"] == "unknown"  # a step recorded before v3
     assert failed.kind == "INTERNAL"  # not known to have left the process
     assert (failed.status, failed.description) == ("ERROR", "ModelTimeoutError: no answer")
-    assert failed.attributes["error.type"] == "FAILED"
+    assert failed.attributes["error.type"] == "_OTHER"  # recorded without its class
     assert root.status == "UNSET" and root.attributes["harness.run.finished"] is False
 
 
@@ -87,10 +87,11 @@ def test_a_failed_tool_is_an_error_span_and_an_open_one_ends_at_its_begin() -> N
 
     bad = spans["execute_tool search_logs"]
     assert (bad.status, bad.description, bad.attributes["error.type"]) == ("ERROR", "TIMEOUT") + (
-        "TIMEOUT",
+        "timeout",
     )
-    assert bad.span == span_id(RUN, failed.id, 1)
-    assert bad.attributes["gen_ai.tool.call.id"] == str(failed.id)
+    assert bad.span == span_id(RUN, failed.id, 1) and bad.kind == "INTERNAL"
+    assert "gen_ai.tool.call.id" not in bad.attributes  # no model call id was recorded
+    assert bad.attributes["harness.tool.invocation.id"] == str(failed.id)
     good = spans["execute_tool list_alerts"]
     assert good.status == "UNSET" and good.attributes["harness.tool.evidence_status"] == (
         "EVIDENCE_FOUND"
@@ -104,6 +105,87 @@ def test_a_failed_tool_is_an_error_span_and_an_open_one_ends_at_its_begin() -> N
         "harness.rejection.code": "AUTH",
     }
     assert "hunter2" not in repr(list(spans.values()))  # no query, argument, output or message
+
+
+def test_a_remote_model_step_names_its_server_and_the_response_it_got() -> None:
+    run = _run()
+    wire = ModelCall("api.example.com", 443, "chatcmpl-9", "m-1-0613", "fp_1", "default", "json")
+    run.record_model_step(
+        ModelStepPurpose.AGENT, 3, 4, 9, provider="openai-compatible", model="m-1", call=wire
+    )
+    failure = ModelCall("api.example.com", 443, error_type="429")
+    run.record_model_step(
+        ModelStepPurpose.JUDGE,
+        0,
+        0,
+        5,
+        ModelStepOutcome.FAILED,
+        "HTTP 429",
+        provider="openai-compatible",
+        model="m-1",
+        call=failure,
+    )
+    _, ok, failed = run_spans(_streams(run))
+
+    assert {k: v for k, v in ok.attributes.items() if not k.startswith("harness.")} == {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": "m-1",
+        "gen_ai.conversation.id": "sess",
+        "gen_ai.usage.input_tokens": 3,
+        "gen_ai.usage.output_tokens": 4,
+        "gen_ai.output.type": "json",
+        "server.address": "api.example.com",
+        "server.port": 443,
+        "gen_ai.response.id": "chatcmpl-9",
+        "gen_ai.response.model": "m-1-0613",
+        "openai.api.type": "chat_completions",
+        "openai.response.system_fingerprint": "fp_1",
+        "openai.response.service_tier": "default",
+    }
+    assert failed.attributes["error.type"] == "429" and failed.status == "ERROR"
+    assert "gen_ai.response.id" not in failed.attributes
+
+
+def test_a_tool_call_carries_the_models_call_id_and_an_mcp_one_is_an_mcp_client_span() -> None:
+    run = _run()
+    builtin = ToolInvocation.begin(RUN, "search_logs", "s", {}, call_id="call_abc")
+    builtin.mark_ready(EvidenceStatus.NO_EVIDENCE, "")
+    http = McpSession("ops", "http", "mcp.example.com", 8443, "2025-06-18", "sess-1")
+    remote = ToolInvocation.begin(
+        RUN, "ops_uptime", "{}", {}, origin="mcp:ops", call_id="call_def", mcp=http
+    )
+    remote.fail("EXECUTION", "ops_uptime failed", error_type="tool_error")  # isError: true
+    local = McpSession("time", "stdio", protocol_version="2025-06-18")
+    piped = ToolInvocation.begin(RUN, "now", "{}", {}, origin="mcp:time", mcp=local)
+    piped.fail("EXECUTION", "MCP server 'time' answered: Invalid params", error_type="-32602")
+    spans = _by_name(run_spans(_streams(run, builtin, remote, piped)))
+
+    own = spans["execute_tool search_logs"]
+    assert own.attributes["gen_ai.tool.call.id"] == "call_abc" and own.kind == "INTERNAL"
+    assert not [k for k in own.attributes if k.startswith(("mcp.", "network.", "server."))]
+    over_http = spans["tools/call ops_uptime"]
+    assert over_http.kind == "CLIENT" and over_http.status == "ERROR"
+    assert {k: v for k, v in over_http.attributes.items() if not k.startswith("harness.")} == {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "ops_uptime",
+        "gen_ai.tool.type": "extension",
+        "gen_ai.tool.call.id": "call_def",
+        "mcp.method.name": "tools/call",
+        "network.transport": "tcp",
+        "network.protocol.name": "http",
+        "server.address": "mcp.example.com",
+        "server.port": 8443,
+        "mcp.protocol.version": "2025-06-18",
+        "mcp.session.id": "sess-1",
+        "error.type": "tool_error",
+    }
+    over_pipe = spans["tools/call now"]
+    assert over_pipe.attributes["error.type"] == "-32602"  # the JSON-RPC error code
+    assert over_pipe.attributes["rpc.response.status_code"] == "-32602"
+    assert over_pipe.attributes["network.transport"] == "pipe"
+    assert "server.address" not in over_pipe.attributes
+    assert over_pipe.attributes["harness.mcp.server"] == "time"
 
 
 def test_budget_exhaustion_is_an_error_root_with_an_event_naming_the_budget() -> None:

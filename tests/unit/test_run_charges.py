@@ -21,7 +21,7 @@ from domain.states import (
     RunState,
 )
 from domain.tool_states import ToolRejectionCode
-from domain.values import Budget, ModelAttempt, Termination
+from domain.values import Budget, ModelAttempt, ModelCall, Termination
 from tests.unit.gwt import then_events, then_refused
 from tests.unit.run_steps import (
     LIMITS,
@@ -70,6 +70,7 @@ def test_a_model_step_charges_one_model_call_and_its_tokens() -> None:
                 "length": 0,
                 "sha256": hashlib.sha256(b"").hexdigest(),
                 "attempts": (),
+                "call": ModelCall(),
             },
         )
     ]

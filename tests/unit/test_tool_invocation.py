@@ -71,6 +71,8 @@ def test_begin_records_the_canonical_start_in_projecting() -> None:
                 "arguments": ARGUMENTS,
                 "origin": "builtin",
                 "read_only_override": False,
+                "call_id": "",
+                "mcp": None,
             },
         )
     ]
@@ -202,7 +204,7 @@ def test_evidence_found_with_empty_content_is_refused(content: str) -> None:
 def test_fail_records_the_error_and_closes_as_error() -> None:
     invocation = given()
 
-    invocation.fail("PROJECTION_TOO_LARGE", "projection over 64 KiB")
+    invocation.fail("PROJECTION_TOO_LARGE", "projection over 64 KiB", error_type="-32603")
 
     assert then_events(invocation) == [
         (
@@ -211,6 +213,7 @@ def test_fail_records_the_error_and_closes_as_error() -> None:
                 "error_code": "PROJECTION_TOO_LARGE",
                 "message": "projection over 64 KiB",
                 "redactions": 0,
+                "error_type": "-32603",
             },
         )
     ]
@@ -230,7 +233,7 @@ def test_fail_with_a_harness_code_records_its_text(code: ToolErrorCode) -> None:
     assert then_events(invocation) == [
         (
             ToolInvocation.ToolInvocationFailed,
-            {"error_code": code.value, "message": "it failed", "redactions": 0},
+            {"error_code": code.value, "message": "it failed", "redactions": 0, "error_type": ""},
         )
     ]
 

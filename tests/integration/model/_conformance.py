@@ -29,6 +29,7 @@ from infrastructure.settings import Settings
 from tests.strict_rules import strict_problems
 
 MODEL = "conformance-model"
+FINGERPRINT = "fp_conformance"
 ROLES = {"system", "developer", "user", "assistant", "tool"}
 HOLD_LIMIT_S = 30.0
 """The longest a slow answer is held if the test never releases it (no test waits on this)."""
@@ -67,6 +68,8 @@ class Conformance:
     requests: list[dict[str, Any]] = field(default_factory=list)
     refusals: list[str] = field(default_factory=list)
     """The message of every 400/404 the server answered (what it found wrong)."""
+    answered: list[str] = field(default_factory=list)
+    """The id of every completion the server answered, in order."""
     release: threading.Event = field(default_factory=threading.Event)
     held: threading.Event = field(default_factory=threading.Event)
     """Set when a slow answer is being held (the test may then act, and release it)."""
@@ -197,6 +200,10 @@ class _Handler(BaseHTTPRequestHandler):
             return None
         reply = harness_message(self.state.brain(to_request(body)))
         answer = completion(self.state.model, reply, (7, 3))
+        with self.state.lock:  # as OpenAI's: an id per completion, a fingerprint, a tier
+            answer["id"] = f"chatcmpl-conformance-{len(self.state.answered) + 1}"
+            self.state.answered.append(answer["id"])
+        answer |= {"system_fingerprint": FINGERPRINT, "service_tier": "default"}
         if fault is not None and fault.kind == "prose":
             answer["choices"][0]["message"] = {"role": "assistant", "content": "Sure! It is fine."}
         return self._json(200, answer)

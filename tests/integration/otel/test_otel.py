@@ -134,9 +134,12 @@ def test_a_diagnosis_run_is_a_genai_trace(runtime: Services) -> None:
     tools = [s for s in children if s.attributes.get("gen_ai.operation.name") == "execute_tool"]
     assert len(tools) == run.usage.tool_calls
     cited = set(result.content["references"]) if result.content else set()
-    assert cited and cited <= {t.attributes["gen_ai.tool.call.id"] for t in tools}
+    assert cited and cited <= {t.attributes["harness.tool.invocation.id"] for t in tools}
     for tool in tools:
-        invocation = runtime.store.get_invocation(UUID(tool.attributes["gen_ai.tool.call.id"]))
+        invocation = runtime.store.get_invocation(
+            UUID(tool.attributes["harness.tool.invocation.id"])
+        )
+        assert tool.attributes["gen_ai.tool.call.id"].startswith("offline_")  # the model's id
         assert tool.name == f"execute_tool {invocation.tool}"
         assert tool.attributes["gen_ai.tool.name"] == invocation.tool
         assert tool.attributes["gen_ai.tool.type"] == "function" and tool.status == 0
@@ -155,7 +158,9 @@ def test_a_diagnosis_run_is_a_genai_trace(runtime: Services) -> None:
     texts = _texts(spans)
     assert INCIDENT.question not in texts  # no prompt
     for tool in tools:  # no tool output
-        content = runtime.store.get_invocation(UUID(tool.attributes["gen_ai.tool.call.id"])).content
+        content = runtime.store.get_invocation(
+            UUID(tool.attributes["harness.tool.invocation.id"])
+        ).content
         assert all(line not in texts for line in content.splitlines() if len(line) > 20)
 
 
@@ -254,7 +259,7 @@ def test_content_goes_in_spans_only_when_capture_is_opted_in(
     question = json.loads(str(root.attributes["gen_ai.input.messages"]))
     assert question == [{"role": "user", "parts": [{"type": "text", "content": INCIDENT.question}]}]
     for tool in tools:
-        stored = runtime.store.get_invocation(UUID(tool.attributes["gen_ai.tool.call.id"]))
+        stored = runtime.store.get_invocation(UUID(tool.attributes["harness.tool.invocation.id"]))
         assert json.loads(str(tool.attributes["gen_ai.tool.call.arguments"])) == stored.arguments
         assert tool.attributes["gen_ai.tool.call.result"] == stored.content
         assert tool.attributes["harness.tool.scope"] == stored.normalized_scope

@@ -276,3 +276,4 @@ def test_an_http_answer_over_the_limit_is_not_read_and_fails_the_call_with_size(
         ("SIZE", "MCP server 'web': the server's answer was over 1048576 bytes"),
         ("EXECUTION", "refuses failed: permission denied for checkout zzzzzzzzzzzzz"),
     ]  # the session was still sound for the next call
+    assert [f.error_type for f in failed] == ["", "tool_error"]  # isError: true, for the trace

@@ -182,7 +182,7 @@ def test_no_echoed_secret_is_printed_by_the_cli_or_exported(diagnosed: Diagnosed
     with Receiver() as receiver:
         sent = harness("otel", "export", run_id, "--endpoint", receiver.url, env=env, cwd=cwd)
     assert sent.returncode == 0, sent.stderr
-    tools = [s for s in receiver.spans if s.name.startswith("execute_tool")]
+    tools = [s for s in receiver.spans if s.name.startswith("tools/call ")]  # MCP client spans
     assert [s.attributes.get("harness.tool.redactions") for s in tools] == [5, 2, 1, 3]
     for span in receiver.spans:
         _assert_absent(f"span {span.name}", span.raw)
