@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 MCP_TOOL_CALL = "tools/call"
 """``mcp.method.name`` of a tool call, and the first word of its span's name."""
+RUN_KEYS = ("gen_ai.agent.name", "gen_ai.conversation.id")
+"""What a tool's span repeats of its run's root span (the conventions ask for both)."""
 TOOL_ERROR_CODES = frozenset({*(code.value for code in ToolErrorCode), "NOT_READ_ONLY"})
 """The harness's own codes of a failed invocation: a bounded set, each an ``error.type``."""
 
@@ -28,9 +30,9 @@ def tool_span(
 ) -> SpanData:
     """A tool invocation, from its begin to its READY or FAILED (or its begin, if still open).
 
-    ``execute_tool {name}`` (INTERNAL) for the harness's own tools; a tool of an MCP server is the
-    MCP client's span, ``tools/call {name}`` (CLIENT), with the GenAI attributes too. Its
-    arguments (and scope) and its result only with ``capture``: they are content.
+    ``execute_tool {name}`` (INTERNAL) for the harness's own tools; an MCP server's tool is the
+    MCP client's ``tools/call {name}`` (CLIENT), with the GenAI attributes too (the run's agent
+    and conversation as well). Arguments, scope and result only with ``capture``: content.
     """
     begun = events[0]
     assert isinstance(begun, ToolInvocation.ToolInvocationStarted)
@@ -41,6 +43,7 @@ def tool_span(
     }
     if begun.call_id:
         attributes["gen_ai.tool.call.id"] = begun.call_id
+    attributes |= {key: root.attributes[key] for key in RUN_KEYS if key in root.attributes}
     if begun.mcp is not None:
         attributes |= mcp_attributes(begun.mcp)
     attributes["harness.tool.invocation.id"] = str(invocation)

@@ -171,6 +171,8 @@ def test_a_tool_call_carries_the_models_call_id_and_an_mcp_one_is_an_mcp_client_
         "gen_ai.tool.name": "ops_uptime",
         "gen_ai.tool.type": "extension",
         "gen_ai.tool.call.id": "call_def",
+        "gen_ai.agent.name": "diagnosis-harness",
+        "gen_ai.conversation.id": "sess",
         "mcp.method.name": "tools/call",
         "network.transport": "tcp",
         "network.protocol.name": "http",

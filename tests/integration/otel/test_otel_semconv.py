@@ -203,6 +203,8 @@ def _check_tool(span: Span, server: Conformance) -> dict[str, Any]:
     name = attributes.pop("gen_ai.tool.name")  # required
     assert name and name in span.name and span.status != ERROR
     assert attributes.pop("gen_ai.tool.call.id") in _model_call_ids(server)  # the model's id
+    assert attributes.pop("gen_ai.agent.name") == "diagnosis-harness"  # conditionally required
+    assert attributes.pop("gen_ai.conversation.id")  # the run's session: conditionally required
     UUID(attributes.pop("harness.tool.invocation.id"))  # ours, kept apart
     return attributes
 
