@@ -38,10 +38,11 @@ async def stdio_harness(env: dict[str, str]) -> AsyncIterator[Client]:
 
 
 @contextmanager
-def http_harness(env: dict[str, str]) -> Iterator[str]:
-    """``harness mcp serve --http`` on a free loopback port; its URL once it is bound."""
+def http_harness(env: dict[str, str], server: str = "serve") -> Iterator[str]:
+    """``harness mcp serve --http`` (or ``serve-sample``) on a free loopback port; its URL once
+    it is bound."""
     port = free_port()
-    command = [str(HARNESS_BIN), "mcp", "serve", "--http", "--port", str(port)]
+    command = [str(HARNESS_BIN), "mcp", server, "--http", "--port", str(port)]
     process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
     assert process.stderr is not None
     try:

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +23,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from infrastructure.version import harness_version
-from tests.api._serve import free_port
+from tests.integration.tools._harness_mcp import http_harness
 from tests.integration.tools._mcp import HARNESS_BIN
 
 KEY = "sample-key-0123456789abcdef"
@@ -47,22 +45,9 @@ def _env(**more: str) -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")} | more
 
 
-@contextmanager
-def _serving(env: dict[str, str]) -> Iterator[str]:
+def _serving(env: dict[str, str]) -> AbstractContextManager[str]:
     """``serve-sample --http`` on a free loopback port; its URL once it answers."""
-    port = free_port()
-    command = [str(HARNESS_BIN), "mcp", "serve-sample", "--http", "--port", str(port)]
-    process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
-    assert process.stderr is not None
-    try:
-        line = process.stderr.readline()  # printed once the port is bound
-        found = re.search(r"http://[\d.]+:\d+/mcp", line)
-        assert found, f"no URL in {line!r}"
-        yield found.group(0)
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        process.stderr.close()
+    return http_harness(env, "serve-sample")
 
 
 def _post(url: str, headers: dict[str, str] | None = None) -> httpx.Response:
