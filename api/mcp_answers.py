@@ -27,7 +27,7 @@ ANSWER_SCHEMA: Json = {
     "properties": {
         "run_id": {"type": "string", "description": "The run: explain_run or harness://runs/…"},
         "session_id": {"type": "string", "description": "Pass it again to follow up."},
-        "release_outcome": {"type": "string", "description": "SUCCESS, FALLBACK or ANSWERED."},
+        "release_outcome": {"enum": ["SUCCESS", "FALLBACK"], "description": "What it published."},
         "fallback_type": {"type": ["string", "null"]},
         "content": {"type": "object", "description": "The published content, as the API's."},
     },

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from api.deps import Worker
 
 RUN_URI = "harness://runs/{run_id}"
+READ_TOOLS = ("list_runs", "explain_run")
 RESOURCE_PAGE = 50
 RESOURCE_NOT_FOUND = -32002
 """The MCP specification's error code for a resource that does not exist."""
@@ -98,8 +99,7 @@ class ReadTools:
             return error(f"invalid arguments: {problems(invalid)}")
         except (NotFound, ValueError) as refused:
             return error(str(refused))
-        known = "ask, diagnose, explain_run, list_runs"
-        return error(f"no tool {name!r:.60}; known: {known}")
+        raise ValueError(f"{name!r} is not a read tool")  # the server offers only READ_TOOLS
 
     def _list(self, who: Principal, listing: ListRunsArguments) -> types.CallToolResult:
         start = RunKey.from_cursor(listing.cursor) if listing.cursor else None
@@ -155,6 +155,7 @@ class ReadTools:
 
     def _page(self, who: Principal, start: RunKey | None) -> RunsPage:
         where = RunFilter(owner=None if who.reads_all else who.name)
+        self.worker.fresh("diagnosis_run")  # as list_runs: a run just asked is listed
         with self.worker.engine.connect() as connection:
             return list_runs(connection, where, RESOURCE_PAGE, start=start)
 

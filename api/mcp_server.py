@@ -27,7 +27,7 @@ from api.auth import LOCAL, Principal, authenticate
 from api.errors import NotFound
 from api.feed import entries
 from api.mcp_answers import ANSWER_SCHEMA, answer_result, error, problems
-from api.mcp_reads import RUN_URI, ReadTools
+from api.mcp_reads import READ_TOOLS, RUN_URI, ReadTools
 from api.routes.starting import start_run
 from api.schemas import ChatCreate
 from application.dispatch import AdmissionRefused
@@ -115,6 +115,9 @@ async def _called(
 ) -> types.CallToolResult:
     """The tool ``params`` names, for the caller; whatever fails is said in words."""
     arguments, who = dict(params.arguments or {}), caller(worker, ctx)
+    if params.name not in (*ASKING, *READ_TOOLS):
+        known = ", ".join(sorted((*ASKING, *READ_TOOLS)))
+        return error(f"no tool {params.name!r:.60}; known: {known}")
     try:
         if params.name in ASKING:
             return await ask(worker, ctx, who, arguments)

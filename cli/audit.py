@@ -109,10 +109,9 @@ def _tracked(records: Iterable[AuditRecord], heads: Heads) -> Iterator[AuditReco
 
 def _signer(settings: Settings) -> Signer | None:
     """The configured signing key's signer (it was checked when the settings were read)."""
-    from infrastructure.audit_keys import load_signer
+    from infrastructure.audit_keys import configured_signer
 
-    path = settings.audit_signing_key_file
-    return load_signer(path) if path else None
+    return configured_signer(settings.audit_signing_key_file)
 
 
 def _write(records: Iterable[AuditRecord], out: Path | None, signer: Signer | None) -> int:

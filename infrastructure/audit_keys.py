@@ -41,6 +41,11 @@ def check_signing_key_file(path: Path | None) -> Path | None:
     return path
 
 
+def configured_signer(path: Path | None) -> Signer | None:
+    """The signer of ``HARNESS_AUDIT_SIGNING_KEY_FILE``'s key; None when none is configured."""
+    return load_signer(path) if path is not None else None
+
+
 def load_signer(path: Path) -> Signer:
     """The signer of the Ed25519 private key in ``path``."""
     data = _read(path, "private key")

@@ -13,7 +13,7 @@ from application.audit.checkpoints import Checkpointer
 from application.ports import StoreNotInitialisedError, StoreUnavailableError
 from application.store import HarnessStore
 from infrastructure import pg_recorder
-from infrastructure.audit_keys import load_signer
+from infrastructure.audit_keys import configured_signer
 
 if TYPE_CHECKING:
     from infrastructure.settings import Settings
@@ -146,8 +146,8 @@ def _construct(settings: Settings, *, create_tables: bool) -> HarnessStore:
         raise StoreUnavailableError(
             f"cannot open the event store ({settings.database.describe()}): {error}"
         ) from error
-    signing = settings.audit_signing_key_file
-    sign = load_signer(signing).sign if signing else None
+    signer = configured_signer(settings.audit_signing_key_file)
+    sign = signer.sign if signer else None
     store.after_save.append(Checkpointer(sign=sign).after_save)  # a checkpoint when one is due
     return store
 

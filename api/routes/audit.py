@@ -14,7 +14,7 @@ from api.problem_docs import error_responses
 from api.schemas_ops import AuditEventPublic, AuditEventsPublic, VerifyPublic
 from application.audit.records import store_records
 from application.audit.verify import Signed
-from infrastructure.audit_keys import load_signer
+from infrastructure.audit_keys import configured_signer
 
 router = APIRouter(prefix="/v1/audit", tags=["audit"])
 
@@ -79,8 +79,8 @@ async def verify(worker: WorkerDep, _auditor: Auditor) -> VerifyPublic:
     try:
         settings = worker.settings
         key = settings.audit_key.get_secret_value().encode() or None
-        signing = settings.audit_signing_key_file  # its own signatures checked with its public key
-        signed = Signed(load_signer(signing).public_keys()) if signing else None
+        signer = configured_signer(settings.audit_signing_key_file)  # its own, by its public key
+        signed = Signed(signer.public_keys()) if signer else None
         report = await anyio.to_thread.run_sync(
             verify_database, worker.store, worker.engine, key, None, signed
         )

@@ -131,7 +131,8 @@ def verify_records(
     feed (no SPEC §16.2 without it); ``heads``: stream heads kept apart; ``signed``: public
     keys for the signatures. Raises what reading ``records`` raises (``AuditFormatError``).
     """
-    chain, kept = ChainCheck(key), list["AuditRecord"]()
+    chain = ChainCheck(key)
+    kept: list[AuditRecord] = []
     for record in records:
         chain.add(record)
         kept.append(record)
@@ -148,16 +149,19 @@ def verify_records(
         found += check_run(log, feed)
     report = Report(events=len(kept), streams=len(chain.streams), checkpointed=upto)
     _count_runs(report, runs.values())
-    report.checks.append(
-        f"stream heads at the audit checkpoints (up to log position {upto})"
-        if upto
-        else "(no audit checkpoint in the log: a cut stream tail goes unseen without --heads)"
-    )
+    report.checks.append(_checkpoints_checked(upto))
     found += signed.check(report, checkpoints) if signed else []
     report.violations, report.heads = _in_log_order(found), chain.heads()
     if feed is None:
         report.checks.append("(SPEC §16.2 skipped: no feed given)")
     return report
+
+
+def _checkpoints_checked(upto: int) -> str:
+    """What the checkpoints let the report check: every head up to ``upto``, or nothing."""
+    if upto:
+        return f"stream heads at the audit checkpoints (up to log position {upto})"
+    return "(no audit checkpoint in the log: a cut stream tail goes unseen without --heads)"
 
 
 @dataclass(frozen=True)
