@@ -35,6 +35,8 @@ mcp_app = typer.Typer(
     help="Serve the harness, or the sample operations data, as an MCP server.",
     no_args_is_help=True,
 )
+LISTEN_BACKLOG = 2048
+"""uvicorn's default backlog, used from the moment the URL is printed."""
 HttpOption = Annotated[
     bool, typer.Option("--http", help="Serve Streamable HTTP at /mcp instead of stdio.")
 ]
@@ -107,7 +109,11 @@ def serve_sample(
 
 
 def _announce(sock: socket.socket) -> None:
-    """Say where it serves, on stderr (the tests and the operator read the URL there)."""
+    """Listen, then say where, on stderr: a client that reads the URL can connect at once.
+
+    Connections wait in the backlog until uvicorn accepts them (it listens on the same socket).
+    """
+    sock.listen(LISTEN_BACKLOG)
     bound_host, bound_port = sock.getsockname()[:2]
     err_console().print(f"serving MCP on http://{bound_host}:{bound_port}/mcp")
 
