@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 projections_app = typer.Typer(
     help="Follow, rebuild and inspect the read side (diagnosis_run, trace_event, sse_feed,"
-    " session_turn, metrics, eval_run).",
+    " session_turn, metrics, analytics, eval_run).",
     no_args_is_help=True,
 )
 

@@ -30,6 +30,7 @@ from sqlalchemy import (
     text,
 )
 
+from infrastructure import analytics_tables as analytics_tables  # defines its tables here
 from infrastructure.eval_tables import eval_case as eval_case
 from infrastructure.eval_tables import eval_run as eval_run
 from infrastructure.read_metadata import metadata as metadata

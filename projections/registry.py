@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from projections.analytics import Analytics
 from projections.eval_table import EvalTable
 from projections.metrics import Metrics
 from projections.run_table import RunTable
@@ -17,4 +18,4 @@ if TYPE_CHECKING:
 
 def all_projections() -> tuple[Projection, ...]:
     """Every projection of the read side, in the order a batch applies them."""
-    return (RunTable(), Trace(), SseFeed(), Sessions(), Metrics(), EvalTable())
+    return (RunTable(), Trace(), SseFeed(), Sessions(), Metrics(), Analytics(), EvalTable())

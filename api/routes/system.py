@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 router = APIRouter(tags=["system"])
 
 ProjectionName = Literal[
-    "diagnosis_run", "trace_event", "sse_feed", "session_turn", "metrics", "eval_run"
+    "diagnosis_run", "trace_event", "sse_feed", "session_turn", "metrics", "analytics", "eval_run"
 ]
 """The projections (``projections.runner.all_projections``), for the document."""
 

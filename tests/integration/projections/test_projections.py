@@ -112,6 +112,17 @@ PHASE_EVENTS = {
 PHASES = {kind: phase for phase, kinds in PHASE_EVENTS.items() for kind in kinds.split()}
 STEP_PHASES = {"ROUTE": "ROUTING", "ANSWER": "AGENT", "AGENT": "AGENT"}
 STEP_PHASES |= {"REPAIR": "GUARD", "JUDGE": "GUARD"}
+ANALYTICS_TABLES = (
+    "analytics_tool_call",
+    "analytics_model_call",
+    "analytics_guard_decision",
+    "analytics_citation",
+    "tool_stats",
+    "tool_duration",
+    "model_stats",
+    "model_latency",
+)
+"""The analytics projection's tables that a finished fleet fills."""
 
 
 @pytest.fixture
@@ -267,6 +278,9 @@ def test_a_rebuild_from_position_zero_gives_identical_rows(
     assert len(followed["diagnosis_run"]) == len(followed["session_turn"]) == len(fleet)
     assert len(followed["trace_event"]) == entries
     assert followed["run_daily"] and followed["sse_event"] and followed["trace_stream"]
+    for analytics in ANALYTICS_TABLES:  # the fleet's runs leave rows in every one of them
+        assert followed[analytics], analytics
+    assert not followed["analytics_tool_open"]  # every invocation ended
     assert {t["position"] for t in followed["projection_tracking"]} == {head}
 
     rebuilder = Projector(store, engine, batch_size=1000)
