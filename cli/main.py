@@ -12,6 +12,7 @@ from uuid import UUID
 
 import typer
 
+from cli.analytics import analytics_app
 from cli.app import HarnessTyper
 from cli.audit import audit_app
 from cli.common import fail, load_settings, opened, out_console, settings_for_work
@@ -44,6 +45,7 @@ app.add_typer(otel_app, name="otel")
 app.add_typer(mcp_app, name="mcp")
 app.add_typer(tools_app, name="tools")
 app.add_typer(model_app, name="model")
+app.add_typer(analytics_app, name="analytics")
 add_import_command(eval_app)  # harness eval import-holmes
 add_history_commands(eval_app)  # harness eval list, harness eval compare
 app.add_typer(eval_app, name="eval")

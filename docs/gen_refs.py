@@ -2,9 +2,11 @@
 
 ``python docs/gen_refs.py`` rewrites ``docs/reference/_generated/settings.md`` from the fields of
 ``Settings`` (names, defaults, bounds, descriptions) and ``docs/reference/_generated/cli.md`` from
-the ``harness`` command tree (each command's help, usage and options). ``--check`` writes nothing
+the ``harness`` command tree (each command's help, usage and options), and
+``docs/reference/_generated/analytics.md`` from the analytics views. ``--check`` writes nothing
 and exits 1 naming each file that differs, so a setting or a command nobody documented fails the
-tests. The pages ``configuration.md`` and ``cli.md`` include these files; nothing else lists them.
+tests. The pages ``configuration.md``, ``cli.md`` and ``analytics.md`` include these files;
+nothing else lists them.
 """
 
 from __future__ import annotations
@@ -116,9 +118,20 @@ def cli_markdown() -> str:
     return HEADER + "\n".join(_walk(group, context, "harness")).rstrip("\n") + "\n"
 
 
+def analytics_markdown() -> str:
+    """Every analytics view's columns, their types on each store and their meanings."""
+    from infrastructure.analytics_views import schema_markdown
+
+    return HEADER + schema_markdown()
+
+
 def references() -> dict[Path, str]:
     """Each generated file and what it must hold."""
-    return {GENERATED / "settings.md": settings_markdown(), GENERATED / "cli.md": cli_markdown()}
+    return {
+        GENERATED / "settings.md": settings_markdown(),
+        GENERATED / "cli.md": cli_markdown(),
+        GENERATED / "analytics.md": analytics_markdown(),
+    }
 
 
 def main(argv: list[str]) -> int:

@@ -31,6 +31,7 @@ from sqlalchemy import (
 )
 
 from infrastructure import analytics_tables as analytics_tables  # defines its tables here
+from infrastructure.analytics_views import create_views, drop_views, views_text
 from infrastructure.eval_tables import eval_case as eval_case
 from infrastructure.eval_tables import eval_run as eval_run
 from infrastructure.read_metadata import metadata as metadata
@@ -243,7 +244,7 @@ read_schema = Table(
 
 
 def schema_fingerprint() -> str:
-    """A digest of every read table's columns, types, keys and indexes (changes with the code)."""
+    """A digest of the read tables' columns, types, keys, indexes and views (changes with code)."""
     parts: list[str] = []
     for table in sorted(metadata.tables.values(), key=lambda t: t.name):
         for column in table.columns:
@@ -257,11 +258,12 @@ def schema_fingerprint() -> str:
             )
         )
         parts.append(f"{table.name}:{sorted(table.dialect_kwargs.items())}")
+    parts.append(views_text())
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
 def create_read_tables(engine: Engine) -> bool:
-    """Create the read tables; recreate them when the code defines them differently.
+    """Create the read tables and analytics views; recreate them when the code changed them.
 
     Read tables are projections: when their definition changed (a new column, say), they are
     dropped and created empty, with every tracking position back at 0, and the projections
@@ -282,8 +284,10 @@ def create_read_tables(engine: Engine) -> bool:
             return False
         stale = stored is not None or bool(found & set(metadata.tables) - {read_schema.name})
         if stale:
+            drop_views(connection)  # on PostgreSQL a view holds on to its table
             metadata.drop_all(connection)
         metadata.create_all(connection)
+        create_views(connection)
         connection.execute(read_schema.insert(), {"fingerprint": fingerprint})
         return stale
 
