@@ -54,17 +54,10 @@ def export_command(
     """
     from infrastructure.analytics_export import MissingExtra, export
 
-    first, last = _day("--since", since), _day("--until", until) if until else _today()
-    if file_format not in FORMATS:
-        fail(f"--format {file_format!r} is not one of {', '.join(FORMATS)}")
-    if first > last:
-        fail(f"--since {first} is after --until {last}: no day lies between them")
-    if out.exists() and not out.is_dir():
-        fail(f"--out {out} is a file: give a folder to write the files into")
+    first, last, chosen = _checked(since, until, file_format, out)
     with opened(_settings(db)) as services:
         _ready(services)
         try:
-            chosen = cast("Format", file_format)
             written = export(services.engine, out, chosen, first, last)
         except MissingExtra as error:
             fail(str(error))
@@ -72,6 +65,20 @@ def export_command(
             fail(f"cannot write into {out}: {error.strerror or error}")
     for file in written:
         out_console().print(f"wrote {file.path}: {file.rows} rows of {file.view}")
+
+
+def _checked(
+    since: str, until: str | None, file_format: str, out: Path
+) -> tuple[date, date, Format]:
+    """The days and format asked, checked (exit 2 naming what is wrong)."""
+    first, last = _day("--since", since), _day("--until", until) if until else _today()
+    if file_format not in FORMATS:
+        fail(f"--format {file_format!r} is not one of {', '.join(FORMATS)}")
+    if first > last:
+        fail(f"--since {first} is after --until {last}: no day lies between them")
+    if out.exists() and not out.is_dir():
+        fail(f"--out {out} is a file: give a folder to write the files into")
+    return first, last, cast("Format", file_format)
 
 
 def _day(option: str, value: str) -> date:
