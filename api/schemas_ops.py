@@ -42,6 +42,54 @@ class DailyPublic(BaseModel):
     count: int
 
 
+class ToolStatsGroupPublic(BaseModel):
+    """One ``tool_stats`` row: the tool calls of one UTC day and group that ended."""
+
+    day: date
+    tool: str
+    origin: str = Field(description="builtin, plugin:NAME or mcp:SERVER.")
+    outcome: str = Field(description="EVIDENCE_FOUND, NO_EVIDENCE or ERROR.")
+    error_code: str = Field(description="The failure's code; '' unless ERROR.")
+    calls: int
+    duration_p50_ms: float = Field(description="The group's median duration (nearest rank).")
+    duration_p95_ms: float = Field(description="The group's 95th percentile (nearest rank).")
+    result_bytes: int
+
+
+class ToolStatsPublic(BaseModel):
+    """Ended tool calls per day and group, over every user's runs (``tool_stats``)."""
+
+    first_day: date
+    last_day: date
+    data: list[ToolStatsGroupPublic]
+    count: int
+
+
+class ModelStatsGroupPublic(BaseModel):
+    """One ``model_stats`` row: the model calls of one UTC day and group."""
+
+    day: date
+    provider: str
+    model: str
+    purpose: str = Field(description="ROUTE, ANSWER, AGENT, REPAIR or JUDGE.")
+    outcome: str
+    error_type: str = Field(description="The failure's class; '' when none.")
+    calls: int
+    latency_p50_ms: float = Field(description="The group's median latency (nearest rank).")
+    latency_p95_ms: float = Field(description="The group's 95th percentile (nearest rank).")
+    tokens_in: int
+    tokens_out: int
+
+
+class ModelStatsPublic(BaseModel):
+    """Model calls per day and group, over every user's runs (``model_stats``)."""
+
+    first_day: date
+    last_day: date
+    data: list[ModelStatsGroupPublic]
+    count: int
+
+
 class LeasePublic(BaseModel):
     """One worker process and its lease (times in epoch seconds, by the database's clock)."""
 

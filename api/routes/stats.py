@@ -1,4 +1,4 @@
-"""``/v1/stats/daily``: finished runs per UTC day and group, for the console's Overview."""
+"""``/v1/stats/…``: runs, tool calls and model calls per UTC day and group (the Overview's)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,15 @@ from fastapi import APIRouter, Depends, HTTPException, Query
 from api.auth import Caller, Principal
 from api.deps import WorkerDep
 from api.problem_docs import error_responses
-from api.schemas_ops import DailyGroupPublic, DailyPublic
-from projections.daily import daily_rows
+from api.schemas_ops import (
+    DailyGroupPublic,
+    DailyPublic,
+    ModelStatsGroupPublic,
+    ModelStatsPublic,
+    ToolStatsGroupPublic,
+    ToolStatsPublic,
+)
+from projections.daily import daily_rows, model_rows, tool_rows
 
 router = APIRouter(prefix="/v1/stats", tags=["stats"])
 
@@ -22,14 +29,25 @@ MAX_DAYS = 366
 
 
 def reader_of_all(caller: Caller) -> Principal:
-    """Auditors and admins only: ``run_daily`` counts every user's runs and has no owner."""
+    """Auditors and admins only: the daily tables count every user's runs and have no owner."""
     if not caller.reads_all:
         raise HTTPException(
             403,
             f"the {caller.role} role may not read daily totals: they count every user's runs"
-            " (run_daily has no owner column), so only auditors and admins may",
+            " (run_daily has no owner column, nor have tool_stats and model_stats), so only"
+            " auditors and admins may",
         )
     return caller
+
+
+Reader = Annotated[Principal, Depends(reader_of_all)]
+First = Annotated[
+    date | None,
+    Query(alias="from", description="First UTC day (default: 13 days before to; at most 365)."),
+]
+Last = Annotated[
+    date | None, Query(alias="to", description="Last UTC day, included (default: today).")
+]
 
 
 def days_asked(first: date | None, last: date | None) -> tuple[date, date]:
@@ -51,15 +69,7 @@ def _before(day: date, days: int) -> date:
     responses=error_responses(401, 403, 503),
 )
 def daily(
-    worker: WorkerDep,
-    _reader: Annotated[Principal, Depends(reader_of_all)],
-    first: Annotated[
-        date | None,
-        Query(alias="from", description="First UTC day (default: 13 days before to; at most 365)."),
-    ] = None,
-    last: Annotated[
-        date | None, Query(alias="to", description="Last UTC day, included (default: today).")
-    ] = None,
+    worker: WorkerDep, _reader: Reader, first: First = None, last: Last = None
 ) -> DailyPublic:
     """Every ``run_daily`` row of the days asked for: runs, p50/p95 duration, tokens per group.
 
@@ -74,3 +84,48 @@ def daily(
         rows = daily_rows(connection, first, last)
     data = [DailyGroupPublic.model_validate(row) for row in rows]
     return DailyPublic(first_day=first, last_day=last, data=data, count=len(data))
+
+
+@router.get(
+    "/tools",
+    operation_id="get_tool_stats",
+    summary="Daily tool calls, errors and latency percentiles",
+    responses=error_responses(401, 403, 503),
+)
+def tools(
+    worker: WorkerDep, _reader: Reader, first: First = None, last: Last = None
+) -> ToolStatsPublic:
+    """Every ``tool_stats`` row of the days asked for: calls, p50/p95 duration, bytes per group.
+
+    A group is one tool × origin × outcome (evidence status) × error code; a tool's error rate
+    on a day is its ERROR groups' calls over all its calls. Days as for ``/v1/stats/daily``.
+    Auditors and admins only.
+    """
+    first, last = days_asked(first, last)
+    worker.fresh("analytics")
+    with worker.engine.connect() as connection:
+        rows = tool_rows(connection, first, last)
+    data = [ToolStatsGroupPublic.model_validate(row) for row in rows]
+    return ToolStatsPublic(first_day=first, last_day=last, data=data, count=len(data))
+
+
+@router.get(
+    "/models",
+    operation_id="get_model_stats",
+    summary="Daily model calls, tokens and latency percentiles",
+    responses=error_responses(401, 403, 503),
+)
+def models(
+    worker: WorkerDep, _reader: Reader, first: First = None, last: Last = None
+) -> ModelStatsPublic:
+    """Every ``model_stats`` row of the days asked for: calls, p50/p95 latency, tokens per group.
+
+    A group is one provider × model × purpose × outcome × error class. Days as for
+    ``/v1/stats/daily``. Auditors and admins only.
+    """
+    first, last = days_asked(first, last)
+    worker.fresh("analytics")
+    with worker.engine.connect() as connection:
+        rows = model_rows(connection, first, last)
+    data = [ModelStatsGroupPublic.model_validate(row) for row in rows]
+    return ModelStatsPublic(first_day=first, last_day=last, data=data, count=len(data))

@@ -64,6 +64,8 @@ REBUILD = Route("POST", "/v1/projections/rebuild")
 AUDIT = Route("GET", "/v1/audit/events")
 VERIFY = Route("POST", "/v1/audit/verify")
 DAILY = Route("GET", "/v1/stats/daily")
+TOOL_STATS = Route("GET", "/v1/stats/tools")
+MODEL_STATS = Route("GET", "/v1/stats/models")
 WORKERS = Route("GET", "/v1/workers")
 TOOLS = Route("GET", "/v1/tools")
 MODEL_CHECK = Route("GET", "/v1/model/check")
@@ -88,6 +90,8 @@ ROUTES = (
     AUDIT,
     VERIFY,
     DAILY,
+    TOOL_STATS,
+    MODEL_STATS,
     WORKERS,
     TOOLS,
     MODEL_CHECK,

@@ -26,6 +26,7 @@ from sqlalchemy import Engine, select
 from api.audit_verify import VERIFYING
 from api.auth import Role
 from application.audit.checkpoints import record_checkpoint
+from infrastructure.analytics_tables import analytics_model_call, analytics_tool_call
 from infrastructure.audit_keys import generate, load_signer
 from infrastructure.leases import SqlLeases, WorkerIdentity
 from infrastructure.read_tables import diagnosis_run, run_daily
@@ -38,6 +39,7 @@ DIAGNOSIS = "Why was checkout slow on 2026-11-29 between 10:00 and 12:00 UTC?"
 VAGUE = "Why was checkout slow on 2025-01-01?"
 """A diagnosis without a time window: a MISSING_REQUIRED_CONTEXT fallback."""
 DAILY, WORKERS, VERIFY = "/v1/stats/daily", "/v1/workers", "/v1/audit/verify"
+TOOL_STATS, MODEL_STATS = "/v1/stats/tools", "/v1/stats/models"
 KEYS = {"ann": "ann-user-key-0d9c8b7a6f5e4d3c", "audrey": "audrey-auditor-key-1a2b3c4d5e6f7a8b"}
 KEYS["adam"] = "adam-admin-key-9f8e7d6c5b4a3f2e"
 ROLES: dict[str, Role] = {"ann": "user", "audrey": "auditor", "adam": "admin"}
@@ -112,6 +114,43 @@ def test_daily_totals_are_what_sql_over_the_run_tables_says(settings: Settings) 
         )
 
 
+def test_tool_and_model_stats_are_what_sql_over_their_facts_says(settings: Settings) -> None:
+    """``/v1/stats/tools`` and ``/v1/stats/models`` answer their tables, grouped from the facts."""
+    with served_client(settings) as served:
+        client = served.client
+        for query in (DIAGNOSIS, VAGUE, HELLO):
+            finish(client, query)
+        today = datetime.now(UTC).date().isoformat()
+        tools = client.get(TOOL_STATS, params={"from": today, "to": today})
+        models = client.get(MODEL_STATS, params={"from": today, "to": today})
+        assert tools.status_code == models.status_code == 200, (tools.text, models.text)
+        with engine_of(served).connect() as connection:
+            calls = [dict(r) for r in connection.execute(select(analytics_tool_call)).mappings()]
+            steps = [dict(r) for r in connection.execute(select(analytics_model_call)).mappings()]
+        per_tool: dict[tuple[str, ...], int] = defaultdict(int)
+        for call in calls:
+            per_tool[(call["tool"], call["evidence_status"], call["error_code"])] += 1
+        shown = tools.json()
+        assert {(r["tool"], r["outcome"], r["error_code"]): r["calls"] for r in shown["data"]} == (
+            dict(per_tool)
+        )
+        assert shown["count"] == len(per_tool) > 0 and shown["first_day"] == today
+        per_model: dict[tuple[str, ...], list[int]] = defaultdict(lambda: [0, 0, 0])
+        for step in steps:
+            entry = per_model[(step["model"], step["purpose"])]
+            entry[0] += 1
+            entry[1] += step["tokens_in"]
+            entry[2] += step["tokens_out"]
+        assert {
+            (r["model"], r["purpose"]): [r["calls"], r["tokens_in"], r["tokens_out"]]
+            for r in models.json()["data"]
+        } == dict(per_model)
+        empty = client.get(TOOL_STATS, params={"from": "2000-01-01", "to": "2000-01-31"})
+        assert empty.json()["data"] == []
+        wrong = client.get(MODEL_STATS, params={"to": "2026-02-30"})
+        assert wrong.status_code == 422 and wrong.json()["detail"][0]["loc"] == ["query", "to"]
+
+
 @pytest.mark.parametrize(
     ("params", "first", "last"),
     [
@@ -153,7 +192,10 @@ def as_(served: Served, name: str, method: str, path: str) -> httpx.Response:
     return served.client.request(method, path, headers=headers)
 
 
-@pytest.mark.parametrize(("method", "path"), [("GET", DAILY), ("GET", WORKERS), ("POST", VERIFY)])
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [("GET", DAILY), ("GET", TOOL_STATS), ("GET", MODEL_STATS), ("GET", WORKERS), ("POST", VERIFY)],
+)
 @pytest.mark.parametrize("name", ["ann", "audrey", "adam"])
 def test_only_auditors_and_admins_read_the_operators_routes(
     keyed: Served, name: str, method: str, path: str
@@ -163,7 +205,7 @@ def test_only_auditors_and_admins_read_the_operators_routes(
         assert answer.status_code == 403, answer.text
         detail = answer.json()["detail"]
         assert "the user role may not" in detail and "auditor" in detail, detail
-        if path == DAILY:
+        if path in (DAILY, TOOL_STATS, MODEL_STATS):
             assert "run_daily has no owner column" in detail
         return
     assert answer.status_code == 200, answer.text
