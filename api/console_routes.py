@@ -58,6 +58,7 @@ CONSOLE_ASSETS = {
     "overview.js": JS,
     "evals.js": JS,
     "charts.js": JS,
+    "trends.js": JS,
 }
 """The console's scripts and style sheet, served at ``/console/assets/{name}``."""
 VENDOR_ASSETS = {

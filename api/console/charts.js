@@ -5,7 +5,7 @@
 const SVG = "http://www.w3.org/2000/svg";
 export const OUTCOMES = ["SUCCESS", "FALLBACK", "FAILED", "CANCELLED"];
 
-function node(tag, attributes = {}, text = null) {
+export function node(tag, attributes = {}, text = null) {
   const made = document.createElementNS(SVG, tag);
   for (const [name, value] of Object.entries(attributes)) made.setAttribute(name, String(value));
   if (text !== null) made.textContent = text;

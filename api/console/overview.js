@@ -1,8 +1,10 @@
-// The overview page: daily runs by outcome and latency percentiles, drawn from GET /v1/stats/daily,
-// and the eval history per model (evals.js).
+// The overview page: daily runs by outcome, fallback reasons and latency percentiles, drawn from
+// GET /v1/stats/daily; tool error rates from GET /v1/stats/tools (trends.js); and the eval
+// history per model (evals.js).
 import { el, getJson, keyForm, say } from "./api.js";
 import { OUTCOMES, drawLatency, drawRuns, groupName } from "./charts.js";
 import { loadEvals } from "./evals.js";
+import { REASONS, drawFallbacks, drawToolErrors } from "./trends.js";
 
 const RANGE = ["from", "to"];
 
@@ -27,8 +29,8 @@ function fillForm(form, params) {
   form.addEventListener("reset", () => { location.search = ""; });
 }
 
-function legend() {
-  return OUTCOMES.map((o) => el("span", { className: `swatch ${o}` }, o));
+function legend(names = OUTCOMES) {
+  return names.map((o) => el("span", { className: `swatch ${o}` }, o));
 }
 
 function row(r) {
@@ -68,8 +70,31 @@ async function load() {
     data.length ? drawLatency(data) : el("p", {}, "No run finished in these days."),
   );
   document.querySelector("#daily tbody").replaceChildren(...data.map(row));
+  document.getElementById("reasons-legend").replaceChildren(...legend(REASONS));
+  document.getElementById("fallbacks-figure").replaceChildren(
+    drawFallbacks(data, first, last),
+    el("figcaption", {}, `Published fallbacks per UTC day by reason, ${first} to ${last}`),
+  );
+  await loadTools(first, last);
   charts.hidden = false;
   document.body.dataset.loaded = "overview";
+}
+
+async function loadTools(first, last) {
+  const figure = document.getElementById("tool-errors-figure");
+  const message = document.getElementById("tools-message");
+  const got = await getJson(`/v1/stats/tools?from=${first}&to=${last}`, "read the tool totals (auditors and admins only)");
+  message.hidden = got.ok;
+  message.textContent = got.ok ? "" : got.message;
+  if (!got.ok) {
+    figure.replaceChildren();
+    return;
+  }
+  const rows = got.data.data;
+  figure.replaceChildren(
+    rows.length ? drawToolErrors(rows, first, last) : el("p", {}, "No tool call ended in these days."),
+    el("figcaption", {}, `Share of each tool's calls that failed per UTC day, ${first} to ${last}`),
+  );
 }
 
 fillForm(document.getElementById("range"), wanted());

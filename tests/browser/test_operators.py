@@ -169,6 +169,45 @@ def test_the_overview_draws_the_daily_totals_the_route_gives(
     assert console_errors(browser, allow_http_errors=True) == []  # the keyless first look: 401
 
 
+DRAWN_FALLBACKS = """
+return [...document.querySelectorAll('#fallbacks-figure svg rect.segment')].map(r =>
+  [r.dataset.day, r.dataset.reason, Number(r.dataset.runs)]);
+"""
+DRAWN_TOOL_ERRORS = """
+return [...document.querySelectorAll('#tool-errors-figure svg rect.rate')].map(r =>
+  [r.dataset.day, r.dataset.tool, Number(r.dataset.calls), Number(r.dataset.errors),
+   Number(r.dataset.rate), Number(r.getAttribute('height'))]);
+"""
+
+
+def test_the_overview_draws_fallback_reasons_and_tool_error_rates_the_routes_give(
+    browser: WebDriver, service: Service
+) -> None:
+    assert open_as(browser, f"{service.base}/console/overview", "audrey") == "overview"
+    daily = service.api("audrey", "GET", "/v1/stats/daily")
+    reasons: dict[tuple[str, str], int] = defaultdict(int)
+    for row in daily["data"]:
+        if row["release_outcome"] == "FALLBACK":
+            reasons[(row["day"], row["fallback_type"])] += row["runs"]
+    drawn = browser.execute_script(DRAWN_FALLBACKS)
+    assert {(day, reason): runs for day, reason, runs in drawn} == dict(reasons)
+    assert sum(reasons.values()) == 1  # ann's one fallback
+    tools = service.api("audrey", "GET", "/v1/stats/tools")
+    calls: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for row in tools["data"]:
+        entry = calls[(row["day"], row["tool"])]
+        entry[0] += row["calls"]
+        entry[1] += row["calls"] if row["outcome"] == "ERROR" else 0
+    bars = browser.execute_script(DRAWN_TOOL_ERRORS)
+    assert {(d, t): [c, e] for d, t, c, e, *_ in bars} == dict(calls)
+    assert sum(c for _, _, c, *_ in bars) > 0  # the diagnosis called its tools
+    for _, _, calls_drawn, errors, rate, height in bars:
+        assert rate == errors / calls_drawn and height == rate * 160  # one scale: 0 to 100%
+    assert tools["first_day"] == daily["first_day"] and tools["last_day"] == daily["last_day"]
+    assert not browser.find_element(By.ID, "tools-message").is_displayed()
+    assert console_errors(browser, allow_http_errors=True) == []  # the keyless first look: 401
+
+
 def test_a_user_is_told_the_overview_and_the_operators_views_are_not_theirs(
     browser: WebDriver, service: Service
 ) -> None:
