@@ -47,9 +47,26 @@ def view_sql(view: AnalyticsView, dialect: str) -> str:
     return f"CREATE VIEW {view.name} AS SELECT {selected} FROM {view.table}"
 
 
+READ_ONLY = (
+    "CREATE OR REPLACE FUNCTION analytics_read_only() RETURNS trigger LANGUAGE plpgsql AS"
+    " $$ BEGIN RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege', MESSAGE ="
+    " 'the analytics views are read-only: ' || TG_OP || ' of ' || TG_TABLE_NAME; END $$"
+)
+"""PostgreSQL's one-table views with plain columns take writes; these refuse them (SQLite's
+views never take any)."""
+
+
+def _refusal(view: AnalyticsView) -> str:
+    return (
+        f"CREATE TRIGGER {view.name}_read_only INSTEAD OF INSERT OR UPDATE OR DELETE"
+        f" ON {view.name} FOR EACH ROW EXECUTE FUNCTION analytics_read_only()"
+    )
+
+
 def views_text() -> str:
-    """Every view's statement on both stores, for the read schema's fingerprint."""
-    return "\n".join(view_sql(v, d) for v in VIEWS for d in ("postgresql", "sqlite"))
+    """Every view's statements on both stores, for the read schema's fingerprint."""
+    made = [view_sql(v, d) for v in VIEWS for d in ("postgresql", "sqlite")]
+    return "\n".join([*made, READ_ONLY, *map(_refusal, VIEWS)])
 
 
 def drop_views(connection: Connection) -> None:
@@ -60,9 +77,14 @@ def drop_views(connection: Connection) -> None:
 
 
 def create_views(connection: Connection) -> None:
-    """Create every analytics view (after the read tables)."""
+    """Create every analytics view (after the read tables), read-only on PostgreSQL too."""
+    postgres = connection.dialect.name == "postgresql"
+    if postgres:
+        connection.exec_driver_sql(READ_ONLY)
     for view in VIEWS:
         connection.exec_driver_sql(view_sql(view, connection.dialect.name))
+        if postgres:
+            connection.exec_driver_sql(_refusal(view))
 
 
 def schema_markdown() -> str:

@@ -88,6 +88,8 @@ _MS = timedelta(milliseconds=1)
 
 def utc(moment: datetime) -> datetime:
     """``moment`` in UTC; a naive one (SQLite reads times back naive) is taken as UTC."""
+    if moment.tzinfo is UTC:  # an event's own time: nothing to do
+        return moment
     if moment.tzinfo is None:
         return moment.replace(tzinfo=UTC)
     return moment if moment.utcoffset() == timedelta(0) else moment.astimezone(UTC)

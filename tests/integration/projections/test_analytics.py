@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import pyarrow.csv as pv
 import pyarrow.parquet as pq
+import pytest
 from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 
 from domain.run import Run
 from infrastructure.analytics_export import arrow_schema, export
@@ -203,3 +205,23 @@ def _assert_ranks(
         assert row["calls"] == len(values)
         for p in (50, 95):
             assert row[f"{stem}_p{p}_ms"] == values[rank(p, len(values)) - 1], (row, p)
+
+
+def test_the_views_refuse_writes_on_both_stores(
+    services: Services, store: HarnessStore, engine: Engine, tmp_path: Path
+) -> None:
+    export_fleet(services, store, engine, tmp_path)
+    for view in VIEWS:
+        for statement in (
+            f"DELETE FROM {view.name}",
+            f"UPDATE {view.name} SET day = '1999-01-01'",
+            f"INSERT INTO {view.name} (day) VALUES ('1999-01-01')",
+        ):
+            with pytest.raises(DBAPIError) as refused, engine.begin() as connection:
+                connection.execute(text(statement))
+            said = str(refused.value.orig)
+            assert "read-only" in said or "cannot modify" in said, said
+    with engine.connect() as connection:
+        assert all(
+            connection.execute(text(f"SELECT count(*) FROM {v.name}")).scalar() for v in VIEWS
+        )
