@@ -90,7 +90,7 @@ analytics_citation = Table(
     Column("seq", Integer, primary_key=True, autoincrement=False),
     Column("run_id", String(36), nullable=False, index=True),
     Column("stage", String(32), nullable=False),
-    Column("statement", String(32), nullable=False),
+    Column("statement", Text, nullable=False),
     Column("reference", Text, nullable=False),
     Column("accepted", Boolean, nullable=False),
     Column("problem", String(32), nullable=False),

@@ -44,7 +44,15 @@ from tests.integration.projections._projection_workers import append_runs, write
 
 HARNESS = [sys.executable, "-c", "from cli.main import app; app()"]
 ROOT = Path(__file__).resolve().parents[3]
-NAMES = ("diagnosis_run", "trace_event", "sse_feed", "session_turn", "metrics", "eval_run")
+NAMES = (
+    "diagnosis_run",
+    "trace_event",
+    "sse_feed",
+    "session_turn",
+    "metrics",
+    "analytics",
+    "eval_run",
+)
 READ_TABLES: tuple[Table, ...] = tuple(
     t for t in metadata.sorted_tables if t is not projection_tracking
 )
