@@ -36,6 +36,9 @@ def side_by_side(replayed: Replayed, number: int) -> list[str]:
     lines = [f"run {replayed.run_id}: release replayed ({changes})"]
     lines += [f"  {a:<{first}}  {b:<{second}}  {c}".rstrip() for a, b, c in rows]
     lines += _statements(replayed.original, replayed.replay)
+    if replayed.answered_by:
+        said = "; ".join(f"{k}: {v}" for k, v in replayed.answered_by.items())
+        lines.append(f"  replay's model calls answered by: {one_line(said, 200)}")
     found = len(replayed.differences)
     verdict = "the same decision" if not found else f"{found} difference{'s' * (found != 1)}"
     lines.append(f"{verdict}; recorded as replay {number} of this run (see `harness explain`)")
@@ -109,6 +112,7 @@ def as_json(replayed: Replayed, number: int) -> dict[str, Any]:
         "replay": number,
         "changes": replayed.changes,
         "differences": list(replayed.differences),
+        "answered_by": replayed.answered_by,
         "original": replayed.original.to_json(),
         "replayed": replayed.replay.to_json(),
     }

@@ -61,6 +61,9 @@ class ReleaseReplays(Aggregate):
         """The replay's decision, summarised the same way."""
         differs: bool
         """Whether the outcome, fallback type, a statement's fate or the content changed."""
+        answered_by: dict[str, str]
+        """Who answered the replay's model calls: ``repair`` / ``judge`` → ``recorded answer``,
+        ``recorded verdicts`` (statement by statement), ``none recorded``, ``asked MODEL``."""
 
         def apply(self, aggregate: ReleaseReplays) -> None:
             """Count the replay."""
@@ -83,13 +86,14 @@ class ReleaseReplays(Aggregate):
         original: Mapping[str, Any],
         replay: Mapping[str, Any],
         differs: bool,
+        answered_by: Mapping[str, str],
     ) -> None:
         """Record one re-release (``RELEASE_REPLAYED``); bad values are refused, nothing kept."""
         if replayed_at.tzinfo is None:
             raise InvalidCommandError(self.id, "replayed_at must carry a time zone")
-        if len(changes) > MAX_CHANGES:
+        if max(len(changes), len(answered_by)) > MAX_CHANGES:
             raise InvalidCommandError(self.id, f"at most {MAX_CHANGES} changes per replay")
-        for name, value in changes.items():
+        for name, value in (*changes.items(), *answered_by.items()):
             if max(len(name), len(value)) > MAX_CHANGE_CHARS:
                 raise InvalidCommandError(self.id, f"change {name[:40]!r} is too long")
         self.trigger_event(
@@ -99,4 +103,5 @@ class ReleaseReplays(Aggregate):
             original=dict(original),
             replay=dict(replay),
             differs=differs,
+            answered_by=dict(answered_by),
         )

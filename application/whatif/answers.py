@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from application.judge import numbered
 from application.ports import (
+    ModelError,
     ModelOutputTooLarge,
     ModelRequest,
     ModelResponse,
@@ -85,7 +86,7 @@ class Answers:
         ]
         if step is not None and step.outcome is ModelStepOutcome.FAILED:
             self.sources[ModelStepPurpose.REPAIR] = "recorded failure"
-            raise ModelUnavailableError(f"the recorded repair failed: {step.detail}")
+            raise recorded_failure(step.detail)
         if not drafts:
             self.sources[ModelStepPurpose.REPAIR] = "none recorded"
             raise ModelUnavailableError(
@@ -129,7 +130,7 @@ class Answers:
     def _recorded_judge(self, step: Run.AgentModelStep) -> Answered:
         self.sources[ModelStepPurpose.JUDGE] = "recorded answer"
         if step.outcome is ModelStepOutcome.FAILED:
-            raise ModelUnavailableError(step.detail or "the recorded judge call failed")
+            raise recorded_failure(step.detail)
         if step.outcome is ModelStepOutcome.TOO_LARGE:
             raise ModelOutputTooLarge(step.length, step.sha256)
         return Answered(_response(step.text, step), "recorded answer", step)
@@ -140,6 +141,23 @@ class Answers:
         source = f"asked {judge.name}/{model_name(judge)}"
         self.sources[ModelStepPurpose.JUDGE] = source
         return Answered(judge.complete(replace(request, timeout_s=self.timeout_s)), source)
+
+
+def recorded_failure(detail: str) -> ModelError:
+    """The failure a model step recorded (``Class: message``), raised again as that class."""
+    name, _, message = detail.partition(": ")
+    kinds = {kind.__name__: kind for kind in _kinds(ModelError)}
+    kind = kinds.get(name)
+    if kind is not None and kind is not ModelOutputTooLarge:
+        try:
+            return kind(message)
+        except TypeError:  # a provider's own kind, made otherwise: named in the message
+            pass
+    return ModelUnavailableError(detail or "the recorded call failed")
+
+
+def _kinds(base: type[ModelError]) -> list[type[ModelError]]:
+    return [base, *(k for sub in base.__subclasses__() for k in _kinds(sub))]
 
 
 def _response(text: str, step: Run.AgentModelStep | None) -> ModelResponse:

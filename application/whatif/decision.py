@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from application.proposals import recorded_draft
 from domain.run import Run
-from domain.states import DraftOutcome, ModelStepPurpose
+from domain.states import DraftOutcome, ModelStepOutcome, ModelStepPurpose
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -88,7 +88,7 @@ def decide(events: Sequence[Any], texts: Mapping[str, str]) -> Decision:
         else None,
         rules=_rules(initial),
         repair=_repair(events),
-        judge=_judge(judged),
+        judge=_judge(judged, events),
         statements=tuple(
             Fate(label, text[:MAX_TEXT], _fate(label, text, rejected, verdicts, published))
             for label, text in statements.items()
@@ -211,12 +211,18 @@ def _repair_drafts(events: Sequence[Any]) -> list[Run.DraftProposed]:
     ]
 
 
-def _judge(decision: Any | None) -> str:
+def _judge(decision: Any | None, events: Sequence[Any]) -> str:
     if decision is None:
         return "not asked"
-    if decision.verdict is None:
-        return f"unavailable ({decision.unavailable})"
-    return str(decision.verdict.value)
+    if decision.verdict is not None:
+        return str(decision.verdict.value)
+    steps = [
+        e
+        for e in events
+        if isinstance(e, Run.AgentModelStep) and e.purpose is ModelStepPurpose.JUDGE
+    ]
+    failed = steps[-1].detail if steps and steps[-1].outcome is ModelStepOutcome.FAILED else ""
+    return f"unavailable ({decision.unavailable})" + (f": {failed}" if failed else "")
 
 
 def _digest(content: Mapping[str, Any] | None) -> str | None:

@@ -44,6 +44,7 @@ def record_replay(store: HarnessStore, replayed: Replayed, now: datetime) -> int
             replayed.original.to_json(),
             replayed.replay.to_json(),
             bool(replayed.differences),
+            replayed.answered_by,
         )
         try:
             store.save_events(list(stream.collect_events()))

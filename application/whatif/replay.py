@@ -64,6 +64,8 @@ class Replayed:
     original: Decision
     replay: Decision
     differences: tuple[str, ...] = field(default=())
+    answered_by: dict[str, str] = field(default_factory=dict)
+    """Who answered each model call of the replay (``judge``: ``recorded answer``, …)."""
 
 
 def replay_release(store: HarnessStore, run_id: UUID, options: ReplayOptions) -> Replayed:
@@ -77,11 +79,12 @@ def replay_release(store: HarnessStore, run_id: UUID, options: ReplayOptions) ->
     rules = _rules(recorded_rules, options)
     copy = _rebuild(prefix)
     collection = streams.collection
+    answers = Answers(recorded, options.judge, options.timeout_s)
     ctx = ReplayContext(
         ReplayJournal(copy, collection),
         {inv.id: inv for inv, _ in streams.invocations},
         store,
-        Answers(recorded, options.judge, options.timeout_s),
+        answers,
     )
     assert collection is not None  # _split: a diagnosis that reached its release has one
     try:
@@ -97,6 +100,7 @@ def replay_release(store: HarnessStore, run_id: UUID, options: ReplayOptions) ->
         original,
         replay,
         tuple(differences(original, replay)),
+        {purpose.value.lower(): source for purpose, source in answers.sources.items()},
     )
 
 
