@@ -90,7 +90,7 @@ class Answers:
         if not drafts:
             self.sources[ModelStepPurpose.REPAIR] = "none recorded"
             raise ModelUnavailableError(
-                "no repair was recorded (the run did not need one): the replay has none"
+                "no repair answer was recorded (none asked, or none came): the replay has none"
             )
         draft = drafts[-1]
         if draft.outcome is DraftOutcome.TOO_LARGE:
