@@ -29,7 +29,7 @@ from domain.tool_states import EvidenceStatus, InvocationStatus
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from application.run_context import RunContext
+    from application.release_context import ReleaseContext
     from domain.tool_invocation import ToolInvocation
     from domain.values import Fact
 
@@ -55,7 +55,7 @@ class Checked:
 class EvidenceGuard:
     """Resolves references to this run's invocations and checks each citation's excerpt."""
 
-    def __init__(self, ctx: RunContext, rules: GroundingRules = DEFAULT_RULES) -> None:
+    def __init__(self, ctx: ReleaseContext, rules: GroundingRules = DEFAULT_RULES) -> None:
         """Resolve through the run's own invocations; judge excerpts by ``rules``."""
         self.ctx = ctx
         self.rules = rules

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
     from application.drafts import DiagnosisDraft, MissingOut
-    from application.run_context import RunContext
+    from application.release_context import ReleaseContext
     from domain.collection import Collection
     from domain.grounding import JudgedStatement
     from domain.published import Published
@@ -51,7 +51,7 @@ class Publication:
 
 
 def publish(
-    ctx: RunContext, outcome: ReleaseOutcome, kind: FallbackType | None, content: Published
+    ctx: ReleaseContext, outcome: ReleaseOutcome, kind: FallbackType | None, content: Published
 ) -> Publication:
     """Record ``RELEASE_DECISION`` with the content as stored (its JSON), and save the run."""
     ctx.run.decide_release(outcome, kind, content.to_json())
@@ -60,7 +60,7 @@ def publish(
 
 
 def release(
-    ctx: RunContext,
+    ctx: ReleaseContext,
     result: Completed | ControlledStop | AgentFailure,
     collection: Collection,
     rules: GroundingRules = DEFAULT_RULES,
@@ -81,7 +81,7 @@ def _progress(guard: EvidenceGuard, collection: Collection) -> Checked:
 
 
 def _release_budget_window(
-    ctx: RunContext, guard: EvidenceGuard, collection: Collection
+    ctx: ReleaseContext, guard: EvidenceGuard, collection: Collection
 ) -> Publication:
     """BUDGET_EXHAUSTED may still publish verified progress (design §10), nothing else."""
     checked = _progress(guard, collection)
@@ -94,7 +94,7 @@ def _release_budget_window(
 
 
 def _release_progress(
-    ctx: RunContext, guard: EvidenceGuard, draft: DiagnosisDraft | None, collection: Collection
+    ctx: ReleaseContext, guard: EvidenceGuard, draft: DiagnosisDraft | None, collection: Collection
 ) -> Publication:
     """No conclusion: publish what the citations prove, or ask for what is missing."""
     progress = _progress(guard, collection)
@@ -121,7 +121,7 @@ def _check_draft(guard: EvidenceGuard, draft: DiagnosisDraft) -> Checked:
 
 
 def _release_conclusion(
-    ctx: RunContext, guard: EvidenceGuard, draft: DiagnosisDraft, collection: Collection
+    ctx: ReleaseContext, guard: EvidenceGuard, draft: DiagnosisDraft, collection: Collection
 ) -> Publication:
     progress = _progress(guard, collection)
     checked = _check_draft(guard, draft)
@@ -149,7 +149,7 @@ def _release_conclusion(
 
 
 def _after_judge(
-    ctx: RunContext, guard: EvidenceGuard, conclusion: Fact, judged: Sequence[JudgedStatement]
+    ctx: ReleaseContext, guard: EvidenceGuard, conclusion: Fact, judged: Sequence[JudgedStatement]
 ) -> Publication:
     """SUCCESS with what the judge supported; else a fallback of records, no model statement.
 
@@ -169,7 +169,7 @@ def _after_judge(
 
 
 def _repair(
-    ctx: RunContext, guard: EvidenceGuard, draft: DiagnosisDraft, checked: Checked
+    ctx: ReleaseContext, guard: EvidenceGuard, draft: DiagnosisDraft, checked: Checked
 ) -> tuple[DiagnosisDraft, Checked]:
     """The one repair: ask for the draft again, told what failed; keep the old on failure."""
     ctx.check_active()
@@ -203,7 +203,7 @@ def _repair(
 
 
 def _publish(
-    ctx: RunContext,
+    ctx: ReleaseContext,
     guard: EvidenceGuard,
     kind: FallbackType,
     facts: Iterable[Fact],

@@ -24,12 +24,12 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from application.evidence import EvidenceGuard
-    from application.run_context import RunContext
+    from application.release_context import ReleaseContext
     from domain.values import Fact
 
 
 def judge(
-    ctx: RunContext, statements: list[Fact], guard: EvidenceGuard
+    ctx: ReleaseContext, statements: list[Fact], guard: EvidenceGuard
 ) -> tuple[JudgedStatement, ...]:
     """Ask the judge about ``statements`` (the conclusion first) and record its verdicts.
 
@@ -127,7 +127,7 @@ def numbered(statements: Sequence[Fact]) -> list[dict[str, Any]]:
 
 
 def ask_for_verdicts(
-    ctx: RunContext, system: str, payload: str, count: int
+    ctx: ReleaseContext, system: str, payload: str, count: int
 ) -> tuple[list[SemanticVerdict] | None, str]:
     """One JUDGE call: a verdict for each of ``count`` statements, or None and why not.
 
@@ -143,7 +143,7 @@ def ask_for_verdicts(
 
 
 def _verdicts(
-    ctx: RunContext, request: ModelRequest, count: int
+    ctx: ReleaseContext, request: ModelRequest, count: int
 ) -> tuple[list[SemanticVerdict] | None, str]:
     """The judge's verdicts on ``count`` statements, or None and why: a code and a length.
 

@@ -15,7 +15,7 @@ from domain.states import DraftOutcome
 
 if TYPE_CHECKING:
     from application.drafts import DiagnosisDraft
-    from application.run_context import RunContext
+    from application.release_context import ReleaseContext
     from domain.states import ModelStepPurpose
 
 EMPTY = "the model answered with an empty text"
@@ -30,7 +30,7 @@ def outcome_of(result: DiagnosisDraft | DraftError) -> tuple[DraftOutcome, str]:
 
 
 def propose(
-    ctx: RunContext, purpose: ModelStepPurpose, text: str, result: DiagnosisDraft | DraftError
+    ctx: ReleaseContext, purpose: ModelStepPurpose, text: str, result: DiagnosisDraft | DraftError
 ) -> None:
     """Record ``DRAFT_PROPOSED`` for ``text``, which parsed to ``result``.
 
@@ -56,7 +56,7 @@ def parse_draft(text: str) -> DiagnosisDraft | DraftError:
 
 
 def record_draft(
-    ctx: RunContext, purpose: ModelStepPurpose, text: str
+    ctx: ReleaseContext, purpose: ModelStepPurpose, text: str
 ) -> DiagnosisDraft | DraftError:
     """Parse ``text`` as a draft, record it (``DRAFT_PROPOSED``) and return the parse's result.
 

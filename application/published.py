@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from application.drafts import MissingOut
-    from application.run_context import RunContext
+    from application.release_context import ReleaseContext
     from domain.observations import Observation
     from domain.tool_invocation import ToolInvocation
     from domain.values import Fact
@@ -47,7 +47,7 @@ def report(conclusion: Fact, facts: Iterable[Fact]) -> DiagnosisReport:
 
 
 def fallback(
-    ctx: RunContext,
+    ctx: ReleaseContext,
     kind: FallbackType,
     observed: tuple[Observation, ...],
     missing: Iterable[MissingOut],
@@ -75,7 +75,7 @@ def missing_item(item: MissingOut) -> MissingItem:
     return MissingItem(item.kind, item.service, times.get("start"), times.get("end"))
 
 
-def no_evidence(ctx: RunContext) -> list[str]:
+def no_evidence(ctx: ReleaseContext) -> list[str]:
     """Each empty result, scoped to what was searched (never a global negative)."""
     return [
         empty_note(inv.tool, shown(ctx, inv.normalized_scope), inv.notes)
@@ -106,7 +106,7 @@ def no_evidence_note(scope: str) -> str:
     return f"No matching records in the checked scope: {scope}"
 
 
-def not_checked(ctx: RunContext) -> list[str]:
+def not_checked(ctx: ReleaseContext) -> list[str]:
     """Each tool call that failed: what could not be checked, never that nothing was found."""
     return [
         not_checked_note(inv, shown(ctx, inv.normalized_scope))
@@ -129,7 +129,7 @@ def not_checked_note(invocation: ToolInvocation, scope: str | None = None) -> st
     )
 
 
-def shown(ctx: RunContext, scope: str) -> str:
+def shown(ctx: ReleaseContext, scope: str) -> str:
     """A call's scope as a reader sees it: only values the harness can vouch for, verbatim."""
     return shown_scope(scope, ctx.run.query, known_of(ctx))
 
@@ -151,12 +151,12 @@ def missing_question(item: MissingOut, known: Iterable[str] = ()) -> str:
     return words
 
 
-def known_of(ctx: RunContext) -> tuple[str, ...]:
+def known_of(ctx: ReleaseContext) -> tuple[str, ...]:
     """The services the run's tools know, as its collection recorded them (none before it)."""
     return ctx.journal.collection.known_services if ctx.journal.collection is not None else ()
 
 
-def _scoped(ctx: RunContext, item: MissingOut) -> MissingOut:
+def _scoped(ctx: ReleaseContext, item: MissingOut) -> MissingOut:
     """A service is named only if the question or the tools' catalogue does: no claim rides in.
 
     A service only the model named (in a tool call's arguments, say) is dropped from the item.

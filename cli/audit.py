@@ -17,6 +17,7 @@ import typer
 
 from cli.common import err_console, fail, opened, out_console
 from cli.reads import lookup_run_id
+from cli.replay import REPLAY_HELP, replay
 from cli.verify import VERIFY_HELP, verify
 
 if TYPE_CHECKING:
@@ -221,3 +222,4 @@ def keygen(
 
 
 audit_app.command("verify", help=VERIFY_HELP)(verify)
+audit_app.command("replay", help=REPLAY_HELP)(replay)

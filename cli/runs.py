@@ -178,6 +178,12 @@ def explain(run_id: RunIdArgument, as_json: JsonOption = False) -> None:
         mark = "•" if answer.applies else "·"
         said = spelled_out(answer.answer)
         out.print(Text.assemble(f"{mark} ", (answer.asked, "bold"), f"\n  {said}"))
+    for replay in found.replays:
+        changed = "; ".join(f"{k} {v}" for k, v in replay.changes.items()) or "nothing changed"
+        was = " ".join(filter(None, (replay.original_outcome, replay.original_fallback_type)))
+        now = " ".join(filter(None, (replay.outcome, replay.fallback_type)))
+        said = f"{was} -> {now}" if replay.differences else f"{now}, the same decision"
+        out.print(Text.assemble("↻ ", (f"replay {replay.number}", "bold"), f" ({changed}): {said}"))
 
 
 @runs_app.command("cancel")

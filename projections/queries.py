@@ -26,6 +26,7 @@ from projections.sse_feed import SseFeed
 
 if TYPE_CHECKING:
     from collections.abc import Collection
+    from datetime import datetime
 
     from sqlalchemy import Connection
 
@@ -37,6 +38,25 @@ def run_row(connection: Connection, run_id: str) -> Row | None:
     found = connection.execute(select(diagnosis_run).where(diagnosis_run.c.run_id == run_id))
     row = found.mappings().first()
     return dict(row) if row else None
+
+
+def diagnoses_between(
+    connection: Connection, since: datetime, until: datetime, limit: int
+) -> list[str]:
+    """Up to ``limit`` finished DIAGNOSIS runs created in ``[since, until)``, oldest first."""
+    column = diagnosis_run.c
+    found = connection.execute(
+        select(column.run_id)
+        .where(
+            column.intent == "DIAGNOSIS",
+            column.finished_at.is_not(None),
+            column.created_at >= since,
+            column.created_at < until,
+        )
+        .order_by(column.created_at, column.run_id)
+        .limit(limit)
+    )
+    return [str(run_id) for run_id in found.scalars()]
 
 
 def run_ids_starting(connection: Connection, prefix: str, limit: int) -> list[str]:

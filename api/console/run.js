@@ -33,6 +33,21 @@ function explained(explanation) {
   ]);
 }
 
+function replayed(replays) {
+  return replays.map((r) => {
+    const changes = Object.entries(r.changes).map(([k, v]) => `${k} ${v}`).join("; ") || "nothing changed";
+    const was = [r.original_outcome, r.original_fallback_type].filter(Boolean).join(" ");
+    const now = [r.outcome, r.fallback_type].filter(Boolean).join(" ");
+    const said = r.differences.length ? `${was} → ${now}` : `${now}: the same decision`;
+    return el(
+      "li",
+      { "data-replay": r.number, "data-differs": r.differences.length ? "yes" : "no" },
+      el("p", {}, el("strong", {}, `${utc(r.replayed_at)} (${changes})`), ` ${said}`),
+      el("ul", {}, ...r.differences.map((d) => el("li", {}, shown(d)))),
+    );
+  });
+}
+
 function rawTable(events) {
   const head = el("tr", {}, ...["Position", "Event", "Phase", "Status", "Time (UTC)", "Attributes"].map((h) => el("th", { scope: "col" }, h)));
   const rows = events.map((e) => el(
@@ -74,6 +89,9 @@ async function load() {
   document.getElementById("answer").replaceChildren(...published(content, r.status !== "RUNNING"));
   document.getElementById("evidence").replaceChildren(...evidence(events, content));
   document.getElementById("explain").replaceChildren(...explained(explanation.data));
+  const replays = explanation.data.replays || [];
+  document.getElementById("replays").replaceChildren(...replayed(replays));
+  document.getElementById("replays-section").hidden = replays.length === 0;
   document.getElementById("raw-table").replaceChildren(...rawTable(events));
   page.hidden = false;
   document.body.dataset.loaded = "run";

@@ -25,6 +25,7 @@ from domain.catalogue import AGGREGATES
 from domain.checkpoint import AuditCheckpoint, is_checkpoint_stream
 from domain.collection import Collection, collection_id
 from domain.eval_run import EvalRun
+from domain.release_replay import ReleaseReplays
 from domain.run import Run
 from domain.session import Session, session_key
 from domain.tool_invocation import ToolInvocation
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 
 def _event_classes() -> dict[str, type[Any]]:
     found: dict[str, type[Any]] = {}
-    for aggregate in (*AGGREGATES, Session, AuditCheckpoint, EvalRun):
+    for aggregate in (*AGGREGATES, Session, AuditCheckpoint, EvalRun, ReleaseReplays):
         for value in vars(aggregate).values():
             if isinstance(value, type) and issubclass(value, CanMutateAggregate):
                 if value.__name__ not in ("Event", "Created"):
@@ -46,8 +47,8 @@ def _event_classes() -> dict[str, type[Any]]:
 
 
 EVENT_TOPICS = _event_classes()
-"""Every topic a record may name: the domain's event classes (sessions', checkpoints' and
-evaluations' too)."""
+"""Every topic a record may name: the domain's event classes (sessions', checkpoints',
+evaluations' and release replays' too)."""
 
 
 def offline_mapper() -> ChainingMapper:

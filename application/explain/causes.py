@@ -22,11 +22,11 @@ from domain.tool_invocation import ToolInvocation
 from domain.tool_states import DiagnosisStopReason, InformationGain, InvocationStatus
 
 if TYPE_CHECKING:
-    from application.explain.log import _Log
+    from application.explain.log import RunStreams
     from application.explain.model import FieldValue
 
 
-def _cause(log: _Log, kind: FallbackType) -> str:
+def _cause(log: RunStreams, kind: FallbackType) -> str:
     initial, recheck = log.last(Run.EvidenceGuardInitial), log.last(Run.EvidenceGuardRecheck)
     match kind:
         case FallbackType.MISSING_REQUIRED_CONTEXT:
@@ -58,7 +58,7 @@ def _cause(log: _Log, kind: FallbackType) -> str:
             assert_never(kind)
 
 
-def _why_no_conclusion(log: _Log) -> str:
+def _why_no_conclusion(log: RunStreams) -> str:
     exhausted, step = log.last(Run.BudgetExhausted), _last_agent_step(log)
     if exhausted is not None:
         return f"{_spent(exhausted)} before a conclusion could be released"
@@ -71,7 +71,7 @@ def _why_no_conclusion(log: _Log) -> str:
 
 
 def _stop_cause(
-    log: _Log, collection: Collection, reason: DiagnosisStopReason
+    log: RunStreams, collection: Collection, reason: DiagnosisStopReason
 ) -> tuple[str, list[Any]]:
     told = ", and the agent was told to draft now" if collection.stop_required_delivered else ""
     match reason:
@@ -108,7 +108,7 @@ def _stop_cause(
             assert_never(reason)
 
 
-def _loop_end(log: _Log) -> tuple[bool, str, list[Any]]:
+def _loop_end(log: RunStreams) -> tuple[bool, str, list[Any]]:
     """Why the loop ended without a stop reason: the run ended, the agent failed, or drafted."""
     run, guard, step = log.run, log.last(Run.EvidenceGuardInitial), _last_agent_step(log)
     none, calls = "No stop reason was recorded", run.usage.tool_calls
@@ -138,7 +138,7 @@ def _loop_end(log: _Log) -> tuple[bool, str, list[Any]]:
     return True, text, [step, draft, guard]
 
 
-def _no_loop(log: _Log) -> str:
+def _no_loop(log: RunStreams) -> str:
     run, routing = log.run, log.last(Run.RoutingDecision)
     if run.intent is not None and run.intent is not Intent.DIAGNOSIS:
         return f"The agent loop never ran: the query was routed to {run.intent.value}."
@@ -149,7 +149,7 @@ def _no_loop(log: _Log) -> str:
     return "The agent loop has not started yet: the run is still RUNNING."
 
 
-def _no_fallback(log: _Log) -> str:
+def _no_fallback(log: RunStreams) -> str:
     run, outcome, initial = log.run, log.run.finished_outcome, log.last(Run.EvidenceGuardInitial)
     if outcome is ReleaseOutcome.SUCCESS:
         what = "a diagnosis" if run.intent is Intent.DIAGNOSIS else f"a {_v(run.intent)} answer"
@@ -172,7 +172,7 @@ def _no_context(run: Run) -> str:
     return "its published result has no conclusion"
 
 
-def _why_empty(log: _Log, invocation: ToolInvocation, events: list[Any]) -> str:
+def _why_empty(log: RunStreams, invocation: ToolInvocation, events: list[Any]) -> str:
     name = f"{invocation.tool} {invocation.normalized_scope}"
     match invocation.status:
         case InvocationStatus.READY:
@@ -188,7 +188,7 @@ def _why_empty(log: _Log, invocation: ToolInvocation, events: list[Any]) -> str:
             assert_never(invocation.status)
 
 
-def _guard_fields(log: _Log) -> dict[str, FieldValue]:
+def _guard_fields(log: RunStreams) -> dict[str, FieldValue]:
     initial, recheck = log.last(Run.EvidenceGuardInitial), log.last(Run.EvidenceGuardRecheck)
     decision = log.last(Run.SemanticGuardDecision)
     return {
@@ -204,12 +204,12 @@ def _guard_fields(log: _Log) -> dict[str, FieldValue]:
     }
 
 
-def _last_agent_step(log: _Log) -> Run.AgentModelStep | None:
+def _last_agent_step(log: RunStreams) -> Run.AgentModelStep | None:
     steps = [s for s in log.of(Run.AgentModelStep) if s.purpose is ModelStepPurpose.AGENT]
     return steps[-1] if steps else None
 
 
-def _judge_failure(log: _Log) -> str:
+def _judge_failure(log: RunStreams) -> str:
     """How the judge's model call failed, as its step records it ('' when an answer came).
 
     The call's error, not an answer: the model's words are never in it.

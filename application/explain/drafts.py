@@ -13,7 +13,7 @@ from domain.run import Run
 from domain.states import DraftOutcome, ModelStepPurpose
 
 if TYPE_CHECKING:
-    from application.explain.log import _Log
+    from application.explain.log import RunStreams
     from application.explain.model import FieldValue
 
 _FAILED = {
@@ -26,7 +26,7 @@ _FAILED = {
 
 
 def _last_draft(
-    log: _Log, purpose: ModelStepPurpose = ModelStepPurpose.AGENT
+    log: RunStreams, purpose: ModelStepPurpose = ModelStepPurpose.AGENT
 ) -> Run.DraftProposed | None:
     """The latest draft proposed for ``purpose`` (the agent's final answer by default)."""
     drafts = [d for d in log.of(Run.DraftProposed) if d.purpose is purpose]
@@ -72,7 +72,7 @@ def _count(items: object) -> int:
     return len(items) if isinstance(items, list) else 0
 
 
-def _draft_fields(log: _Log) -> dict[str, FieldValue]:
+def _draft_fields(log: RunStreams) -> dict[str, FieldValue]:
     """The agent's last draft as recorded: its outcome, length and parse failure."""
     draft = _last_draft(log)
     return {

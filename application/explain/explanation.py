@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from application.explain.log import _read
-from application.explain.model import Answer, BudgetUse, RunExplanation
+from application.explain.log import read_streams
+from application.explain.model import Answer, BudgetUse, ReplaySummary, RunExplanation
 from application.explain.what_client_saw import (
     _success_without_conclusion,
     _why_no_done,
@@ -18,6 +18,8 @@ from application.explain.why_ended import (
     _why_stopped_calling_tools,
 )
 from application.explain.words import _fallback_type, _v
+from application.whatif.decision import differences
+from application.whatif.records import replays_of
 from domain.run import Run
 from domain.states import BudgetKind
 
@@ -25,8 +27,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from uuid import UUID
 
-    from application.explain.log import _Log
+    from application.explain.log import RunStreams
     from application.store import HarnessStore
+    from application.whatif.records import RecordedReplay
 
 
 def explain_run(store: HarnessStore, run_id: UUID) -> RunExplanation:
@@ -35,7 +38,7 @@ def explain_run(store: HarnessStore, run_id: UUID) -> RunExplanation:
     Raises:
         UnknownAggregateError: there is no run with this id.
     """
-    log = _read(store, run_id)
+    log = read_streams(store, run_id)
     run, term, finished = log.run, log.run.termination, log.last(Run.RunFinished)
     return RunExplanation(
         run_id=run.id,
@@ -56,10 +59,25 @@ def explain_run(store: HarnessStore, run_id: UUID) -> RunExplanation:
         ],
         answers=[answer(log) for answer in _ANSWERS],
         model_retries=_model_retries(log),
+        replays=[_replay(r) for r in replays_of(store, run_id)],
     )
 
 
-def _model_retries(log: _Log) -> list[str]:
+def _replay(found: RecordedReplay) -> ReplaySummary:
+    original, replay = found.original, found.replay
+    return ReplaySummary(
+        number=found.number,
+        replayed_at=found.replayed_at,
+        changes=found.changes,
+        original_outcome=original.outcome,
+        original_fallback_type=original.fallback_type,
+        outcome=replay.outcome,
+        fallback_type=replay.fallback_type,
+        differences=differences(original, replay),
+    )
+
+
+def _model_retries(log: RunStreams) -> list[str]:
     """Each retried attempt of a model call, in the harness's words, in the order made."""
     return [
         f"{step.purpose.value} call: attempt {number} failed {attempt.failure.value}"
@@ -69,7 +87,7 @@ def _model_retries(log: _Log) -> list[str]:
     ]
 
 
-_ANSWERS: tuple[Callable[[_Log], Answer], ...] = (
+_ANSWERS: tuple[Callable[[RunStreams], Answer], ...] = (
     _why_fallback,
     _why_stopped_calling_tools,
     _why_no_evidence,

@@ -25,7 +25,7 @@ E = TypeVar("E")
 
 
 @dataclass(frozen=True)
-class _Log:
+class RunStreams:
     """The run's streams, each cut at the version its aggregate was rebuilt from."""
 
     run: Run
@@ -49,7 +49,8 @@ class _Log:
         return self.collection.stop_reason if self.collection else None
 
 
-def _read(store: HarnessStore, run_id: UUID) -> _Log:
+def read_streams(store: HarnessStore, run_id: UUID) -> RunStreams:
+    """The run's streams from the store, each cut at the version its aggregate was rebuilt from."""
     run = store.get_run(run_id)
     run_events = events_of(store, run_id)[: run.version]
     try:
@@ -65,7 +66,7 @@ def _read(store: HarnessStore, run_id: UUID) -> _Log:
             continue  # charged in a transaction whose begin was never stored
         if invocation.run_id == run_id:
             invocations.append((invocation, events_of(store, key)[: invocation.version]))
-    return _Log(run, run_events, collection, collection_events, invocations)
+    return RunStreams(run, run_events, collection, collection_events, invocations)
 
 
 def _invocation_ids(run_events: list[Any], collection_events: list[Any]) -> list[UUID]:

@@ -51,6 +51,22 @@ class BudgetUse(BaseModel):
     limit: int
 
 
+class ReplaySummary(BaseModel):
+    """One what-if re-release of the run (``harness audit replay``), as its stream records it."""
+
+    number: int
+    replayed_at: datetime
+    changes: dict[str, str]
+    """What the replay changed (excerpt rules, judge); empty: replayed as recorded."""
+    original_outcome: str
+    original_fallback_type: str | None
+    outcome: str
+    """What the replay decided: SUCCESS, FALLBACK or NONE (nothing released)."""
+    fallback_type: str | None
+    differences: list[str]
+    """What it decided otherwise, one line each (empty: the same decision)."""
+
+
 class RunExplanation(BaseModel):
     """A run's identity and outcome, and every SPEC §15 question answered from its log."""
 
@@ -70,6 +86,8 @@ class RunExplanation(BaseModel):
     duration_ms: int | None
     budget: list[BudgetUse]
     answers: list[Answer]
+    replays: list[ReplaySummary] = []
+    """Every what-if re-release of the run, oldest first (its own stream; the run is unchanged)."""
     model_retries: list[str] = []
     """Each model call's attempt that failed and was retried (a 429, a 5xx, a reset, a
     timeout), in the harness's words: the model step records each with its wait."""

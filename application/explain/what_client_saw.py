@@ -24,11 +24,11 @@ from domain.run import Run
 from domain.states import CancellationReason, DbStatus, RunState, SseSessionState
 
 if TYPE_CHECKING:
-    from application.explain.log import _Log
+    from application.explain.log import RunStreams
     from application.explain.model import Answer, FieldValue
 
 
-def _success_without_conclusion(log: _Log) -> Answer:
+def _success_without_conclusion(log: RunStreams) -> Answer:
     run, outcome = log.run, log.run.finished_outcome
     status = DB_STATUS[outcome] if outcome else DbStatus.RUNNING
     published = _published(run)
@@ -64,7 +64,7 @@ def _success_without_conclusion(log: _Log) -> Answer:
     return _answer(key, True, text, fields, evidence)
 
 
-def _why_no_done(log: _Log) -> Answer:
+def _why_no_done(log: RunStreams) -> Answer:
     run, term, finished = log.run, log.run.termination, log.last(Run.RunFinished)
     cancelled = term is not None and term.state is RunState.CANCELLED
     disconnected = cancelled and run.cancellation is CancellationReason.CLIENT_DISCONNECTED
@@ -108,7 +108,7 @@ def _sse_state(finished: bool, cancelled: bool, disconnected: bool) -> SseSessio
     return SseSessionState.TERMINAL
 
 
-def _why_no_previous_turn(log: _Log) -> Answer:
+def _why_no_previous_turn(log: RunStreams) -> Answer:
     run, context = log.run, log.run.previous_turn
     fields: dict[str, FieldValue] = {
         "intent": _v(run.intent),

@@ -27,7 +27,7 @@ from domain.states import RunState
 from domain.tool_states import EvidenceStatus, InvocationStatus
 
 if TYPE_CHECKING:
-    from application.explain.log import _Log
+    from application.explain.log import RunStreams
     from application.explain.model import Answer, FieldValue
 
 SHOWN = 3
@@ -36,7 +36,7 @@ SHOWN = 3
 _RELEASE_EVENTS = (Run.DraftProposed, *GUARD_EVENTS)
 
 
-def _why_fallback(log: _Log) -> Answer:
+def _why_fallback(log: RunStreams) -> Answer:
     run = log.run
     decided = run.release[1] if run.release else None
     fields: dict[str, FieldValue] = {
@@ -60,7 +60,7 @@ def _why_fallback(log: _Log) -> Answer:
     return _answer("why_fallback", True, text, fields, evidence)
 
 
-def _why_stopped_calling_tools(log: _Log) -> Answer:
+def _why_stopped_calling_tools(log: RunStreams) -> Answer:
     collection, rejected = log.collection, log.of(Run.ToolRequestRejected)
     fields: dict[str, FieldValue] = {
         "stop_reason": _v(log.stop_reason),
@@ -81,7 +81,7 @@ def _why_stopped_calling_tools(log: _Log) -> Answer:
     return _answer("why_stopped_calling_tools", applies, text, fields, [*events, *rejected])
 
 
-def _why_no_evidence(log: _Log) -> Answer:
+def _why_no_evidence(log: RunStreams) -> Answer:
     calls, rejected = log.invocations, log.of(Run.ToolRequestRejected)
     empty = [(i, ev) for i, ev in calls if i.evidence_status is not EvidenceStatus.EVIDENCE_FOUND]
     fields: dict[str, FieldValue] = {
@@ -115,7 +115,7 @@ def _why_no_evidence(log: _Log) -> Answer:
     return _answer("why_no_evidence", True, text, fields, evidence)
 
 
-def _timed_out_or_budget_exhausted(log: _Log) -> Answer:
+def _timed_out_or_budget_exhausted(log: RunStreams) -> Answer:
     run, term = log.run, log.run.termination
     exhausted, finished = log.last(Run.BudgetExhausted), log.last(Run.RunFinished)
     fields: dict[str, FieldValue] = {

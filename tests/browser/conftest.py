@@ -48,6 +48,8 @@ class Console:
     clients: dict[str, httpx.Client]
     success_run: str
     fallback_run: str
+    database_url: str = ""
+    """The service's store, for a command line to act on it beside the service."""
 
     def api(self, user: str, path: str) -> Any:
         """GET ``path`` as ``user`` and return its JSON (asserting a 200)."""
@@ -77,7 +79,7 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
         try:
             success = _ask(clients[ANN], SUCCESS_QUESTION)
             fallback = _ask(clients[ANN], FALLBACK_QUESTION)
-            yield Console(base, clients, success, fallback)
+            yield Console(base, clients, success, fallback, settings.database_url)
         finally:
             for client in clients.values():
                 client.close()
