@@ -87,6 +87,7 @@ def test_after_a_mixed_load_every_series_equals_what_sql_says(settings: Settings
                 "sse_feed",
                 "session_turn",
                 "metrics",
+                "analytics",
                 "eval_run",
             }
             assert value(series, "harness_runs_in_progress") == 0
