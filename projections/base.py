@@ -87,15 +87,6 @@ class Projection(Protocol):
         ...
 
 
-def payload(event: Any) -> dict[str, Any]:
-    """An event's own fields (not its stream, version and time), for a JSON column."""
-    fields = dict(vars(event))
-    fields.pop("originator_id", None)
-    fields.pop("originator_version", None)
-    fields.pop("timestamp", None)
-    return fields
-
-
 def positioned(mapper: Mapper[UUID], notifications: Iterable[Notification]) -> list[Positioned]:
     """Log entries as :data:`Positioned` events, deserialised once for every projection."""
     to_domain_event, text_of = mapper.to_domain_event, uuid_text

@@ -8,6 +8,7 @@ microseconds so that every stored value is exact; ``scale`` turns them into seco
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Literal
 
@@ -194,3 +195,15 @@ TOTAL = "total"
 SUM = "sum"
 """The ``part`` of a histogram's sum row; its bucket rows' part is the bound (or ``+Inf``)."""
 INF = "+Inf"
+
+
+def bucket_part(family: Family, value: int) -> str:
+    """The ``part`` of the (non-cumulative) bucket ``value`` falls in (the first bound >= it)."""
+    parts = _PARTS.get(family.name)
+    if parts is None:
+        parts = _PARTS[family.name] = (*map(str, family.bounds), INF)
+    return parts[bisect_left(family.bounds, value)]
+
+
+_PARTS: dict[str, tuple[str, ...]] = {}
+"""Each histogram's bucket parts, its bounds as text then ``+Inf`` (made once)."""

@@ -16,7 +16,6 @@ alone), so a hostile model cannot grow the number of series.
 from __future__ import annotations
 
 import json
-from bisect import bisect_left
 from collections import defaultdict
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -28,10 +27,6 @@ from projections.base import Positioned, Written, begun_before, text
 from projections.metric_families import (
     FIRST_EVENT,
     GUARD_VERDICTS,
-    INF,
-    MODEL_CALLS,
-    MODEL_DURATION,
-    MODEL_TOKENS,
     PREFLIGHT_REJECTIONS,
     RUN_DURATION,
     RUNS,
@@ -41,7 +36,9 @@ from projections.metric_families import (
     TOOL_INVOCATIONS,
     TOTAL,
     Family,
+    bucket_part,
 )
+from projections.metric_steps import model_step
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -72,18 +69,6 @@ def series_key(family: str, part: str, labels: str) -> str:
 def label_text(labels: dict[str, str]) -> str:
     """Labels as canonical JSON text (sorted names, no spaces)."""
     return json.dumps(labels, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def bucket_part(family: Family, value: int) -> str:
-    """The ``part`` of the (non-cumulative) bucket ``value`` falls in (the first bound >= it)."""
-    parts = _PARTS.get(family.name)
-    if parts is None:
-        parts = _PARTS[family.name] = (*map(str, family.bounds), INF)
-    return parts[bisect_left(family.bounds, value)]
-
-
-_PARTS: dict[str, tuple[str, ...]] = {}
-"""Each histogram's bucket parts, its bounds as text then ``+Inf`` (made once)."""
 
 
 Labels = tuple[tuple[str, str], ...]
@@ -199,13 +184,7 @@ def _count_alone(samples: Samples, event: Run.Event) -> None:
     """Count one of the :data:`COUNTED_ALONE` events."""
     match event:
         case Run.AgentModelStep():
-            model, purpose = event.model, _v(event.purpose)
-            samples.count(
-                MODEL_CALLS, {"model": model, "purpose": purpose, "outcome": _v(event.outcome)}
-            )
-            samples.observe(MODEL_DURATION, {"model": model, "purpose": purpose}, event.latency_ms)
-            samples.count(MODEL_TOKENS, {"model": model, "direction": "input"}, event.tokens_in)
-            samples.count(MODEL_TOKENS, {"model": model, "direction": "output"}, event.tokens_out)
+            model_step(samples.added, event)
         case Run.ToolRequestRejected():
             samples.count(PREFLIGHT_REJECTIONS, {"code": _v(event.code)})
         case Run.EvidenceGuardInitial():

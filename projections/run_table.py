@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from application.view_port import jsonable
 from domain.collection import Collection
@@ -19,7 +20,7 @@ from projections.base import Positioned, Written, begun_before, text, uuid_text
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from application.view_port import Row, RowCache, ViewWriter
+    from application.view_port import Row, ViewWriter
 
 
 GROUP = ("intent", "release_outcome", "fallback_type", "termination_state")
@@ -41,32 +42,28 @@ class RunTable:
         rows = view.rows("diagnosis_run", "run_id")
         rows.preload(begun_before(events, Run.Event, Run.RunStarted))
         finished: list[Row] = []
+        get, roles = rows.get, _ROLES
         for position, event, stream in events:
-            if isinstance(event, Run.Event):
-                row = self._apply(rows, event, stream)
-                if row is not None:
-                    row["last_position"] = position
-                    if isinstance(event, Run.RunFinished):
+            role, change = roles.get(type(event)) or _role(type(event))
+            if role == _RUN:
+                row = get(stream)
+                if row is None:
+                    continue  # the run's start was never seen: nothing to attach this to
+                if change is not None:
+                    change(row, event)
+                    if change is _finish:
                         finished.append(row)
-            elif isinstance(event, Collection.CollectionStarted):
-                row = rows.get(uuid_text(event.run_id))
+                row["last_position"] = position
+            elif role == _STARTED:
+                rows.add(_new_row(stream, event))["last_position"] = position
+            elif role == _COLLECTION_STARTED:
+                row = get(uuid_text(event.run_id))
                 if row is not None:
                     row["collection_id"] = stream
-            elif isinstance(event, Collection.CollectionStop):
-                row = rows.find("collection_id", stream)
-                if row is not None:
-                    row["stop_reason"] = text(event.stop_reason)
-                    row["last_position"] = position
+            elif role == _STOP and (row := rows.find("collection_id", stream)) is not None:
+                row["stop_reason"] = text(event.stop_reason)
+                row["last_position"] = position
         return Written(rows.flush() + _add_to_daily(view, finished))
-
-    def _apply(self, rows: RowCache, event: Run.Event, run_id: str) -> Row | None:
-        if isinstance(event, Run.RunStarted):
-            return rows.add(_new_row(run_id, event))
-        row = rows.get(run_id)
-        if row is None:
-            return None  # the run's start was never seen: nothing to attach this to
-        _update(row, event)
-        return row
 
 
 def _new_row(run_id: str, event: Run.RunStarted) -> Row:
@@ -102,31 +99,37 @@ def _new_row(run_id: str, event: Run.RunStarted) -> Row:
     }
 
 
-def _update(row: Row, event: Run.Event) -> None:  # noqa: C901 (one arm per event type)
-    match event:
-        case Run.RoutingDecision():
-            row["intent"] = text(event.intent)
-        case Run.ApplicationStatusChanged():
-            row["application_status"] = text(event.status)
-        case Run.AgentModelStep():
-            row["model_calls"] += 1
-            row["tokens_in"] += event.tokens_in
-            row["tokens_out"] += event.tokens_out
-            row["agent_steps"] += event.purpose is ModelStepPurpose.AGENT
-        case Run.BudgetCharged():
-            row["tool_calls"] += event.amount if event.kind is BudgetKind.TOOL_CALLS else 0
-        case Run.ToolRequestRejected():
-            row["rejected_tool_requests"] += 1
-        case Run.ReleaseDecision():
-            row["release_content"] = jsonable(event.content)
-            row["fallback_type"] = text(event.fallback_type)
-        case Run.RunTerminated():
-            row["termination_state"] = text(event.state)
-            row["termination_reason"] = str(event.reason.value)
-        case Run.RunFinished():
-            _finish(row, event)
-        case _:
-            pass  # the other events do not change the row
+def _routed(row: Row, event: Run.RoutingDecision) -> None:
+    row["intent"] = text(event.intent)
+
+
+def _status_changed(row: Row, event: Run.ApplicationStatusChanged) -> None:
+    row["application_status"] = text(event.status)
+
+
+def _model_step(row: Row, event: Run.AgentModelStep) -> None:
+    row["model_calls"] += 1
+    row["tokens_in"] += event.tokens_in
+    row["tokens_out"] += event.tokens_out
+    row["agent_steps"] += event.purpose is ModelStepPurpose.AGENT
+
+
+def _charged(row: Row, event: Run.BudgetCharged) -> None:
+    row["tool_calls"] += event.amount if event.kind is BudgetKind.TOOL_CALLS else 0
+
+
+def _rejected(row: Row, _event: Run.ToolRequestRejected) -> None:
+    row["rejected_tool_requests"] += 1
+
+
+def _decided(row: Row, event: Run.ReleaseDecision) -> None:
+    row["release_content"] = jsonable(event.content)
+    row["fallback_type"] = text(event.fallback_type)
+
+
+def _terminated(row: Row, event: Run.RunTerminated) -> None:
+    row["termination_state"] = text(event.state)
+    row["termination_reason"] = str(event.reason.value)
 
 
 def _finish(row: Row, event: Run.RunFinished) -> None:
@@ -144,6 +147,40 @@ def _finish(row: Row, event: Run.RunFinished) -> None:
     row["conclusion"] = None if content is None else published_conclusion(content)
     diagnosed = row["intent"] == Intent.DIAGNOSIS.value and outcome is ReleaseOutcome.SUCCESS
     row["published_result"] = content if diagnosed else None
+
+
+Change = Callable[[dict[str, Any], Any], None]
+CHANGES: dict[type, Change] = {
+    Run.RoutingDecision: _routed,
+    Run.ApplicationStatusChanged: _status_changed,
+    Run.AgentModelStep: _model_step,
+    Run.BudgetCharged: _charged,
+    Run.ToolRequestRejected: _rejected,
+    Run.ReleaseDecision: _decided,
+    Run.RunTerminated: _terminated,
+    Run.RunFinished: _finish,
+}
+"""What each Run event class changes in its run's row (the others only its last position)."""
+
+_RUN, _STARTED, _COLLECTION_STARTED, _STOP, _OTHER = "run", "started", "collection", "stop", ""
+_ROLES: dict[type, tuple[str, Change | None]] = {}
+
+
+def _role(kind: type) -> tuple[str, Change | None]:
+    """How :meth:`RunTable.process` treats an event class, and its change; worked out once."""
+    if issubclass(kind, Run.RunStarted):
+        found: tuple[str, Change | None] = (_STARTED, None)
+    elif issubclass(kind, Run.Event):
+        base = next((c for c in kind.__mro__ if c in CHANGES), None)
+        found = (_RUN, None if base is None else CHANGES[base])
+    elif issubclass(kind, Collection.CollectionStarted):
+        found = (_COLLECTION_STARTED, None)
+    elif issubclass(kind, Collection.CollectionStop):
+        found = (_STOP, None)
+    else:
+        found = (_OTHER, None)
+    _ROLES[kind] = found
+    return found
 
 
 def _group_key(row: Row) -> tuple[str, ...]:

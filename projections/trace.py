@@ -20,7 +20,7 @@ from domain.states import (
 )
 from domain.tool_invocation import ToolInvocation
 from domain.tool_states import InformationGain
-from projections.base import Positioned, Written, payload, uuid_text
+from projections.base import Positioned, Written, uuid_text
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -81,13 +81,16 @@ class Trace:
         """Insert one row per event; invocation and collection events find their run."""
         streams, started = self._streams(view, events)
         rows: list[list[Any]] = []
-        add, run_event, kinds = rows.append, Run.Event, _KINDS
+        add, kinds = rows.append, _KINDS
         for position, event, stream in events:
-            run_id = stream if isinstance(event, run_event) else streams.get(stream)
+            name, fixed, rule, of_run = kinds.get(type(event)) or _kind(type(event))
+            run_id = stream if of_run else streams.get(stream)
             if run_id is None:
                 continue  # not a stream of a known run: nothing to place it on
-            name, texts = kinds.get(type(event)) or _kind(type(event))
-            phase, status = texts(event)
+            phase, status = fixed or rule(event)
+            attributes = vars(event).copy()  # the payload: the event's own fields
+            del attributes["originator_id"], attributes["originator_version"]
+            timestamp = attributes.pop("timestamp")
             add(
                 [
                     position,
@@ -97,8 +100,8 @@ class Trace:
                     name,
                     phase,
                     status,
-                    event.timestamp,
-                    payload(event),
+                    timestamp,
+                    attributes,
                 ]
             )
         return Written(started + view.append("trace_event", COLUMNS, rows))
@@ -229,12 +232,19 @@ def _texts(kind: type) -> Callable[[Any], tuple[str, str]]:
     return found
 
 
-_KINDS: dict[type, tuple[str, Callable[[Any], tuple[str, str]]]] = {}
+Kind = tuple[str, tuple[str, str] | None, Callable[[Any], tuple[str, str]], bool]
+"""An event class's ``event_type``, its phase and status texts when they are fixed (else None),
+the rule answering them, and whether its events are Run events (their stream is the run)."""
+
+_KINDS: dict[type, Kind] = {}
 
 
-def _kind(kind: type) -> tuple[str, Callable[[Any], tuple[str, str]]]:
-    """An event class's ``event_type`` and the rule answering its phase and status texts."""
-    found = _KINDS[kind] = (TYPE_NAMES.get(kind) or event_type_name(kind), _texts(kind))
+def _kind(kind: type) -> Kind:
+    """The :data:`Kind` of an event class, worked out once."""
+    rule = _rule(kind)
+    fixed = rule.texts if isinstance(rule, _Fixed) else None
+    name = TYPE_NAMES.get(kind) or event_type_name(kind)
+    found = _KINDS[kind] = (name, fixed, _texts(kind), issubclass(kind, Run.Event))
     return found
 
 

@@ -19,9 +19,10 @@ from projections.metric_families import (
     LOG_FAMILIES,
     RUN_DURATION,
     TOOL_INVOCATIONS,
+    bucket_part,
 )
 from projections.metric_reads import MetricSample
-from projections.metrics import bucket_part, label_text
+from projections.metrics import label_text
 
 Served = dict[str, dict[tuple[str, tuple[tuple[str, str], ...]], float]]
 
