@@ -79,6 +79,7 @@ def replay_release(store: HarnessStore, run_id: UUID, options: ReplayOptions) ->
     rules = _rules(recorded_rules, options)
     copy = _rebuild(prefix)
     collection = streams.collection
+    assert collection is not None  # _split: a diagnosis that reached its release has one
     answers = Answers(recorded, options.judge, options.timeout_s)
     ctx = ReplayContext(
         ReplayJournal(copy, collection),
@@ -86,7 +87,6 @@ def replay_release(store: HarnessStore, run_id: UUID, options: ReplayOptions) ->
         store,
         answers,
     )
-    assert collection is not None  # _split: a diagnosis that reached its release has one
     try:
         release(ctx, _ending(prefix, collection.stop_reason), collection, rules)
     except (NoSafeContent, RunAborted):
