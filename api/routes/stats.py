@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query
 
 from api.auth import Caller, Principal
-from api.deps import WorkerDep
+from api.deps import Worker, WorkerDep
 from api.problem_docs import error_responses
 from api.schemas_ops import (
     DailyGroupPublic,
@@ -19,6 +19,11 @@ from api.schemas_ops import (
     ToolStatsPublic,
 )
 from projections.daily import daily_rows, model_rows, tool_rows
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from sqlalchemy import Connection
 
 router = APIRouter(prefix="/v1/stats", tags=["stats"])
 
@@ -57,6 +62,19 @@ def days_asked(first: date | None, last: date | None) -> tuple[date, date]:
     return (max(first, earliest) if first else _before(last, DEFAULT_DAYS - 1)), last
 
 
+def rows_of_days(
+    worker: Worker,
+    projection: str,
+    query: Callable[[Connection, date, date], list[dict[str, Any]]],
+    asked: tuple[date | None, date | None],
+) -> tuple[date, date, list[dict[str, Any]]]:
+    """The days asked (:func:`days_asked`) and ``query``'s rows of them, ``projection`` fresh."""
+    first, last = days_asked(*asked)
+    worker.fresh(projection)
+    with worker.engine.connect() as connection:
+        return first, last, query(connection, first, last)
+
+
 def _before(day: date, days: int) -> date:
     """``days`` days before ``day``, or the first day there is."""
     return day - timedelta(days=min(days, day.toordinal() - 1))
@@ -78,10 +96,7 @@ def daily(
     A group is one intent × release outcome × fallback type × termination state; its
     percentiles are its own (groups' percentiles do not add up). Auditors and admins only.
     """
-    first, last = days_asked(first, last)
-    worker.fresh("diagnosis_run")
-    with worker.engine.connect() as connection:
-        rows = daily_rows(connection, first, last)
+    first, last, rows = rows_of_days(worker, "diagnosis_run", daily_rows, (first, last))
     data = [DailyGroupPublic.model_validate(row) for row in rows]
     return DailyPublic(first_day=first, last_day=last, data=data, count=len(data))
 
@@ -101,10 +116,7 @@ def tools(
     on a day is its ERROR groups' calls over all its calls. Days as for ``/v1/stats/daily``.
     Auditors and admins only.
     """
-    first, last = days_asked(first, last)
-    worker.fresh("analytics")
-    with worker.engine.connect() as connection:
-        rows = tool_rows(connection, first, last)
+    first, last, rows = rows_of_days(worker, "analytics", tool_rows, (first, last))
     data = [ToolStatsGroupPublic.model_validate(row) for row in rows]
     return ToolStatsPublic(first_day=first, last_day=last, data=data, count=len(data))
 
@@ -123,9 +135,6 @@ def models(
     A group is one provider × model × purpose × outcome × error class. Days as for
     ``/v1/stats/daily``. Auditors and admins only.
     """
-    first, last = days_asked(first, last)
-    worker.fresh("analytics")
-    with worker.engine.connect() as connection:
-        rows = model_rows(connection, first, last)
+    first, last, rows = rows_of_days(worker, "analytics", model_rows, (first, last))
     data = [ModelStatsGroupPublic.model_validate(row) for row in rows]
     return ModelStatsPublic(first_day=first, last_day=last, data=data, count=len(data))
