@@ -1,4 +1,4 @@
-"""The OpenAI-compatible model provider: chat completions through the official ``openai`` client.
+"""The OpenAI-compatible model provider: chat completions posted as the official client posts them.
 
 Works with any server speaking ``POST {base_url}/chat/completions`` (OpenAI, vLLM, Ollama,
 llama.cpp, DeepSeek, …). The ``openai`` client never retries (``max_retries=0``): this adapter
@@ -7,7 +7,8 @@ does, in one place, so every retried attempt is recorded with the model step
 :class:`~application.ports.ModelError` whose message names the provider, model and server, the
 status and the provider's message but never a configured secret
 (:mod:`infrastructure.openai_errors`); :mod:`infrastructure.openai_wire` shapes requests and
-answers.
+answers. Completions go through :mod:`infrastructure.openai_http` (one ``httpx`` exchange that
+raises the client's own errors); the ``openai`` client lists the server's models.
 """
 
 from __future__ import annotations
@@ -27,13 +28,13 @@ from infrastructure.endpoints import host_port
 from infrastructure.model_config import CREDENTIAL_IN_URL, credential_in_url
 from infrastructure.model_retries import RetryPolicy
 from infrastructure.openai_errors import Failures
+from infrastructure.openai_http import ChatPoster
 from infrastructure.openai_wire import message_param, response_format, to_response, tool_param
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
     from types import TracebackType
 
-    from openai import Omit
+    import httpx
 
     from application.ports import ModelRequest, ModelResponse
     from domain.values import ModelAttempt
@@ -75,20 +76,19 @@ class OpenAICompatibleProvider:
         parts = urlsplit(base_url)
         self._failures = Failures(base_url=base_url, api_key=api_key, model=model)
         self.where = self._failures.where
-        # Keyless servers (a local vLLM or Ollama): the client insists on a key at construction,
-        # so give it a placeholder and drop the Authorization header from every request.
-        self._headers: Mapping[str, str | Omit] = {} if api_key else {"Authorization": openai.omit}
         self._gates = threading.local()
         """The send gate of the call this thread makes (each call is made in one thread)."""
+        self._poster = ChatPoster(base_url, api_key, self._at_gate)
+        # Keyless servers (a local vLLM or Ollama): the client insists on a key at construction.
         self._client = openai.OpenAI(
             api_key=api_key or "no-key",
-            http_client=openai.DefaultHttpxClient(event_hooks={"request": [self._at_gate]}),
             # The client appends paths to the base URL as text: a query would swallow them.
             base_url=urlunsplit(parts._replace(query="", fragment="")),
             default_query=dict(parse_qsl(parts.query, keep_blank_values=True)) or None,
             timeout=timeout_s,
             max_retries=0,  # retried here, recorded (see the module's docstring)
         )
+        self._server = host_port(str(self._client.base_url))  # asked at every call
 
     @classmethod
     def from_settings(cls, settings: Settings) -> OpenAICompatibleProvider:
@@ -104,16 +104,22 @@ class OpenAICompatibleProvider:
     @property
     def server(self) -> tuple[str, int]:
         """The host and port every call goes to (a trace's ``server.address``/``server.port``)."""
-        return host_port(str(self._client.base_url))
+        return self._server
 
     @property
     def client(self) -> openai.OpenAI:
         """The configured ``openai`` client (``harness model check`` lists models with it)."""
         return self._client
 
+    @property
+    def http(self) -> httpx.Client:
+        """The HTTP client completions are posted with (its hooks see every exchange)."""
+        return self._poster.http
+
     def close(self) -> None:
         """Close the HTTP connections and end any wait; the provider is unusable afterwards."""
         self._closed.set()
+        self._poster.close()
         self._client.close()
 
     def __enter__(self) -> OpenAICompatibleProvider:
@@ -149,13 +155,7 @@ class OpenAICompatibleProvider:
         while True:
             left = max(0.001, end - time.monotonic())
             try:
-                completion: object = self._client.post(
-                    "/chat/completions",
-                    cast_to=object,  # the JSON as it came (openai_wire reads it)
-                    body=None if isinstance(body, bytes) else body,
-                    content=body if isinstance(body, bytes) else None,
-                    options=self._options(left),
-                )
+                completion = self._poster.post(body, left)  # the JSON as it came
             except openai.APIError as error:
                 left = end - time.monotonic()  # what the failed attempt left of the bound
                 attempt, why = self.retries.next_attempt(error, len(attempts) + 1, left)
@@ -184,10 +184,6 @@ class OpenAICompatibleProvider:
         if gate is not None:
             gate.wait()
 
-    def _options(self, timeout: float) -> openai.RequestOptions:
-        """One attempt's options: its timeout, the key as a bearer token (as ``create`` sends)."""
-        return {"headers": self._headers, "timeout": timeout, "security": {"bearer_auth": True}}
-
     def _body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON body of a request (``POST /chat/completions``).
 
@@ -208,17 +204,17 @@ class OpenAICompatibleProvider:
         return body
 
 
-def encoded(body: dict[str, Any]) -> bytes | dict[str, Any]:
+def encoded(body: dict[str, Any]) -> bytes:
     """The body as the JSON bytes the client would send, written by orjson (a tenth of a call).
 
     The client's own encoder is the standard library's; orjson writes the same compact JSON
     (no ASCII escaping) for what a chat body holds. A body it refuses (a key that is not text,
-    say) goes as it is, for the client to encode or to refuse as before.
+    say) is written by the standard library, as the client would.
     """
     try:
         return orjson.dumps(body)
     except orjson.JSONEncodeError:
-        return body
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
 def _with(error: ModelError, attempts: list[ModelAttempt]) -> ModelError:

@@ -128,7 +128,7 @@ def time_ports(runtime: Services) -> PortTimer:
     timer = PortTimer()
     service = runtime.chat
     if isinstance(service.provider, OpenAICompatibleProvider):
-        time_http(service.provider.client._client, timer.add_model)  # the openai client's httpx
+        time_http(service.provider.http, timer.add_model)  # the client completions are posted with
     else:
         service.provider = TimedProvider(service.provider, timer)
     service.tools = {name: TimedTool(tool, timer) for name, tool in service.tools.items()}

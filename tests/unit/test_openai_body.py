@@ -40,6 +40,10 @@ def test_a_chat_body_with_text_of_every_script_is_sent_unescaped() -> None:
     assert encoded(body) == _clients_bytes(body)
 
 
-def test_a_body_orjson_refuses_goes_as_it_is_for_the_client() -> None:
+def test_a_body_orjson_refuses_is_written_as_the_client_writes_it() -> None:
     body: dict[str, Any] = {"model": "m", "metadata": {1: "a key that is not text"}}
-    assert encoded(body) is body
+    assert (
+        encoded(body)
+        == _clients_bytes(body)
+        == b'{"model":"m","metadata":{"1":"a key that is not text"}}'
+    )

@@ -49,6 +49,7 @@ class Reply:
     body: bytes = b""
     content_type: str = "application/json"
     block: bool = False
+    location: str | None = None
 
 
 def completion(message: dict[str, Any], **extra: Any) -> Reply:
@@ -97,6 +98,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(reply.status)
         self.send_header("Content-Type", reply.content_type)
         self.send_header("Content-Length", str(len(reply.body)))
+        if reply.location is not None:
+            self.send_header("Location", reply.location)
         self.end_headers()
         self.wfile.write(reply.body)
 
@@ -438,3 +441,61 @@ def test_unreachable_server_is_unavailable() -> None:
         provider.complete(ask())
 
     assert API_KEY not in str(caught.value)
+
+
+# -- the exchange, as the openai client made it ---------------------------------------------
+
+
+def test_json_that_is_not_strict_json_reads_as_the_client_read_it(
+    server: ChatServer, provider: OpenAICompatibleProvider
+) -> None:
+    """NaN (which the standard parser takes) and a declared charset other than UTF-8."""
+    nan = b'{"choices": [{"message": {"role": "assistant", "content": "ok"}}], "x": NaN}'
+    latin = json.dumps(
+        {"choices": [{"message": {"role": "assistant", "content": "café"}}]}, ensure_ascii=False
+    ).encode("latin-1")
+    replies = iter(
+        [Reply(body=nan), Reply(body=latin, content_type="application/json; charset=latin-1")]
+    )
+    server.reply = lambda _: next(replies)
+
+    assert provider.complete(ask()).text == "ok"
+    assert provider.complete(ask()).text == "café"
+
+
+def test_a_redirect_is_followed_with_the_body(
+    server: ChatServer, provider: OpenAICompatibleProvider
+) -> None:
+    replies = iter(
+        [Reply(status=307, location="/v2/chat/completions"), completion({"content": "moved"})]
+    )
+    server.reply = lambda _: next(replies)
+
+    assert provider.complete(ask()).text == "moved"
+    first, second = server.requests
+    assert (first.path, second.path) == ("/v1/chat/completions", "/v2/chat/completions")
+    assert second.body == first.body
+    assert second.headers["authorization"] == f"Bearer {API_KEY}"  # the same origin
+
+
+def test_a_status_that_is_neither_success_nor_redirect_is_refused(
+    server: ChatServer, provider: OpenAICompatibleProvider
+) -> None:
+    server.reply = lambda _: Reply(status=304)
+
+    with pytest.raises(ModelRefusedError, match="answered HTTP 304"):
+        provider.complete(ask())
+    assert len(server.requests) == 1
+
+
+def test_every_request_says_what_it_sends_and_accepts(
+    server: ChatServer, provider: OpenAICompatibleProvider
+) -> None:
+    server.reply = lambda _: completion({"content": "hi"})
+
+    provider.complete(ask())
+
+    (received,) = server.requests
+    assert received.headers["content-type"] == "application/json"
+    assert received.headers["accept"] == "application/json"
+    assert received.body["model"] == MODEL
