@@ -13,7 +13,7 @@ import typer
 
 from cli.common import fail, opened, out_console
 from cli.reads import bring_up_to_date, lookup_run_id
-from cli.replay_view import as_json, brief, side_by_side, summary
+from cli.replay_view import as_json, brief, one_line, side_by_side, summary
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -161,6 +161,9 @@ def _batch(
             replayed = replay_release(services.store, UUID(run_id), options)
         except ReplayError as error:
             refused.append((run_id, str(error)))
+            continue
+        except Exception as error:  # noqa: BLE001 - one run's failure is said; the batch goes on
+            refused.append((run_id, f"unexpected {type(error).__name__}: {one_line(str(error))}"))
             continue
         done.append((replayed, record_replay(services.store, replayed, datetime.now(UTC))))
     said = out_console()

@@ -20,6 +20,7 @@ from typing import Any
 from uuid import UUID
 
 import pytest
+from sqlalchemy import text
 
 from application.whatif.records import record_replay, replays_of
 from application.whatif.replay import ReplayOptions, replay_release
@@ -410,3 +411,33 @@ def test_what_cannot_be_replayed_is_refused_in_one_line(sqlite_settings: Setting
     with bootstrap(sqlite_settings) as services:
         for run_id in (chat, running, timed_out):
             assert replays_of(services.store, UUID(run_id)) == []
+
+
+def test_a_run_the_batch_cannot_read_is_named_and_the_others_are_replayed(
+    sqlite_settings: Settings,
+) -> None:
+    """A run whose stored event was overwritten with bytes that are no event (SQL access)."""
+    with bootstrap(sqlite_settings, create=True, sample=True) as services:
+        good, bad = (str(services.chat.ask("s", i.question).run_id) for i in sample_incidents()[:2])
+        services.projector().catch_up()  # the read side has both runs
+        with services.engine.begin() as connection:
+            connection.execute(
+                text(
+                    "UPDATE stored_events SET state = :state"
+                    " WHERE originator_id = :stream AND originator_version = 1"
+                ),
+                {"state": b"\xff not json", "stream": UUID(bad).hex},
+            )
+    env = env_of(sqlite_settings)
+
+    result = harness_cli(env, "audit", "replay", "--since", "2000-01-01", *STRICT)
+
+    assert result.exit_code == 0 and clean_exit(result), result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(good) and "SUCCESS -> FALLBACK" in lines[0], lines
+    assert lines[1].startswith("1 run replayed: 1 outcome(s) would change"), lines
+    assert lines[-2] == "1 run(s) not replayed:", lines
+    assert lines[-1].startswith(f"  {bad}: unexpected "), lines
+    assert "Traceback" not in result.output
+    with bootstrap(sqlite_settings) as services:
+        assert len(replays_of(services.store, UUID(good))) == 1
