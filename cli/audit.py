@@ -68,7 +68,6 @@ def export(
     ] = None,
 ) -> None:
     """Write domain events as JSON Lines, one per line, in log order."""
-    from application.audit.records import store_records
     from application.audit.verify import heads_json
 
     if (run_id is None) == (not everything):
@@ -79,17 +78,28 @@ def export(
             " the whole log (`harness audit export --all --heads FILE`) when you append"
         )
     with opened() as services:
-        store = services.store
-        records = _run(services, run_id, after) if run_id else store_records(store, after)
         seen: Heads = {}
-        count = _write(_tracked(records, seen), out, _signer(services.settings))
-        head = store.head()  # read after: an export of a live log may end past an earlier head
+        count = _exported(services, run_id, after, out, seen)
+        head = services.store.head()  # read after: an export of a live log may end past a head
     if heads is not None:
         _write_file(heads, heads_json(seen, head) + "\n")
     where = str(out) if out else "standard output"
     err_console().print(
         f"exported {count} events of {len(seen)} streams to {where} (log head {head})"
     )
+
+
+def _exported(
+    services: Services, run_id: str | None, after: int, out: Path | None, seen: Heads
+) -> int:
+    """Write the records asked for; how many. No export of a log it cannot read (exit 1)."""
+    from application.audit.records import UnreadableEntry, store_records
+
+    try:
+        records = _run(services, run_id, after) if run_id else store_records(services.store, after)
+        return _write(_tracked(records, seen), out, _signer(services.settings))
+    except UnreadableEntry as error:  # no file is left behind
+        fail(str(error), code=1)
 
 
 def _run(services: Services, run_id: str, after: int) -> list[AuditRecord]:

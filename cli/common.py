@@ -64,10 +64,10 @@ def load_settings() -> Settings:
         fail(f"invalid configuration: {error}")
 
 
-def fail(message: str) -> NoReturn:
-    """Print ``message`` as an error and exit 2."""
+def fail(message: str, code: int = 2) -> NoReturn:
+    """Print ``message`` as an error and exit ``code`` (2: the input was wrong)."""
     err_console().print(Text.assemble(("error:", "bold red"), " ", message))
-    raise typer.Exit(code=2)
+    raise typer.Exit(code=code)
 
 
 @contextmanager

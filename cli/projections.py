@@ -70,6 +70,7 @@ def rebuild(
     from sqlalchemy.exc import SQLAlchemyError
 
     from application.ports import StoreError
+    from projections.base import UnreadableLogEntry
     from projections.runner import brief
 
     with opened() as services:
@@ -89,6 +90,8 @@ def rebuild(
                 " every applied batch is kept with its position: run the rebuild again, or let"
                 " a follower finish it"
             )
+        except UnreadableLogEntry as error:
+            fail(f"rebuild in {services.settings.database.describe()} stopped: {error}", code=1)
     out_console().print(
         f"rebuilt {', '.join(names or projector.names)}: {read} log entries applied"
     )

@@ -63,6 +63,7 @@ def bring_up_to_date(services: Services) -> Freshness:
     from sqlalchemy.exc import SQLAlchemyError
 
     from application.ports import StoreError
+    from projections.base import UnreadableLogEntry
     from projections.runner import brief
 
     store, where = services.store, services.settings.database.describe()
@@ -74,8 +75,8 @@ def bring_up_to_date(services: Services) -> Freshness:
         if behind:
             _catch_up(projector, behind)
         return Freshness(where)
-    except (SQLAlchemyError, StoreError, PersistenceError, OSError) as error:
-        why = _why(error, brief(error))
+    except (SQLAlchemyError, StoreError, PersistenceError, OSError, UnreadableLogEntry) as error:
+        why = str(error) if isinstance(error, UnreadableLogEntry) else _why(error, brief(error))
         left = Freshness(where, behind or 1, why)
         err_console().print(
             f"warning: cannot bring the read tables of {where} up to the log head ({why});"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Mapping, Sequence
+    from collections.abc import Iterator, Mapping, Sequence
     from enum import Enum
     from uuid import UUID
 
@@ -87,10 +87,38 @@ class Projection(Protocol):
         ...
 
 
-def positioned(mapper: Mapper[UUID], notifications: Iterable[Notification]) -> list[Positioned]:
-    """Log entries as :data:`Positioned` events, deserialised once for every projection."""
+class UnreadableLogEntry(ValueError):
+    """A log entry is not an event this code can read (changed outside it, or by a newer one).
+
+    No projection can apply it, or anything after it, until it is put right.
+    """
+
+
+def positioned(mapper: Mapper[UUID], notifications: Sequence[Notification]) -> list[Positioned]:
+    """Log entries as :data:`Positioned` events, deserialised once for every projection.
+
+    Raises :class:`UnreadableLogEntry` naming the first entry that is not an event.
+    """
     to_domain_event, text_of = mapper.to_domain_event, uuid_text
-    return [(n.id, to_domain_event(n), text_of(n.originator_id)) for n in notifications]
+    try:
+        return [(n.id, to_domain_event(n), text_of(n.originator_id)) for n in notifications]
+    except ValueError:  # eventsourcing's MapperDeserialisationError is one, as JSON's errors are
+        raise UnreadableLogEntry(_unreadable(mapper, notifications)) from None
+
+
+def _unreadable(mapper: Mapper[UUID], notifications: Sequence[Notification]) -> str:
+    """Which of ``notifications`` is not an event, and why (the slow path of a failure)."""
+    for n in notifications:
+        try:
+            mapper.to_domain_event(n)
+        except ValueError as error:
+            why = " ".join(str(error.__cause__ or error).split())[:200]
+            return (
+                f"log entry {n.id} ({n.topic} of stream {n.originator_id}"
+                f" v{n.originator_version}) is not an event this code can read ({why}); the read"
+                " tables stop before it: `harness audit verify --db` reports what is wrong"
+            )
+    return "a log entry is not an event this code can read"
 
 
 def shares(

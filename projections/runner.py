@@ -6,8 +6,7 @@ projection writes its rows and moves its tracking row in the same transaction; t
 is conditional on the position it started from, so two runners of the same projection (a
 restarted process, a rebuild racing the live follower) never apply a batch twice: the loser's
 transaction rolls back and it continues from the winner's position. While catching up, a full
-batch's end (its last writes and COMMIT) runs behind the read of the next one
-(:mod:`projections.commit_behind`).
+batch's end (its last writes and COMMIT) runs behind the next read (``commit_behind``).
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from infrastructure.database import brief as brief
 from infrastructure.read_store import SqlReadStore
-from projections.base import Committed, ProjectionStatus, positioned, shares
+from projections.base import Committed, ProjectionStatus, UnreadableLogEntry, positioned, shares
 from projections.collector import fewer_collections
 from projections.commit_behind import CommitBehind
 from projections.registry import all_projections as all_projections
@@ -40,13 +39,12 @@ log = logging.getLogger(__name__)
 
 DEFAULT_BATCH = {"sqlite": 4000, "postgresql": 8000}
 """Log entries per batch by database. A SQLite batch holds the one write lock while it writes
-(about 0.1 s at this size); on PostgreSQL a bigger one spreads the round trips of its dozen
-statements over more events. Half the size costs a rebuild 4-8 % (each batch's end overlaps
-the next read, and is waited for, once); a batch holds ~3 MB a thousand entries meanwhile."""
+(~0.1 s); on PostgreSQL a bigger one spreads its dozen statements' round trips over more events.
+Half the size costs a rebuild 4-8 %; a batch holds ~3 MB a thousand entries meanwhile."""
 POLL_INTERVAL = 1.0
 """Seconds between polls of the log when no wake-up came (a lost NOTIFY, another process)."""
 RETRY_AFTER = 1.0
-"""Seconds before a follower retries after the database failed."""
+"""Seconds before a follower retries after the database failed (or an unreadable entry)."""
 
 
 class TrackingConflict(Exception):
@@ -276,17 +274,21 @@ class Projector:
         Set ``wake`` after ``stop`` to end the wait at once.
 
         The positions are carried from one wake-up to the next (read again after a lost race,
-        which is how a rebuild or another runner is noticed). A database failure is logged and
-        retried after :data:`RETRY_AFTER` from the positions in the database, so nothing is lost
-        or applied twice across a failure.
+        which is how a rebuild or another runner is noticed). A database failure (or an entry that
+        is not an event) is logged and retried after :data:`RETRY_AFTER` from the positions in the
+        database, so nothing is lost or applied twice across a failure.
         """
         positions: dict[str, int] | None = None
+        said = ""  # an entry that is not an event is said once, then retried quietly
         while not stop.is_set():
             wake.clear()
             try:
                 positions = self._catch_up(positions, stop=stop)[1]
-            except (SQLAlchemyError, PersistenceError, OSError) as error:
-                log.warning("projections: %s; retrying in %.1fs", brief(error), RETRY_AFTER)
+            except (SQLAlchemyError, PersistenceError, OSError, UnreadableLogEntry) as error:
+                if not isinstance(error, UnreadableLogEntry):
+                    log.warning("projections: %s; retrying in %.1fs", brief(error), RETRY_AFTER)
+                elif str(error) != said:
+                    log.error("projections: %s", said := str(error))
                 positions = None
                 stop.wait(RETRY_AFTER)
                 continue

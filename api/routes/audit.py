@@ -12,7 +12,7 @@ from api.auth import Auditor
 from api.deps import WorkerDep
 from api.problem_docs import error_responses
 from api.schemas_ops import AuditEventPublic, AuditEventsPublic, VerifyPublic
-from application.audit.records import store_records
+from application.audit.records import UnreadableEntry, store_records
 from application.audit.verify import Signed
 from infrastructure.audit_keys import configured_signer
 
@@ -27,7 +27,7 @@ MAX_POSITION = 2**63 - 1
     "/events",
     operation_id="export_audit_events",
     summary="Audit events",
-    responses=error_responses(401, 403, 503),
+    responses=error_responses(401, 403, 409, 503),
 )
 def events(
     worker: WorkerDep,
@@ -40,13 +40,18 @@ def events(
     """Every domain event after ``after``, in log order, with its chain link (auditors, admins).
 
     The same records as `harness audit export --all`; save the pages as JSON Lines to verify
-    them offline with `harness audit verify`.
+    them offline with `harness audit verify`. A page holding an entry whose stored state is not
+    an event (changed outside the harness) is refused with 409 naming it; `POST
+    /v1/audit/verify` reports it with whatever else is wrong.
     """
     head = worker.store.head()
-    page = [
-        AuditEventPublic.model_validate(record.to_json())
-        for record in store_records(worker.store, after, limit)
-    ]
+    try:
+        page = [
+            AuditEventPublic.model_validate(record.to_json())
+            for record in store_records(worker.store, after, limit)
+        ]
+    except UnreadableEntry as error:
+        raise HTTPException(409, str(error)) from None
     return AuditEventsPublic(
         data=page,
         count=len(page),

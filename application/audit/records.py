@@ -115,12 +115,47 @@ def record_of(notification: Notification) -> AuditRecord:
     )
 
 
+@dataclass(frozen=True)
+class UnreadableRecord(AuditRecord):
+    """A log entry whose stored state is not an event (changed outside the harness): no payload."""
+
+    problem: str = ""
+    """Why its state could not be read."""
+
+
+class UnreadableEntry(ValueError):
+    """A log entry's stored state is not an event; names the entry and says what to run."""
+
+
 def store_records(
-    store: HarnessStore, after: int = 0, limit: int | None = None
+    store: HarnessStore, after: int = 0, limit: int | None = None, unreadable: bool = False
 ) -> Iterator[AuditRecord]:
-    """The store's records after log position ``after``, in log order (at most ``limit``)."""
+    """The store's records after log position ``after``, in log order (at most ``limit``).
+
+    An entry whose state is not an event raises :class:`UnreadableEntry`, or, with
+    ``unreadable``, comes as an :class:`UnreadableRecord` (for a verifier to report).
+    """
     for notification in store_entries(store, after, limit):
-        yield record_of(notification)
+        try:
+            yield record_of(notification)
+        except ValueError as error:  # not UTF-8, not JSON, not a JSON object
+            record = UnreadableRecord(
+                notification.id,
+                str(notification.originator_id),
+                notification.originator_version,
+                type_of(notification.topic),
+                notification.topic,
+                None,
+                {},
+                None,
+                problem=" ".join(str(error).split())[:200],
+            )
+            if not unreadable:
+                raise UnreadableEntry(
+                    f"{record.describe()}: its stored state is not an event ({record.problem});"
+                    " `harness audit verify --db` reports what else is wrong"
+                ) from None
+            yield record
 
 
 def store_links(

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from application.audit.checkpoints import check_checkpoints
 from application.audit.integrity import ChainCheck, Violation
 from application.audit.invariants import check_run
+from application.audit.records import UnreadableRecord
 from application.audit.replay import replay
 from application.audit.signed import check_checkpoint_signatures, check_seal
 from domain.checkpoint import CHECKPOINTS_ID
@@ -132,11 +133,8 @@ def verify_records(
     keys for the signatures. Raises what reading ``records`` raises (``AuditFormatError``).
     """
     chain = ChainCheck(key)
-    kept: list[AuditRecord] = []
-    for record in records:
-        chain.add(record)
-        kept.append(record)
-    found = chain.finish()
+    kept, found = _chained(records, chain)
+    found += chain.finish()
     if heads is not None:
         found += check_heads(chain.streams, heads)
     replayed = replay(kept)
@@ -155,6 +153,27 @@ def verify_records(
     if feed is None:
         report.checks.append("(SPEC §16.2 skipped: no feed given)")
     return report
+
+
+_UNREADABLE = "its stored state is not an event (changed outside the harness): "
+
+
+def _chained(
+    records: Iterable[AuditRecord], chain: ChainCheck
+) -> tuple[list[AuditRecord], list[Violation]]:
+    """``records`` added to ``chain`` and kept, but those that are no event: each a violation.
+
+    Its stream's next link shows the break too.
+    """
+    kept: list[AuditRecord] = []
+    unreadable: list[Violation] = []
+    for record in records:
+        if isinstance(record, UnreadableRecord):
+            unreadable.append(Violation("chain", _UNREADABLE + record.problem, record))
+        else:
+            chain.add(record)
+            kept.append(record)
+    return kept, unreadable
 
 
 def _checkpoints_checked(upto: int) -> str:
