@@ -10,12 +10,11 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from eventsourcing.persistence import MapperDeserialisationError
-
 from application.audit.integrity import Violation
 from application.audit.records import store_records
 from application.audit.verify import verify_records
 from projections.agreement import check_agreement
+from projections.base import UnreadableLogEntry
 from projections.sse_feed import run_feed
 
 if TYPE_CHECKING:
@@ -44,9 +43,8 @@ def verify_database(
     report = verify_records(store_records(store, unreadable=True), key, run_feed, heads, signed)
     try:
         agreement = check_agreement(store, engine)
-    except (MapperDeserialisationError, ValueError) as error:  # an entry that is no event
-        said = " ".join(str(error).split())[:300]
-        why = f"the log could not be projected again to compare them with: {said}"
+    except UnreadableLogEntry as error:  # reported above as the chain's finding too
+        why = f"the log could not be projected again to compare them with: {error}"
         report.add("read tables agree with the log (not compared)", [Violation("projection", why)])
         return report
     report.add(

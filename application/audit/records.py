@@ -137,7 +137,7 @@ def store_records(
     """
     for notification in store_entries(store, after, limit):
         try:
-            yield record_of(notification)
+            record = record_of(notification)
         except ValueError as error:  # not UTF-8, not JSON, not a JSON object
             record = UnreadableRecord(
                 notification.id,
@@ -155,7 +155,7 @@ def store_records(
                     f"{record.describe()}: its stored state is not an event ({record.problem});"
                     " `harness audit verify --db` reports what else is wrong"
                 ) from None
-            yield record
+        yield record
 
 
 def store_links(
