@@ -108,10 +108,7 @@ class Worker:
         read table has them (:class:`~projections.feed_ahead.FeedAhead`): a client that has
         seen a run's ``done`` then reads its row or timeline finds them finished too.
         """
-        positions = self.projector.positions()
-        target = self.store.head()
-        if any(positions[name] < target for name in names):
-            self.projector.wait_for(target, self.settings.read_wait, list(names))
+        self.projector.wait_for(self.store.head(), self.settings.read_wait, list(names))
 
     def _row(self, run_id: UUID) -> dict[str, object] | None:
         with self.engine.connect() as connection:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from eventsourcing.utils import resolve_topic
+
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
     from enum import Enum
@@ -121,12 +123,43 @@ def _unreadable(mapper: Mapper[UUID], notifications: Sequence[Notification]) -> 
     return "a log entry is not an event this code can read"
 
 
+class Readers:
+    """Which log entries a runner's projections read, told from an entry's topic alone.
+
+    An entry's topic names its event class, so an entry of a class none of them reads is
+    skipped before its state is deserialised (its position still moves them all on): the SSE
+    feed's follower reads five classes of the log's dozens. A topic that names no class is
+    kept, so that deserialising it says what is wrong with the entry.
+    """
+
+    def __init__(self, projections: Sequence[Projection]) -> None:
+        """Read what any of ``projections`` is interested in."""
+        self.interests = tuple(kind for p in projections for kind in p.interests)
+        self._read: dict[str, bool] = {}
+        """Per topic met, whether its class is read (only topics that name a class)."""
+
+    def wanted(self, notifications: Sequence[Notification]) -> list[Notification]:
+        """The entries of ``notifications`` that some projection reads, in log order."""
+        read = self._read
+        return [n for n in notifications if read.get(n.topic) or self._learn(n.topic)]
+
+    def _learn(self, topic: str) -> bool:
+        if topic in self._read:
+            return False
+        try:
+            kind = resolve_topic(topic)
+        except Exception:  # noqa: BLE001 (any failure: deserialising names it)
+            return True
+        found = self._read[topic] = isinstance(kind, type) and issubclass(kind, self.interests)
+        return found
+
+
 def shares(
     projections: Sequence[Projection], positions: Mapping[str, int], events: list[Positioned]
 ) -> Iterator[tuple[Projection, list[Positioned]]]:
     """Each projection with the events of ``events`` it reads and has not applied yet."""
     kinds = {type(e[1]) for e in events}
-    first = events[0][0]
+    first = events[0][0] if events else 0
     for projection in projections:
         position = positions[projection.name]
         wanted = {kind for kind in kinds if issubclass(kind, projection.interests)}

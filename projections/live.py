@@ -7,11 +7,17 @@ otherwise poll, which covers writers in other processes and lost notifications.
 
 from __future__ import annotations
 
+import logging
 import threading
 from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
-from projections.runner import POLL_INTERVAL, Projector, all_projections
+from eventsourcing.persistence import PersistenceError
+from sqlalchemy.exc import SQLAlchemyError
+
+from infrastructure.database import brief
+from projections.base import UnreadableLogEntry
+from projections.runner import Projector, all_projections
 from projections.sse_feed import SseFeed
 
 if TYPE_CHECKING:
@@ -23,7 +29,13 @@ if TYPE_CHECKING:
     from application.view_port import Row
     from projections.base import Committed
 
+log = logging.getLogger(__name__)
+
 FEED = SseFeed.name
+POLL_INTERVAL = 1.0
+"""Seconds between polls of the log when no wake-up came (a lost NOTIFY, another process)."""
+RETRY_AFTER = 1.0
+"""Seconds before a follower retries after the database failed (or an unreadable entry)."""
 
 
 class WakeSource(Protocol):
@@ -71,7 +83,7 @@ class LiveProjections:
         """Every projection: positions, status, waits and rebuilds (it does not follow)."""
         self.feed, self.rest = _followers(store, engine, batch_size, notify_channel)
         for follower in (self.feed, self.rest):
-            follower.listeners.append(self._advanced)
+            follower.listeners.append(partial(self._advanced, follower.names))
         self.feed.listeners.append(self._feed_committed)
         self.ahead: Callable[[Sequence[object], Callable[[], object]], None] | None = None
         """Given this process's appends and the feed follower's wake-up, which it calls."""
@@ -109,10 +121,9 @@ class LiveProjections:
             wake()
             raise
 
-    def _advanced(self, batch: Committed) -> None:
-        """A follower committed a batch: wake :attr:`projector`'s waiters and tell its listeners."""
-        with self.projector.advanced:
-            self.projector.advanced.notify_all()
+    def _advanced(self, names: Sequence[str], batch: Committed) -> None:
+        """A follower of ``names`` committed a batch: tell :attr:`projector`'s own."""
+        self.projector.reach.note(names, batch.last)
         for listener in self.projector.listeners:
             listener(batch)
 
@@ -126,7 +137,7 @@ class LiveProjections:
         """Start following (the tables and tracking rows are created if missing)."""
         self.projector.ensure_tracking()
         targets: list[tuple[str, Callable[[], None]]] = [
-            (name, partial(follower.follow, self.stop_event, wake, self.poll_interval))
+            (name, partial(follow, follower, self.stop_event, wake, self.poll_interval))
             for name, follower, wake in zip(
                 ("harness-projections-feed", "harness-projections"),
                 (self.feed, self.rest),
@@ -163,3 +174,40 @@ def _followers(
     )
     rest = [p for p in all_projections() if p.name != FEED]
     return feed, Projector(store, engine, rest, batch_size=batch_size)
+
+
+def follow(
+    projector: Projector,
+    stop: threading.Event,
+    wake: threading.Event,
+    poll_interval: float = POLL_INTERVAL,
+) -> None:
+    """Catch ``projector`` up, then again on every wake-up or poll tick, until ``stop`` is set.
+
+    Set ``wake`` after ``stop`` to end the wait at once.
+
+    The positions are carried from one wake-up to the next (read again after a lost race,
+    which is how a rebuild or another runner is noticed). A database failure (or an entry that
+    is not an event) is logged and retried after :data:`RETRY_AFTER` from the positions in the
+    database, so nothing is lost or applied twice across a failure.
+    """
+    positions: dict[str, int] | None = None
+    said = ""  # an entry that is not an event is said once, then retried quietly
+    while not stop.is_set():
+        wake.clear()
+        try:
+            positions = projector.catch_up_from(positions, stop=stop)[1]
+        except (SQLAlchemyError, PersistenceError, OSError, UnreadableLogEntry) as error:
+            if not isinstance(error, UnreadableLogEntry):
+                log.warning("projections: %s; retrying in %.1fs", brief(error), RETRY_AFTER)
+            elif str(error) != said:
+                log.error("projections: %s", said := str(error))
+            positions = None
+            stop.wait(RETRY_AFTER)
+            continue
+        except Exception:  # supervised: a bug is logged loudly, the follower keeps trying
+            log.exception("projections: a batch failed; retrying in %.1fs", RETRY_AFTER)
+            positions = None
+            stop.wait(RETRY_AFTER)
+            continue
+        wake.wait(poll_interval)

@@ -11,22 +11,24 @@ batch's end (its last writes and COMMIT) runs behind the next read (``commit_beh
 
 from __future__ import annotations
 
-import logging
-import threading
-import time
 from typing import TYPE_CHECKING
-
-from eventsourcing.persistence import PersistenceError
-from sqlalchemy.exc import SQLAlchemyError
 
 from infrastructure.database import brief as brief
 from infrastructure.read_store import SqlReadStore
-from projections.base import Committed, ProjectionStatus, UnreadableLogEntry, positioned, shares
+from projections.base import (
+    Committed,
+    ProjectionStatus,
+    Readers,
+    positioned,
+    shares,
+)
 from projections.collector import fewer_collections
 from projections.commit_behind import CommitBehind
+from projections.reach import Reach
 from projections.registry import all_projections as all_projections
 
 if TYPE_CHECKING:
+    import threading
     from collections.abc import Callable, Sequence
 
     from sqlalchemy import Engine
@@ -35,16 +37,10 @@ if TYPE_CHECKING:
     from infrastructure.read_store import ReadBatch
     from projections.base import Positioned, Projection, Written
 
-log = logging.getLogger(__name__)
-
 DEFAULT_BATCH = {"sqlite": 4000, "postgresql": 8000}
 """Log entries per batch by database. A SQLite batch holds the one write lock while it writes
 (~0.1 s); on PostgreSQL a bigger one spreads its dozen statements' round trips over more events.
 Half the size costs a rebuild 4-8 %; a batch holds ~3 MB a thousand entries meanwhile."""
-POLL_INTERVAL = 1.0
-"""Seconds between polls of the log when no wake-up came (a lost NOTIFY, another process)."""
-RETRY_AFTER = 1.0
-"""Seconds before a follower retries after the database failed (or an unreadable entry)."""
 
 
 class TrackingConflict(Exception):
@@ -75,8 +71,11 @@ class Projector:
         self.listeners: list[Callable[[Committed], None]] = []
         """Called after every committed batch with what it applied and wrote (in the projector's
         thread)."""
-        self.advanced = threading.Condition()
+        self.reach = Reach(self.positions)
+        """Where the projections stand as this process's batches say; waits for a position."""
+        self.advanced = self.reach.advanced
         """Notified after every committed batch (in-process readers waiting for a position)."""
+        self.readers = Readers(self.projections)
         self.conflicts = 0
         self._tracked = False
 
@@ -123,50 +122,61 @@ class Projector:
         With a ``tail``, a full batch commits in its thread while the caller reads the next one
         (the listeners hear of it once it did); the caller must wait for it.
         """
-        events = self._read(min(positions.values()))
-        if not events:
+        after = min(positions.values())
+        read, last, events = self._read(after)
+        if not read:
             return 0, positions
-        after, last = min(positions.values()), events[-1][0]
         try:
-            written, batch = self._apply(positions, events, tail)
+            written, batch = self._apply(positions, events, tail, last)
         except TrackingConflict:
             self.conflicts += 1  # another runner applied (part of) this batch: carry on
-            return len(events), None
+            return read, None
         committed = Committed(after, last, written)
-        if batch is not None and tail is not None and len(events) == self.batch_size:
+        if batch is not None and tail is not None and read == self.batch_size:
             tail.start(batch.finish, lambda: self._committed(committed))
         else:
             if batch is not None:
                 batch.finish()
             self._committed(committed)
-        return len(events), {name: max(position, last) for name, position in positions.items()}
+        return read, {name: max(position, last) for name, position in positions.items()}
 
     def _committed(self, committed: Committed) -> None:
         """Tell the waiting readers and the listeners that a batch committed."""
-        with self.advanced:
-            self.advanced.notify_all()
+        self.reach.note(self.names, committed.last)
         for listener in self.listeners:
             listener(committed)
 
-    def _read(self, after: int) -> list[Positioned]:
-        """Up to a batch of log entries after position ``after``, deserialised."""
+    def _read(self, after: int) -> tuple[int, int, list[Positioned]]:
+        """Up to a batch of log entries after position ``after``.
+
+        Returns how many were read, the last one's position, and those of them some projection
+        reads, deserialised (:class:`~projections.base.Readers`).
+        """
         notifications = self.store.recorder.select_notifications(
             start=after + 1, limit=self.batch_size
         )
-        return positioned(self.store.mapper, notifications)
+        if not notifications:
+            return 0, after, []
+        read = self.readers.wanted(notifications)
+        return len(notifications), notifications[-1].id, positioned(self.store.mapper, read)
 
     def _apply(
-        self, positions: dict[str, int], events: list[Positioned], tail: CommitBehind | None = None
+        self,
+        positions: dict[str, int],
+        events: list[Positioned],
+        tail: CommitBehind | None = None,
+        last: int | None = None,
     ) -> tuple[dict[str, Written], ReadBatch | None]:
         """Apply ``events`` to the projections behind, in a transaction the caller ends.
 
-        Returns what each projection wrote and the transaction to finish (None: nothing left
-        to commit). The previous batch's end (``tail``) must have committed before the range
-        is claimed: its tracking move is what the claim checks.
+        ``last`` is the position of the last log entry read (default: the last event's); every
+        projection behind moves to it. Returns what each projection wrote and the transaction
+        to finish (None: nothing left to commit). The previous batch's end (``tail``) must have
+        committed before the range is claimed: its tracking move is what the claim checks.
         """
         if tail is not None:
             tail.wait()
-        last = events[-1][0]
+        last = events[-1][0] if last is None else last
         behind = [p for p in self.projections if positions[p.name] < last]
         if not behind:
             return {}, None
@@ -195,9 +205,9 @@ class Projector:
         stop: threading.Event | None = None,
     ) -> int:
         """Apply batches until all projections reach the head (or ``stop`` is set); entries read."""
-        return self._catch_up(None, progress, stop)[0]
+        return self.catch_up_from(None, progress, stop)[0]
 
-    def _catch_up(
+    def catch_up_from(
         self,
         positions: dict[str, int] | None,
         progress: Callable[[int], None] | None = None,
@@ -238,63 +248,20 @@ class Projector:
                 f"unknown projection {', '.join(sorted(unknown))}; known: {', '.join(self.names)}"
             )
         self.ensure_tracking()
+        self.reach.forget(p.name for p in chosen)
         positions = self.positions() | dict.fromkeys((p.name for p in chosen), 0)
         tail = CommitBehind()  # emptying the tables overlaps reading the first batch
         tail.start(
             lambda: self.read.reset([p.name for p in chosen], [t for p in chosen for t in p.tables])
         )
-        return self._catch_up(positions, progress, tail=tail)[0]
+        return self.catch_up_from(positions, progress, tail=tail)[0]
 
-    # -- following the log live -------------------------------------------------------------------
+    # -- waiting for a position -------------------------------------------------------------------
 
     def wait_for(self, position: int, timeout: float, names: Sequence[str] | None = None) -> bool:
         """Block until the named projections (all by default) have applied ``position``.
 
-        Read-your-writes: a command returns its log position, a query waits for it here. Returns
-        False when ``timeout`` seconds passed first. Wakes on this process's batches and polls the
-        tracking table for a projector running elsewhere.
+        Read-your-writes (:class:`~projections.reach.Reach`): False when ``timeout`` seconds
+        passed first.
         """
-        wanted = tuple(names or self.names)
-        deadline = time.monotonic() + timeout
-        while True:
-            reached = self.positions()
-            if all(reached[n] >= position for n in wanted):
-                return True
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            with self.advanced:
-                self.advanced.wait(min(remaining, 0.05))
-
-    def follow(
-        self, stop: threading.Event, wake: threading.Event, poll_interval: float = POLL_INTERVAL
-    ) -> None:
-        """Catch up, then again on every wake-up or poll tick, until ``stop`` is set.
-
-        Set ``wake`` after ``stop`` to end the wait at once.
-
-        The positions are carried from one wake-up to the next (read again after a lost race,
-        which is how a rebuild or another runner is noticed). A database failure (or an entry that
-        is not an event) is logged and retried after :data:`RETRY_AFTER` from the positions in the
-        database, so nothing is lost or applied twice across a failure.
-        """
-        positions: dict[str, int] | None = None
-        said = ""  # an entry that is not an event is said once, then retried quietly
-        while not stop.is_set():
-            wake.clear()
-            try:
-                positions = self._catch_up(positions, stop=stop)[1]
-            except (SQLAlchemyError, PersistenceError, OSError, UnreadableLogEntry) as error:
-                if not isinstance(error, UnreadableLogEntry):
-                    log.warning("projections: %s; retrying in %.1fs", brief(error), RETRY_AFTER)
-                elif str(error) != said:
-                    log.error("projections: %s", said := str(error))
-                positions = None
-                stop.wait(RETRY_AFTER)
-                continue
-            except Exception:  # supervised: a bug is logged loudly, the follower keeps trying
-                log.exception("projections: a batch failed; retrying in %.1fs", RETRY_AFTER)
-                positions = None
-                stop.wait(RETRY_AFTER)
-                continue
-            wake.wait(poll_interval)
+        return self.reach.wait_for(position, timeout, tuple(names or self.names))

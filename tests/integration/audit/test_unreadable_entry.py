@@ -17,6 +17,7 @@ from sqlalchemy import text
 from bootstrap.composition import bootstrap
 from infrastructure.ops_data import sample_incidents
 from infrastructure.settings import Settings
+from projections.live import follow
 from projections.runner import Projector
 from tests.api._serve import served_client
 from tests.integration._audit_helpers import clean_exit, env_of, harness_cli, violations
@@ -116,13 +117,13 @@ class _Heard(logging.Handler):
 
 def _follower_says(settings: Settings) -> logging.LogRecord:
     """What a live follower of the log says on meeting the entry (it keeps following)."""
-    heard, logger = _Heard(), logging.getLogger("projections.runner")
+    heard, logger = _Heard(), logging.getLogger("projections.live")
     logger.addHandler(heard)
     stop, wake = threading.Event(), threading.Event()
     try:
         with bootstrap(settings) as services:
             follower = Projector(services.store, services.engine)
-            thread = threading.Thread(target=follower.follow, args=(stop, wake))
+            thread = threading.Thread(target=follow, args=(follower, stop, wake))
             thread.start()
             try:
                 assert heard.heard.wait(timeout=60), "the follower said nothing"

@@ -1,0 +1,76 @@
+"""How far the projections have applied the log: as this process saw it, else as stored.
+
+Read-your-writes waits here: a command returns its log position, a query waits until the
+projections it reads have applied it. The tracking rows say where each projection stands, but
+reading them is a round trip; the batches committed in this process already say it (a
+committed batch's projections are at least at its last position), so a wait that a local batch
+answers costs no query. Only what no local batch answered is looked up in the database (the
+projections may be followed in another process), at once and then while nothing is heard.
+
+A position learned here can only be too high after the tracking rows were moved back (a
+rebuild); a rebuild in this process forgets them first. One in another process makes a wait
+here return while the tables are still being rebuilt, as a wait that ran out would have.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
+
+LOOK_EVERY = 0.05
+"""Seconds between two reads of the tracking rows while a wait hears of no local batch."""
+
+
+class Reach:
+    """The projections' positions known in this process, and waits for them."""
+
+    def __init__(self, stored: Callable[[], dict[str, int]]) -> None:
+        """``stored()`` reads every projection's position from the tracking rows."""
+        self.stored = stored
+        self.advanced = threading.Condition()
+        """Notified after every batch committed in this process (waiters for a position)."""
+        self._known: dict[str, int] = {}
+
+    def note(self, names: Iterable[str], last: int) -> None:
+        """A batch of the named projections committed up to ``last``: wake the waiters."""
+        with self.advanced:
+            known = self._known
+            for name in names:
+                if known.get(name, 0) < last:
+                    known[name] = last
+            self.advanced.notify_all()
+
+    def forget(self, names: Iterable[str]) -> None:
+        """The named projections were moved back (a rebuild): learn their positions anew."""
+        with self.advanced:
+            for name in names:
+                self._known.pop(name, None)
+
+    def wait_for(self, position: int, timeout: float, names: Sequence[str]) -> bool:
+        """Block until the named projections have applied ``position``; False after ``timeout``.
+
+        Answered by this process's batches when they can; otherwise the tracking rows are read
+        at once and then every :data:`LOOK_EVERY` seconds in which no local batch was heard of.
+        """
+        deadline = time.monotonic() + timeout
+        look = True
+        while True:
+            if self._reached(position, names):
+                return True
+            if look and all(self.stored()[name] >= position for name in names):
+                return True
+            with self.advanced:
+                if self._reached(position, names):  # a batch committed during the read
+                    return True
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                look = not self.advanced.wait(min(remaining, LOOK_EVERY))
+
+    def _reached(self, position: int, names: Sequence[str]) -> bool:
+        known = self._known
+        return all(known.get(name, 0) >= position for name in names)
