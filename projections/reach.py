@@ -4,8 +4,8 @@ Read-your-writes waits here: a command returns its log position, a query waits u
 projections it reads have applied it. The tracking rows say where each projection stands, but
 reading them is a round trip; the batches committed in this process already say it (a
 committed batch's projections are at least at its last position), so a wait that a local batch
-answers costs no query. Only what no local batch answered is looked up in the database (the
-projections may be followed in another process), at once and then while nothing is heard.
+answers costs no query. The database is looked at for projections no local batch has applied
+(they are followed in another process), and whenever a wait hears of no local batch for a while.
 
 A position learned here can only be too high after the tracking rows were moved back (a
 rebuild); a rebuild in this process forgets them first. One in another process makes a wait
@@ -28,9 +28,12 @@ LOOK_EVERY = 0.05
 class Reach:
     """The projections' positions known in this process, and waits for them."""
 
-    def __init__(self, stored: Callable[[], dict[str, int]]) -> None:
+    def __init__(
+        self, stored: Callable[[], dict[str, int]], look_every: float = LOOK_EVERY
+    ) -> None:
         """``stored()`` reads every projection's position from the tracking rows."""
         self.stored = stored
+        self.look_every = look_every
         self.advanced = threading.Condition()
         """Notified after every batch committed in this process (waiters for a position)."""
         self._known: dict[str, int] = {}
@@ -53,24 +56,37 @@ class Reach:
     def wait_for(self, position: int, timeout: float, names: Sequence[str]) -> bool:
         """Block until the named projections have applied ``position``; False after ``timeout``.
 
-        Answered by this process's batches when they can; otherwise the tracking rows are read
-        at once and then every :data:`LOOK_EVERY` seconds in which no local batch was heard of.
+        Answered by this process's batches when they can. The tracking rows are read every
+        :data:`LOOK_EVERY` seconds in which no local batch was heard of, at once for a
+        projection no batch of this process has applied yet (its follower runs elsewhere), and
+        once at the end of a wait that never read them.
         """
         deadline = time.monotonic() + timeout
-        look = True
+        look, looked = not self._followed(names), False
         while True:
             if self._reached(position, names):
                 return True
-            if look and all(self.stored()[name] >= position for name in names):
-                return True
+            if look:
+                looked = True
+                if _at_least(self.stored(), position, names):
+                    return True
             with self.advanced:
                 if self._reached(position, names):  # a batch committed during the read
                     return True
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    return False
-                look = not self.advanced.wait(min(remaining, LOOK_EVERY))
+                    break
+                look = not self.advanced.wait(min(remaining, self.look_every))
+        return not looked and _at_least(self.stored(), position, names)  # a last word
 
     def _reached(self, position: int, names: Sequence[str]) -> bool:
+        return _at_least(self._known, position, names)
+
+    def _followed(self, names: Sequence[str]) -> bool:
+        """Whether batches of every named projection committed here (a follower in this process)."""
         known = self._known
-        return all(known.get(name, 0) >= position for name in names)
+        return all(name in known for name in names)
+
+
+def _at_least(positions: dict[str, int], position: int, names: Sequence[str]) -> bool:
+    return all(positions.get(name, 0) >= position for name in names)

@@ -68,3 +68,20 @@ def test_a_rebuild_forgets_what_the_batches_said() -> None:
     reach.note(["trace_event"], 100)  # the rebuild's own batch got there again
     assert reach.wait_for(100, 0, ["trace_event"])
     assert stored.reads == 1
+
+
+def test_a_projection_followed_here_is_waited_for_here_before_the_rows_are_read() -> None:
+    stored = Stored(session_turn=8)
+    reach = Reach(stored, look_every=60)
+    reach.note(["session_turn"], 8)  # this process's follower is behind the head of 10
+    threading.Thread(target=reach.note, args=(["session_turn"], 10)).start()
+    assert reach.wait_for(10, 60, ["session_turn"])
+    assert stored.reads == 0
+
+
+def test_a_wait_that_ends_before_any_batch_reads_the_rows_once() -> None:
+    stored = Stored(session_turn=10)  # another process's follower got there
+    reach = Reach(stored, look_every=60)
+    reach.note(["session_turn"], 8)
+    assert reach.wait_for(10, 0, ["session_turn"])
+    assert stored.reads == 1
