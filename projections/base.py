@@ -150,7 +150,9 @@ class Readers:
             kind = resolve_topic(topic)
         except Exception:  # noqa: BLE001 (any failure: deserialising names it)
             return True
-        found = self._read[topic] = isinstance(kind, type) and issubclass(kind, self.interests)
+        if not isinstance(kind, type):
+            return True  # no class: deserialising names it
+        found = self._read[topic] = issubclass(kind, self.interests)
         return found
 
 

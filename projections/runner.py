@@ -15,13 +15,7 @@ from typing import TYPE_CHECKING
 
 from infrastructure.database import brief as brief
 from infrastructure.read_store import SqlReadStore
-from projections.base import (
-    Committed,
-    ProjectionStatus,
-    Readers,
-    positioned,
-    shares,
-)
+from projections.base import Committed, ProjectionStatus, Readers, positioned, shares
 from projections.collector import fewer_collections
 from projections.commit_behind import CommitBehind
 from projections.reach import Reach

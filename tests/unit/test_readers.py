@@ -26,13 +26,14 @@ def test_the_feed_reads_its_five_classes_and_a_topic_that_names_none() -> None:
     started = _notification(1, get_topic(Run.RunStarted))
     invoked = _notification(2, get_topic(ToolInvocation.ToolInvocationStarted))
     nowhere = _notification(3, "nowhere:Nothing")
+    no_class = _notification(5, "os:getcwd")
     terminated = _notification(4, get_topic(Run.RunTerminated))
     assert readers.wanted([started, invoked, nowhere, terminated]) == [
         started,
         nowhere,  # deserialising it says what is wrong with it
         terminated,
     ]
-    assert readers.wanted([invoked, invoked, nowhere]) == [nowhere]
+    assert readers.wanted([invoked, invoked, nowhere, no_class]) == [nowhere, no_class]
 
 
 def test_all_projections_read_every_invocation_event_and_not_the_audit_checkpoints() -> None:
