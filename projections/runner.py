@@ -67,8 +67,6 @@ class Projector:
         thread)."""
         self.reach = Reach(self.positions)
         """Where the projections stand as this process's batches say; waits for a position."""
-        self.advanced = self.reach.advanced
-        """Notified after every committed batch (in-process readers waiting for a position)."""
         self.readers = Readers(self.projections)
         self.conflicts = 0
         self._tracked = False
