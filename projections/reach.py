@@ -5,7 +5,11 @@ projections it reads have applied it. The tracking rows say where each projectio
 reading them is a round trip; the batches committed in this process already say it (a
 committed batch's projections are at least at its last position), so a wait that a local batch
 answers costs no query. The database is looked at for projections no local batch has applied
-(they are followed in another process), and whenever a wait hears of no local batch for a while.
+(they are followed in another process: at once, then every :data:`LOOK_EVERY`), and, for those
+followed here, only after a wait heard of no local batch for :data:`LOOK_FOLLOWED_EVERY`: a
+safety net for another process moving them (a second follower, say), since under load a local
+follower's batch can take longer than the short interval, and reading the rows on every such
+wait was a twentieth of a busy worker's CPU.
 
 A position learned here can only be too high after the tracking rows were moved back (a
 rebuild); a rebuild in this process forgets them first. One in another process makes a wait
@@ -22,18 +26,24 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
 
 LOOK_EVERY = 0.05
-"""Seconds between two reads of the tracking rows while a wait hears of no local batch."""
+"""Seconds between two reads of the tracking rows for projections followed in another process."""
+LOOK_FOLLOWED_EVERY = 1.0
+"""Seconds without a local batch after which a wait for projections followed here reads the rows."""
 
 
 class Reach:
     """The projections' positions known in this process, and waits for them."""
 
     def __init__(
-        self, stored: Callable[[], dict[str, int]], look_every: float = LOOK_EVERY
+        self,
+        stored: Callable[[], dict[str, int]],
+        look_every: float = LOOK_EVERY,
+        look_followed_every: float = LOOK_FOLLOWED_EVERY,
     ) -> None:
         """``stored()`` reads every projection's position from the tracking rows."""
         self.stored = stored
         self.look_every = look_every
+        self.look_followed_every = look_followed_every
         self.advanced = threading.Condition()
         """Notified after every batch committed in this process (waiters for a position)."""
         self._known: dict[str, int] = {}
@@ -56,13 +66,16 @@ class Reach:
     def wait_for(self, position: int, timeout: float, names: Sequence[str]) -> bool:
         """Block until the named projections have applied ``position``; False after ``timeout``.
 
-        Answered by this process's batches when they can. The tracking rows are read every
-        :data:`LOOK_EVERY` seconds in which no local batch was heard of, at once for a
-        projection no batch of this process has applied yet (its follower runs elsewhere), and
-        once at the end of a wait that never read them.
+        Answered by this process's batches when they can. The tracking rows are read at once
+        and every :data:`LOOK_EVERY` seconds for a projection no batch of this process has
+        applied yet (its follower runs elsewhere); for projections followed here, only after
+        :data:`LOOK_FOLLOWED_EVERY` seconds in which no local batch was heard of; and once at
+        the end of a wait that never read them.
         """
         deadline = time.monotonic() + timeout
-        look, looked = not self._followed(names), False
+        followed = self._followed(names)
+        every = self.look_followed_every if followed else self.look_every
+        look, looked = not followed, False
         while True:
             if self._reached(position, names):
                 return True
@@ -76,7 +89,7 @@ class Reach:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
-                look = not self.advanced.wait(min(remaining, self.look_every))
+                look = not self.advanced.wait(min(remaining, every))
         return not looked and _at_least(self.stored(), position, names)  # a last word
 
     def _reached(self, position: int, names: Sequence[str]) -> bool:

@@ -79,6 +79,14 @@ def test_a_projection_followed_here_is_waited_for_here_before_the_rows_are_read(
     assert stored.reads == 0
 
 
+def test_a_projection_followed_here_is_not_polled_in_the_rows_while_its_wait_lasts() -> None:
+    stored = Stored(session_turn=8)  # nobody gets to 10 during the wait
+    reach = Reach(stored, look_every=0.0001, look_followed_every=60)
+    reach.note(["session_turn"], 8)
+    assert not reach.wait_for(10, 0.05, ["session_turn"])
+    assert stored.reads == 1  # the last word only: a busy follower's slow batch costs no polls
+
+
 def test_a_wait_that_ends_before_any_batch_reads_the_rows_once() -> None:
     stored = Stored(session_turn=10)  # another process's follower got there
     reach = Reach(stored, look_every=60)
