@@ -4,6 +4,11 @@ A run is admitted before anything is recorded: when the worker already executes 
 caller is refused (:class:`AdmissionRefused`) and no ``RUN_STARTED`` exists, so nothing is ever
 half-started. An admitted run is started in the caller's thread (its id and log position are
 known when :meth:`RunDispatcher.submit` returns) and executed in a thread of its own.
+
+A run's slot is given back the moment its ``RUN_FINISHED`` is in the log, before anything else
+in the process hears of it: a client that reads ``done`` and asks its next question at once is
+never refused for the run it just watched end, though that run's thread still has the save's
+last steps to take (an audit checkpoint, say). The next run may wait those moments for a thread.
 """
 
 from __future__ import annotations
@@ -16,13 +21,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from application.ports import StoreUnavailableError
+from domain.run import Run
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from uuid import UUID
 
     from application.chat import ChatResult, ChatService
-    from domain.run import Run
     from domain.values import Budget
 
 log = logging.getLogger(__name__)
@@ -76,7 +81,11 @@ class RunDispatcher:
         self._slots = threading.BoundedSemaphore(cap)
         self._pool = ThreadPoolExecutor(cap, thread_name_prefix="harness-run")
         self._running: dict[UUID, Future[ChatResult]] = {}
+        self._held: dict[UUID, str] = {}
+        """The owner of each admitted run whose slot is not given back yet."""
         self._lock = threading.Lock()
+        # First of the store's listeners: the slot is free before the feed hears of the end.
+        service.store.listeners.insert(0, self._saved)
 
     def submit(
         self,
@@ -101,6 +110,7 @@ class RunDispatcher:
             self._leave(owner)
             raise
         with self._lock:  # registered before its thread can end it and unregister it
+            self._held[run.id] = owner
             self._running[run.id] = self._pool.submit(self._execute, run, context, owner)
         return Started(run.id, run.session_id, position)
 
@@ -131,7 +141,21 @@ class RunDispatcher:
         finally:
             with self._lock:
                 self._running.pop(run.id, None)
-            self._leave(owner)
+            self._free(run.id)  # (if its end was never saved: a failed store, say)
+
+    def _saved(self, events: Sequence[object]) -> None:
+        """A store listener: give back the slot of every run of ours whose end was just saved."""
+        for event in events:
+            if type(event) is Run.RunFinished:
+                self._free(event.originator_id)
+
+    def _free(self, run_id: UUID) -> None:
+        """Give back ``run_id``'s slot, once (its end saved, or its thread done)."""
+        with self._lock:
+            if run_id not in self._held:
+                return
+            owner = self._held.pop(run_id)
+        self._leave(owner)
 
     @property
     def in_flight(self) -> int:
@@ -140,7 +164,7 @@ class RunDispatcher:
             return len(self._running)
 
     def execution(self, run_id: UUID) -> Future[ChatResult] | None:
-        """The execution of ``run_id`` while this process runs it: done once its slot is free."""
+        """The execution of ``run_id`` while this process runs it: done once its thread is."""
         with self._lock:
             return self._running.get(run_id)
 
@@ -152,3 +176,6 @@ class RunDispatcher:
     def close(self) -> None:
         """Stop taking runs; runs in flight keep their threads until they end."""
         self._pool.shutdown(wait=False)
+        listeners = self.service.store.listeners
+        if self._saved in listeners:
+            listeners.remove(self._saved)
