@@ -24,7 +24,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from api.errors import first_line
 from api.sse_wire import KEEPALIVE, RETRYING, frame, unavailable
-from projections.queries import feed_after, feed_closed
+from projections.queries import feed_backlog
 from projections.sse_feed import ends_feed
 
 if TYPE_CHECKING:
@@ -186,11 +186,6 @@ def feed_ended(engine: Engine, run_id: str, after_seq: int) -> bool:
 
 
 def _read_after(engine: Engine, run_id: str, after_seq: int) -> tuple[list[dict[str, Any]], bool]:
-    """The entries after ``after_seq``, and whether the feed had ended before they were read.
-
-    The flag is read first: it commits with the feed's last entry, so when it is set the entries
-    read next include that entry.
-    """
+    """The entries after ``after_seq``, and whether the feed has its last entry (read together)."""
     with engine.connect() as connection:
-        closed = feed_closed(connection, run_id)
-        return feed_after(connection, run_id, after_seq), closed
+        return feed_backlog(connection, run_id, after_seq)

@@ -112,9 +112,30 @@ def feed_after(connection: Connection, run_id: str, after_seq: int) -> list[Row]
     return [dict(row) for row in found.mappings()]
 
 
-def feed_closed(connection: Connection, run_id: str) -> bool:
-    """Whether a run's feed has its last entry (``done``, or a cancelled run's ``failure``)."""
-    return bool(connection.scalar(select(sse_run.c.closed).where(sse_run.c.run_id == run_id)))
+def feed_backlog(connection: Connection, run_id: str, after_seq: int) -> tuple[list[Row], bool]:
+    """:func:`feed_after`, and whether the feed has its last entry, in one statement.
+
+    The last entry is ``done``, or a cancelled run's ``failure``. Both come from one snapshot,
+    so a feed that is closed comes with its last entry. A run the feed does not know yet has
+    neither (its entries come with its ``sse_run`` row).
+    """
+    entry = sse_event.c
+    found = connection.execute(
+        select(sse_run.c.closed.label("_closed"), sse_event)
+        .select_from(
+            sse_run.outerjoin(
+                sse_event, (entry.run_id == sse_run.c.run_id) & (entry.seq > after_seq)
+            )
+        )
+        .where(sse_run.c.run_id == run_id)
+        .order_by(entry.seq)
+    )
+    rows, closed = [], False
+    for row in found.mappings():
+        closed = bool(row["_closed"])
+        if row["seq"] is not None:  # (a run with no entry after ``after_seq``: one empty row)
+            rows.append({column.name: row[column.name] for column in sse_event.columns})
+    return rows, closed
 
 
 def feed_since(connection: Connection, after_position: int, run_ids: Collection[str]) -> list[Row]:
