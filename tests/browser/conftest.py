@@ -21,6 +21,7 @@ import httpx
 import pytest
 from pydantic import SecretStr
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
@@ -126,8 +127,8 @@ def browser(request: pytest.FixtureRequest) -> Iterator[WebDriver]:
 
 
 def wait(driver: WebDriver) -> WebDriverWait[WebDriver]:
-    """A wait on a DOM condition."""
-    return WebDriverWait(driver, WAIT)
+    """A wait on a DOM condition; an element a redraw replaced meanwhile is looked at again."""
+    return WebDriverWait(driver, WAIT, ignored_exceptions=(StaleElementReferenceException,))
 
 
 def requested_urls(driver: WebDriver) -> dict[str, str]:

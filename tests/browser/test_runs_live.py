@@ -10,8 +10,12 @@ from tests.browser.test_console import open_with_key
 
 
 def listed(browser: WebDriver) -> list[str]:
-    rows = browser.find_elements(By.CSS_SELECTOR, "#runs tbody tr[data-run-id]")
-    return [str(row.get_attribute("data-run-id")) for row in rows]
+    """The listed runs' ids, read in one script: a redraw cannot leave a row stale halfway."""
+    found = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#runs tbody tr[data-run-id]'),"
+        " (row) => row.dataset.runId)"
+    )
+    return [str(run_id) for run_id in found]
 
 
 def test_a_new_run_appears_at_the_top_without_a_reload(
