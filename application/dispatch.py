@@ -111,7 +111,7 @@ class RunDispatcher:
             raise
         with self._lock:  # registered before its thread can end it and unregister it
             self._held[run.id] = owner
-            self._running[run.id] = self._pool.submit(self._execute, run, context, owner)
+            self._running[run.id] = self._pool.submit(self._execute, run, context)
         return Started(run.id, run.session_id, position)
 
     def _admit(self, owner: str) -> None:
@@ -135,7 +135,7 @@ class RunDispatcher:
                 del self._owners[owner]
         self._slots.release()
 
-    def _execute(self, run: Run, context: str, owner: str) -> ChatResult:
+    def _execute(self, run: Run, context: str) -> ChatResult:
         try:
             return self.service.execute(run, context)
         finally:

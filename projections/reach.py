@@ -9,7 +9,7 @@ answers costs no query. The database is looked at for projections no local batch
 followed here, only after a wait heard of no local batch for :data:`LOOK_FOLLOWED_EVERY`: a
 safety net for another process moving them (a second follower, say), since under load a local
 follower's batch can take longer than the short interval, and reading the rows on every such
-wait was a twentieth of a busy worker's CPU.
+wait took a twentieth of a busy worker's interpreter samples.
 
 A position learned here can only be too high after the tracking rows were moved back (a
 rebuild); a rebuild in this process forgets them first. One in another process makes a wait
