@@ -12,6 +12,7 @@ import operator
 import sqlite3
 from typing import TYPE_CHECKING, Any, Literal
 
+import psycopg
 from sqlalchemy import JSON, BigInteger, Boolean, DateTime, Float, Integer, String
 
 from application.view_port import encode_json
@@ -86,9 +87,8 @@ def _postgres_insert(
     raw: Any, table: Table, names: str, columns: Sequence[str], values: list[list[Any]]
 ) -> None:
     if len(values) <= FEW_ROWS:  # a live batch's few rows: one round trip (a COPY takes two)
-        row = "(" + ", ".join(["%s"] * len(columns)) + ")"
-        statement = f'INSERT INTO "{table.name}" ({names}) VALUES ' + ", ".join([row] * len(values))
-        with raw.cursor() as cursor:
+        statement = _numbered(_rows_insert(table.name, names, len(columns), len(values)))
+        with psycopg.RawCursor(raw) as cursor:
             cursor.execute(statement, _flat(values))
         return
     with (
@@ -98,6 +98,26 @@ def _postgres_insert(
         copy.set_types([_copy_type(table.c[name].type) for name in columns])
         for value in values:
             copy.write_row(value)
+
+
+@functools.lru_cache(maxsize=256)
+def _rows_insert(table: str, names: str, width: int, rows: int) -> str:
+    """``INSERT INTO table (names) VALUES`` ``rows`` rows of ``width`` ``?`` placeholders."""
+    row = "(" + ", ".join("?" * width) + ")"
+    return f'INSERT INTO "{table}" ({names}) VALUES ' + ", ".join([row] * rows)
+
+
+@functools.lru_cache(maxsize=1024)
+def _numbered(statement: str) -> str:
+    """``statement`` with its ``?`` placeholders as PostgreSQL's own ``$1``, ``$2``, ….
+
+    Such a statement goes through psycopg's ``RawCursor`` as it is. With ``%s`` placeholders
+    psycopg parses the text on every execution once it has more than 50 parameters (it caches
+    only smaller ones): a 20-row ``INSERT`` took 0.8 ms of CPU that way, 0.17 ms raw.
+    Our statements hold no ``?`` but their placeholders (no literals, no JSON operators).
+    """
+    parts = statement.split("?")
+    return parts[0] + "".join(f"${n}{part}" for n, part in enumerate(parts[1:], 1))
 
 
 def _flat(values: list[list[Any]]) -> list[Any]:
@@ -124,9 +144,12 @@ def driver_query(connection: Connection, statement: str, params: Sequence[Any]) 
     For the few statements a batch builds by the dozen, where composing SQLAlchemy expressions
     would cost more than running them.
     """
+    raw: Any = connection.connection.dbapi_connection
     if connection.dialect.name == "postgresql":
-        statement = statement.replace("?", "%s")
-    cursor = connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        cursor = psycopg.RawCursor(raw)
+        statement = _numbered(statement)
+    else:
+        cursor = raw.cursor()
     try:
         cursor.execute(statement, params)
         return list(cursor.fetchall()) if cursor.description else []
