@@ -104,6 +104,7 @@ class HarnessStore(Application[UUID]):
         """Consecutive progress-protocol violations after which a new collection saturates."""
         self.listeners: list[Callable[[Sequence[Any]], None]] = []
         """Called in-process with the events of every successful save (e.g. the CLI's progress)."""
+        self.recorded: list[Callable[[Sequence[Any]], None]] = []  # as listeners, with positions
         self.after_save: list[SaveHook] = []
         """Called with the events and the last log position of every save that appended (the
         audit checkpointer: :mod:`application.audit.checkpoints`); each handles its own errors."""
@@ -189,9 +190,10 @@ class HarnessStore(Application[UUID]):
         """Tell in-process listeners what was appended; a failing listener never fails a save."""
         super()._notify(recordings)
         events = [r.domain_event for r in recordings]
-        for listener in self.listeners:
+        told = [(listener, recordings) for listener in self.recorded]
+        for listener, heard in [*told, *((listener, events) for listener in self.listeners)]:
             try:
-                listener(events)
+                listener(heard)
             except Exception:  # a broken display must not lose or fail the write
                 logging.getLogger(__name__).exception("event listener failed")
 

@@ -143,6 +143,10 @@ class Readers:
         read = self._read
         return [n for n in notifications if read.get(n.topic) or self._learn(n.topic)]
 
+    def wants(self, topic: str) -> bool:
+        """Whether some projection reads the entries of ``topic``."""
+        return self._read.get(topic) or self._learn(topic)
+
     def _learn(self, topic: str) -> bool:
         if topic in self._read:
             return False

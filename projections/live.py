@@ -17,6 +17,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from infrastructure.database import brief
 from projections.base import UnreadableLogEntry
+from projections.local_log import LocalLog
 from projections.runner import Projector, all_projections
 from projections.sse_feed import SseFeed
 
@@ -81,7 +82,7 @@ class LiveProjections:
         """
         self.projector = Projector(store, engine, batch_size=batch_size)
         """Every projection: positions, status, waits and rebuilds (it does not follow)."""
-        self.feed, self.rest = _followers(store, engine, batch_size, notify_channel)
+        self.local, self.feed, self.rest = _followers(store, engine, batch_size, notify_channel)
         for follower in (self.feed, self.rest):
             follower.listeners.append(partial(self._advanced, follower.names))
         self.feed.listeners.append(self._feed_committed)
@@ -161,19 +162,30 @@ class LiveProjections:
             self.listener.interrupt()
         if self._appended in self._store.listeners:
             self._store.listeners.remove(self._appended)
+        if self.local.recorded in self._store.recorded:
+            self._store.recorded.remove(self.local.recorded)
         for thread in self._threads:
             thread.join(timeout)
 
 
 def _followers(
-    store: HarnessStore, engine: Engine, batch_size: int | None, notify_channel: str | None
-) -> tuple[Projector, Projector]:
-    """The feed's follower (it NOTIFYs ``notify_channel``), and every other read table's."""
+    store: HarnessStore,
+    engine: Engine,
+    batch_size: int | None,
+    notify_channel: str | None,
+) -> tuple[LocalLog, Projector, Projector]:
+    """This process's appends, the feed's follower (it NOTIFYs ``notify_channel``), the rest's.
+
+    The followers take this process's appends as events from the :class:`LocalLog`, which
+    hears of them before the store's listeners (which wake the followers) do.
+    """
+    local = LocalLog()
+    store.recorded.append(local.recorded)
     feed = Projector(
-        store, engine, [SseFeed()], batch_size=batch_size, notify_channel=notify_channel
+        store, engine, [SseFeed()], batch_size, notify_channel=notify_channel, local=local
     )
     rest = [p for p in all_projections() if p.name != FEED]
-    return feed, Projector(store, engine, rest, batch_size=batch_size)
+    return local, feed, Projector(store, engine, rest, batch_size=batch_size, local=local)
 
 
 def follow(

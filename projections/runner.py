@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from application.store import HarnessStore
     from infrastructure.read_store import ReadBatch
     from projections.base import Positioned, Projection, Written
+    from projections.local_log import LocalLog
 
 DEFAULT_BATCH = {"sqlite": 4000, "postgresql": 8000}
 """Log entries per batch by database. A SQLite batch holds the one write lock while it writes
@@ -51,8 +52,12 @@ class Projector:
         projections: Sequence[Projection] | None = None,
         batch_size: int | None = None,
         notify_channel: str | None = None,
+        local: LocalLog | None = None,
     ) -> None:
-        """Project ``store``'s log into tables on ``engine``, ``batch_size`` entries at a time."""
+        """Project ``store``'s log into tables on ``engine``, ``batch_size`` entries at a time.
+
+        With ``local``, entries this process appended are taken from there, not read back.
+        """
         self.store = store
         self.engine = engine
         self.read = SqlReadStore(engine)
@@ -68,6 +73,7 @@ class Projector:
         self.reach = Reach(self.positions)
         """Where the projections stand as this process's batches say; waits for a position."""
         self.readers = Readers(self.projections)
+        self.local = local
         self.conflicts = 0
         self._tracked = False
 
@@ -107,22 +113,23 @@ class Projector:
 
     def _step(
         self, positions: dict[str, int], tail: CommitBehind | None = None
-    ) -> tuple[int, dict[str, int] | None]:
-        """Apply the batch after ``positions``; the entries read and the positions now.
+    ) -> tuple[int, dict[str, int] | None, bool]:
+        """Apply the batch after ``positions``: the entries read, the positions now, the head.
 
-        The positions are None when another runner applied the batch first: read them again.
-        With a ``tail``, a full batch commits in its thread while the caller reads the next one
-        (the listeners hear of it once it did); the caller must wait for it.
+        The last is whether the read reached the head of the log (as it was then). The positions
+        are None when another runner applied the batch first: read them again. With a ``tail``,
+        a full batch commits in its thread while the caller reads the next one (the listeners
+        hear of it once it did); the caller must wait for it.
         """
         after = min(positions.values())
-        read, last, events = self._read(after)
+        read, last, events, reached = self._read(after)
         if not read:
-            return 0, positions
+            return 0, positions, reached
         try:
             written, batch = self._apply(positions, events, tail, last)
         except TrackingConflict:
             self.conflicts += 1  # another runner applied (part of) this batch: carry on
-            return read, None
+            return read, None, reached
         committed = Committed(after, last, written)
         if batch is not None and tail is not None and read == self.batch_size:
             tail.start(batch.finish, lambda: self._committed(committed))
@@ -130,7 +137,7 @@ class Projector:
             if batch is not None:
                 batch.finish()
             self._committed(committed)
-        return read, {name: max(position, last) for name, position in positions.items()}
+        return read, {name: max(position, last) for name, position in positions.items()}, reached
 
     def _committed(self, committed: Committed) -> None:
         """Tell the waiting readers and the listeners that a batch committed."""
@@ -138,19 +145,26 @@ class Projector:
         for listener in self.listeners:
             listener(committed)
 
-    def _read(self, after: int) -> tuple[int, int, list[Positioned]]:
+    def _read(self, after: int) -> tuple[int, int, list[Positioned], bool]:
         """Up to a batch of log entries after position ``after``.
 
-        Returns how many were read, the last one's position, and those of them some projection
-        reads, deserialised (:class:`~projections.base.Readers`).
+        Returns how many were read, the last one's position, those of them some projection
+        reads, deserialised (:class:`~projections.base.Readers`), and whether the read reached
+        the head of the log: a short read of the log did, entries taken from :attr:`local`
+        never say so (the log may hold another process's entries after them).
         """
+        if self.local is not None:
+            taken, last, events = self.local.take(after, self.batch_size, self.readers.wants)
+            if taken:
+                return taken, last, events, False
         notifications = self.store.recorder.select_notifications(
             start=after + 1, limit=self.batch_size
         )
         if not notifications:
-            return 0, after, []
+            return 0, after, [], True
         read = self.readers.wanted(notifications)
-        return len(notifications), notifications[-1].id, positioned(self.store.mapper, read)
+        events, count = positioned(self.store.mapper, read), len(notifications)
+        return count, notifications[-1].id, events, count < self.batch_size
 
     def _apply(
         self,
@@ -209,8 +223,9 @@ class Projector:
         """Catch up from ``positions`` (None: read them); the entries read and the positions now.
 
         The positions are read from the database when not given and after a lost race; in
-        between, each committed batch says where they are. A committed batch shorter than the
-        batch size reached the head of the log as it was read: no further read is needed.
+        between, each committed batch says where they are. A read of the log shorter than the
+        batch size reached its head as it was then: no further read is needed (entries taken
+        from this process's own appends never say so: the log is read after them).
         """
         total, tail = 0, tail or CommitBehind()
         with fewer_collections():  # whole batches stay alive until they commit
@@ -219,11 +234,11 @@ class Projector:
                     if positions is None:
                         tail.wait()
                         positions = self.positions()
-                    read, positions = self._step(positions, tail)
+                    read, positions, reached = self._step(positions, tail)
                     total += read
                     if read and progress:
                         progress(read)
-                    if read < self.batch_size and positions is not None:
+                    if reached and positions is not None:
                         break  # (after a lost race: read the positions again and go on)
             finally:
                 tail.wait()
