@@ -26,55 +26,90 @@ if TYPE_CHECKING:
 
     from projections.base import Positioned
 
-CAPACITY = 20_000
-"""Entries kept at most, the oldest appended dropped first (about two minutes of a busy
-worker's appends; a follower further behind reads the log)."""
+CAPACITY = 5_000
+"""Entries kept at most, the oldest appended dropped first: the bound while a follower is stuck
+(its database down, say); normally an entry is dropped once every follower has passed it."""
+LARGEST = 64 * 1024
+"""Entries whose stored state is larger (a big tool result) are not kept: the log has them."""
 
 Entry = tuple[int, Any, str, str]
 """A log position, the event stored there, its stream's id as text, and its topic."""
 
 
 class LocalLog:
-    """This process's recent appends by log position; safe for appending and reading threads."""
+    """This process's recent appends by log position; safe for appending and reading threads.
 
-    def __init__(self, capacity: int = CAPACITY) -> None:
-        """Keep up to ``capacity`` entries."""
+    Each follower joins it (:meth:`join`) and says where it stands at every :meth:`take`; entries
+    every follower has passed are dropped then, so the cache holds what some follower has
+    still to apply, within :data:`CAPACITY` entries of at most :data:`LARGEST` bytes each.
+    """
+
+    def __init__(self, capacity: int = CAPACITY, largest: int = LARGEST) -> None:
+        """Keep up to ``capacity`` entries of at most ``largest`` stored bytes each."""
         self.capacity = capacity
+        self.largest = largest
         self._entries: dict[int, Entry] = {}
+        self._passed: list[int] = []
+        """Per follower that joined, the last position it asked after or took."""
         self._lock = threading.Lock()
         self.taken = 0
         """Entries handed to followers so far (they were not read from the log)."""
 
+    def __len__(self) -> int:
+        """Entries held now."""
+        return len(self._entries)
+
+    def join(self) -> int:
+        """A new follower's token for :meth:`take`: until it takes, nothing is dropped."""
+        with self._lock:
+            self._passed.append(0)
+            return len(self._passed) - 1
+
     def recorded(self, recordings: Sequence[Any]) -> None:
         """Store listener (``HarnessStore.recorded``): remember these committed entries."""
+        largest = self.largest
         added = [
-            (r.notification.id, r.domain_event, uuid_text(r.notification.originator_id))
+            (
+                r.notification.id,
+                r.domain_event,
+                uuid_text(r.notification.originator_id),
+                r.notification.topic,
+            )
             for r in recordings
+            if len(r.notification.state) <= largest
         ]
-        topics = [r.notification.topic for r in recordings]
         with self._lock:
             entries = self._entries
-            for (position, event, stream), topic in zip(added, topics, strict=True):
-                entries[position] = (position, event, stream, topic)
+            for entry in added:
+                entries[entry[0]] = entry
             while len(entries) > self.capacity:  # dicts keep insertion order: oldest first
                 del entries[next(iter(entries))]
 
     def take(
-        self, position: int, limit: int, wanted: Callable[[str], bool]
+        self, follower: int, position: int, limit: int, wanted: Callable[[str], bool]
     ) -> tuple[int, int, list[Positioned]]:
-        """Up to ``limit`` entries from ``position + 1`` on, without a gap.
+        """Up to ``limit`` entries from ``position + 1`` on, without a gap, for ``follower``.
 
         Returns how many there were, the last one's position, and those of them whose topic
         ``wanted`` accepts, as :data:`~projections.base.Positioned` events; ``(0, position,
-        [])`` when the next position is not here.
+        [])`` when the next position is not here. The follower has passed ``position``: once
+        every follower has, the entries up to there are dropped.
         """
         events: list[Positioned] = []
         last = position
         with self._lock:
             entries = self._entries
+            self._passed[follower] = position
+            self._drop(min(self._passed))
             while last - position < limit and (entry := entries.get(last + 1)) is not None:
                 last += 1
                 if wanted(entry[3]):
                     events.append(entry[:3])
             self.taken += last - position
         return last - position, last, events
+
+    def _drop(self, passed: int) -> None:
+        """Drop the oldest entries while they are at or before ``passed`` (under the lock)."""
+        entries = self._entries
+        while entries and (oldest := next(iter(entries))) <= passed:
+            del entries[oldest]

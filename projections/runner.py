@@ -74,6 +74,7 @@ class Projector:
         """Where the projections stand as this process's batches say; waits for a position."""
         self.readers = Readers(self.projections)
         self.local = local
+        self._follower = local.join() if local is not None else 0
         self.conflicts = 0
         self._tracked = False
 
@@ -154,7 +155,8 @@ class Projector:
         never say so (the log may hold another process's entries after them).
         """
         if self.local is not None:
-            taken, last, events = self.local.take(after, self.batch_size, self.readers.wants)
+            local, follower = self.local, self._follower
+            taken, last, events = local.take(follower, after, self.batch_size, self.readers.wants)
             if taken:
                 return taken, last, events, False
         notifications = self.store.recorder.select_notifications(
