@@ -1,9 +1,10 @@
 """The log entries this process appended, kept as events: the followers need not read them back.
 
 A worker's live followers apply, for the most part, the entries its own runs have just
-appended: reading them back from the log and deserialising them was about a tenth of the
-worker's CPU. The store tells this cache every append it committed with its log positions and
-the very events it stored, and a follower whose next position is here takes its batch from it.
+appended: reading them back from the log and deserialising them took about a tenth of a busy
+worker's interpreter samples. The store tells this cache every append it committed with its
+log positions and the very events it stored, and a follower whose next position is here takes
+its batch from it.
 
 Only a run of consecutive positions is handed out, from the one a follower asks for: positions
 are unique, so a run without a gap is exactly what the log holds there. An entry another
