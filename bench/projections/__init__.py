@@ -3,7 +3,7 @@
 Run from the repository root::
 
     .venv/bin/python -m bench.projections [--runs N] [--repeat N] [--prefix N]
-        [--backend sqlite|postgres|both] [--profile]
+        [--backend sqlite|postgres|both] [--profile] [--phases]
 
 For each backend (SQLite files in a fresh temporary directory; PostgreSQL in a fresh schema of
 database ``harness_bench``, dropped at the end) it fills the event store with realistic events:
@@ -12,7 +12,7 @@ through the sample incidents' questions (diagnosis runs, about 46 events each), 
 one knowledge question, six turns per session. Then it measures, in events (log entries) per
 second:
 
-* ``ours``: ``Projector.rebuild()`` of every projection (six) with the default batch size, on the
+* ``ours``: ``Projector.rebuild()`` of every projection (seven) with the default batch size, on the
   whole log (this includes emptying the read tables first, as a rebuild does);
 * ``ceiling``: reading and deserialising the notification log only: pages of
   ``store.recorder.select_notifications(start, limit=batch)`` (the Projector's batch size) and
@@ -36,7 +36,9 @@ warm-up round; best and median events/s are reported. Targets (checked on the me
 printed beside it): ours >= 0.3x the ceiling, and ours >= 10x the per-event style. Nothing is
 asserted. ``ours / ceiling`` is also printed by this process's CPU seconds, as context: steadier
 than wall time on a busy machine, but on PostgreSQL it leaves out the server's work. ``--profile``
-adds a cProfile of one rebuild per backend. The last lines are JSON.
+adds a cProfile of one rebuild per backend; ``--phases`` times one rebuild in parts (reading the
+log, each projection's rows, the inserts, the commits: :mod:`bench.projections.phases`), three
+times, each after a read of the ceiling. The last lines are JSON.
 """
 
 DEFAULT_RUNS = 450

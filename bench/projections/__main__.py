@@ -22,6 +22,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     add_backend(arguments)
     add_profile(arguments, "one rebuild")
+    arguments.add_argument(
+        "--phases",
+        action="store_true",
+        help="also time one rebuild in parts (reading, each projection, inserts, commits)",
+    )
     args = arguments.parse_args(argv)
     runs: int = max(1, args.runs)
     repeat: int = max(1, args.repeat)
@@ -30,7 +35,7 @@ def main(argv: list[str] | None = None) -> None:
     began = time.perf_counter()
     reports: list[BackendReport] = []
     for backend in chosen(args.backend):
-        reports.append(bench_backend(backend, runs, repeat, prefix, args.profile))
+        reports.append(bench_backend(backend, runs, repeat, prefix, args.profile, args.phases))
     report(reports, repeat)
     print(f"\n(total {time.perf_counter() - began:.0f} s)")
 

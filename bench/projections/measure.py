@@ -24,6 +24,7 @@ from bench.projections import (
     SMALL_TALK,
     TURNS_PER_SESSION,
 )
+from bench.projections.phases import measure_phases
 from bench.projections.styles import Bench
 from bootstrap.composition import Overrides, bootstrap
 from infrastructure.ops_data import sample_incidents
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from application.store import HarnessStore
+    from bench.projections.phases import Phases
     from bench.projections.styles import Sample
     from bootstrap.composition import Services
 
@@ -54,6 +56,8 @@ class BackendReport:
     prefix: int
     batch: int
     samples: dict[str, list[Sample]]
+    phases: Phases | None = None
+    """One rebuild in parts (``--phases``)."""
 
     def rates(self, name: str) -> list[float]:
         """Events/s of every repeat of one measurement (or of the derived per-event/1)."""
@@ -139,9 +143,9 @@ def profile_rebuild(backend: str, bench: Bench) -> None:
 
 
 def bench_backend(
-    backend: str, runs: int, repeat: int, prefix: int, profile: bool
+    backend: str, runs: int, repeat: int, prefix: int, profile: bool, phases: bool = False
 ) -> BackendReport:
-    """Fill a store in a fresh place, then measure on it."""
+    """Fill a store in a fresh place, then measure on it (and take a rebuild apart)."""
     with place(backend) as where, bootstrap(where.settings, create=True, sample=True) as services:
         print(f"  {backend:8} filling the log with {runs} runs …", flush=True)
         fill_seconds, outcomes = fill(services, runs)
@@ -152,6 +156,7 @@ def bench_backend(
         samples = measure(bench, backend, repeat)
         if profile:
             profile_rebuild(backend, bench)
+        parts = measure_phases(bench) if phases else None
         return BackendReport(
             backend,
             runs,
@@ -162,4 +167,5 @@ def bench_backend(
             bench.prefix,
             bench.projector.batch_size,
             samples,
+            parts,
         )

@@ -18,6 +18,7 @@ from bench.projections import (
     TURNS_PER_SESSION,
 )
 from bench.projections.measure import questions
+from bench.projections.phases import ROUNDS
 from projections.registry import all_projections
 
 if TYPE_CHECKING:
@@ -154,6 +155,41 @@ def print_cpu(reports: list[BackendReport]) -> None:
         )
 
 
+def print_phases(reports: list[BackendReport]) -> None:
+    """Each backend's rebuild in parts (``--phases``), with each part's share of the whole."""
+    for rep in reports:
+        if rep.phases is None:
+            continue
+        phases = rep.phases
+        print()
+        print(
+            f"one rebuild in parts, {rep.backend} (median of {ROUNDS}; each batch's end at once,"
+            " not behind the next read):"
+        )
+        for part, seconds in phases.parts.items():
+            print(f"  {part:36}  {seconds:7.3f} s  {100 * seconds / phases.total:5.1f} %")
+        print(
+            f"  {'in all':36}  {phases.total:7.3f} s; the ceiling {phases.ceiling:.3f} s;"
+            f" beyond reading / ceiling {phases.beyond_reading:.2f} (1.00 or less at 0.5x)"
+        )
+
+
+def phases_lines(reports: list[BackendReport]) -> list[dict[str, Any]]:
+    """One JSON object per backend whose rebuild was taken apart."""
+    return [
+        {
+            "kind": "phases",
+            "backend": rep.backend,
+            "seconds": {part: round(s, 4) for part, s in rep.phases.parts.items()},
+            "total_s": round(rep.phases.total, 4),
+            "ceiling_s": round(rep.phases.ceiling, 4),
+            "beyond_reading_over_ceiling": round(rep.phases.beyond_reading, 3),
+        }
+        for rep in reports
+        if rep.phases is not None
+    ]
+
+
 def log_line(rep: BackendReport, repeat: int) -> dict[str, Any]:
     """One backend's log and workload as a JSON object."""
     return {
@@ -199,7 +235,9 @@ def report(reports: list[BackendReport], repeat: int) -> None:
     computed = [ratio for rep in reports for ratio in ratios(rep)]
     print_ratios(computed)
     print_cpu(reports)
+    print_phases(reports)
     print()
     print_json(log_line(rep, repeat) for rep in reports)
     print_json(line for rep in reports for line in rebuild_lines(rep))
+    print_json(phases_lines(reports))
     print_ratios_json(computed)

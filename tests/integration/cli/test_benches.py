@@ -18,6 +18,8 @@ import psycopg
 import pytest
 
 from bench.common import pg_conninfo
+from bench.projections.phases import COMMITS, EMPTYING, INSERTS, READING, RUNNER, rows_of
+from projections.registry import all_projections
 
 ROOT = Path(__file__).resolve().parents[3]
 TINY = {
@@ -55,6 +57,30 @@ def test_a_bench_reports_its_ratios_on_sqlite(name: str) -> None:
     ratios = [line for line in lines if line["kind"] == "ratio"]
     assert ratios
     assert {line["backend"] for line in ratios} == {"sqlite"}
+
+
+@pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+def test_the_rebuild_bench_takes_a_rebuild_apart(request: Any, backend: str) -> None:
+    """``--phases``: the parts are one after the other within the rebuild, every projection's."""
+    if backend == "postgres":
+        request.getfixturevalue("pg_available")
+    lines = _bench("projections", *TINY["projections"], "--backend", backend, "--phases")
+    (phases,) = [line for line in lines if line["kind"] == "phases"]
+    parts = phases["seconds"]
+    assert list(parts) == [
+        EMPTYING,
+        READING,
+        *(rows_of(p.name) for p in all_projections()),
+        INSERTS,
+        COMMITS,
+        RUNNER,
+    ]
+    assert all(seconds >= 0 for seconds in parts.values())  # none overlapped another
+    assert parts[READING] > 0 and parts[INSERTS] > 0 and parts[COMMITS] > 0
+    assert phases["backend"] == backend and phases["total_s"] > parts[READING]
+    assert phases["ceiling_s"] > 0 and phases["beyond_reading_over_ceiling"] > 0
 
 
 @pytest.mark.postgres
