@@ -115,16 +115,20 @@ class ViewWriter(Protocol):
         """Delete every row whose ``key_columns`` hold one of ``keys``."""
         ...
 
-    def nth_smallest(
+    def step_through(
         self,
         table: str,
-        column: str,
+        order: tuple[str, str],
         group_columns: Sequence[str],
-        wanted: Sequence[tuple[tuple[Any, ...], int]],
-    ) -> list[Any]:
-        """For each ``(group, rank)``: ``column`` at that 0-based rank in the group, ascending.
+        wanted: Sequence[tuple[tuple[Any, ...], tuple[Any, Any] | None, int]],
+    ) -> list[tuple[Any, Any] | None]:
+        """For each ``(group, start, steps)``: the ``order`` values of a row ``steps`` rows on.
 
-        A group is the rows whose ``group_columns`` hold its values; None past its last row.
+        A group is the rows whose ``group_columns`` hold its values, ordered by the two
+        ``order`` columns (a measure, then what tells equal measures apart). With ``start``
+        None, the row at 0-based rank ``steps``; else the row ``steps`` rows after the one whose
+        ``order`` values are ``start`` (before it when negative; itself at 0). None where the
+        group has no such row. Each is a walk of ``steps`` rows along an ordered index.
         """
         ...
 

@@ -120,8 +120,11 @@ tool_stats = Table(
     Column("duration_p50_ms", Float, nullable=False),
     Column("duration_p95_ms", Float, nullable=False),
     Column("result_bytes", BigInteger, nullable=False),
+    Column("duration_p50_at", String(36)),
+    Column("duration_p95_at", String(36)),
 )
-"""Ended tool invocations per UTC day and group; ``outcome`` is the evidence status."""
+"""Ended tool invocations per UTC day and group; ``outcome`` is the evidence status. The ``_at``
+columns name the invocation at each percentile's rank (``projections.daily_stats``)."""
 
 tool_duration = Table(
     "tool_duration",
@@ -131,7 +134,7 @@ tool_duration = Table(
     Column("stream_id", String(36), primary_key=True),
     sqlite_with_rowid=False,
 )
-"""Every ended invocation's duration under its ``tool_stats`` key, in key and duration order."""
+"""Every ended invocation's duration under its ``tool_stats`` key, in key, duration and id order."""
 
 
 def _model_key() -> list[Column[str]]:
@@ -155,8 +158,11 @@ model_stats = Table(
     Column("latency_p95_ms", Float, nullable=False),
     Column("tokens_in", BigInteger, nullable=False),
     Column("tokens_out", BigInteger, nullable=False),
+    Column("latency_p50_at", BigInteger),
+    Column("latency_p95_at", BigInteger),
 )
-"""Model calls per UTC day and group."""
+"""Model calls per UTC day and group. The ``_at`` columns hold the log position of the call at
+each percentile's rank (``projections.daily_stats``)."""
 
 model_latency = Table(
     "model_latency",
@@ -166,4 +172,4 @@ model_latency = Table(
     Column("position", BigInteger, primary_key=True, autoincrement=False),
     sqlite_with_rowid=False,
 )
-"""Every model call's latency under its ``model_stats`` key, in key and latency order."""
+"""Every model call's latency under its ``model_stats`` key, in key, latency and position order."""

@@ -117,8 +117,11 @@ run_daily = Table(
     Column("duration_p95_ms", Float, nullable=False),
     Column("tokens_in", BigInteger, nullable=False),
     Column("tokens_out", BigInteger, nullable=False),
+    Column("duration_p50_at", String(36)),
+    Column("duration_p95_at", String(36)),
 )
-"""Finished runs per UTC day and outcome; '' stands for "none" in the key columns."""
+"""Finished runs per UTC day and outcome; '' stands for "none" in the key columns. The ``_at``
+columns name the run at each percentile's rank (``projections.daily_stats``)."""
 
 run_duration = Table(
     "run_duration",
@@ -128,8 +131,8 @@ run_duration = Table(
     Column("run_id", String(36), primary_key=True),
     sqlite_with_rowid=False,
 )
-"""Every finished run's duration under its ``run_daily`` key, in key and duration order: a
-group's percentile is read at its rank in this index; a day's runs are never read back."""
+"""Every finished run's duration under its ``run_daily`` key, in key, duration and run order: a
+group's percentiles are walked to their ranks along this index; a day's runs are never read."""
 
 LOG_POSITION = BigInteger().with_variant(Integer(), "sqlite")
 """A log position; on SQLite ``INTEGER PRIMARY KEY`` is the row id itself, with no extra index."""

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 IN_CHUNK = 500
 """Keys per ``IN (...)`` list when a batch preloads rows."""
+WALKS = 200
+"""Walks per statement of :meth:`SqlViewWriter.step_through` (SQLite takes 500 ``UNION`` parts)."""
 
 
 class SqlRowCache:
@@ -191,29 +193,37 @@ class SqlViewWriter:
             statement = f"DELETE FROM {table}" + _keys_in(key_columns, len(keys))
             driver_query(self.connection, statement, _flat(keys))
 
-    def nth_smallest(
+    def step_through(
         self,
         table: str,
-        column: str,
+        order: tuple[str, str],
         group_columns: Sequence[str],
-        wanted: Sequence[tuple[tuple[Any, ...], int]],
-    ) -> list[Any]:
-        """For each ``(group, rank)``: ``column`` at that 0-based rank in the group, ascending.
+        wanted: Sequence[tuple[tuple[Any, ...], tuple[Any, Any] | None, int]],
+    ) -> list[tuple[Any, Any] | None]:
+        """For each ``(group, start, steps)``: the ``order`` values of a row ``steps`` rows on.
 
-        One statement for them all, each one step down the group's part of an ordered index.
+        One statement for them all: each part seeks ``start`` in the group's part of the
+        ordered index (a row-value comparison) and walks ``steps`` rows from there, so its cost
+        is the steps, not the group's size (``OFFSET`` from the group's first row walked half
+        a day's rows for a median).
         """
-        if not wanted:
-            return []
-        ranked = (
-            f"(SELECT {column} FROM {table} WHERE "
-            + " AND ".join(f"{name} = ?" for name in group_columns)
-            + f" ORDER BY {column} LIMIT 1 OFFSET ?)"
-        )
-        params = [value for group, rank in wanted for value in (*group, rank)]
-        (found,) = driver_query(
-            self.connection, "SELECT " + ", ".join([ranked] * len(wanted)), params
-        )
-        return list(found)
+        found: list[tuple[Any, Any] | None] = [None] * len(wanted)
+        walks = [n for n, (_, start, steps) in enumerate(wanted) if start is None or steps]
+        for n, (_, start, _) in enumerate(wanted):
+            found[n] = start  # where it stays (at 0 steps), else the walk's answer or None
+        for first in range(0, len(walks), WALKS):
+            parts: list[str] = []
+            params: list[Any] = []
+            for n in walks[first : first + WALKS]:
+                group, start, steps = wanted[n]
+                walk = _step(table, order, group_columns, start, steps)
+                parts.append(f"SELECT {n}, m, i FROM ({walk}) AS s{n}")
+                params += [*group, *(start or ()), abs(steps) - (start is not None)]
+                found[n] = None
+            answers = driver_query(self.connection, " UNION ALL ".join(parts), params)
+            for n, measure, ident in answers:
+                found[n] = (measure, ident)
+        return found
 
     def maxima(
         self, table: str, column: str, group_column: str, groups: Collection[Any]
@@ -260,6 +270,24 @@ class SqlViewWriter:
 
 ASYNC_COMMIT = "set_config('synchronous_commit', 'off', true)"
 """For the rest of the transaction: its commit does not wait for the WAL to reach the disk."""
+
+
+def _step(
+    table: str, order: tuple[str, str], group_columns: Sequence[str], start: Any, steps: int
+) -> str:
+    """The row ``steps`` rows on from ``start`` in a group (:meth:`SqlViewWriter.step_through`)."""
+    if start is None and steps < 0:
+        raise ValueError(f"no row {steps} rows before a group's first")
+    measure, ident = order
+    where = " AND ".join(f"{name} = ?" for name in group_columns)
+    descending = steps < 0
+    if start is not None:
+        where += f" AND ({measure}, {ident}) {'<' if descending else '>'} (?, ?)"
+    way = " DESC" if descending else ""
+    return (
+        f"SELECT {measure} AS m, {ident} AS i FROM {table} WHERE {where}"
+        f" ORDER BY {measure}{way}, {ident}{way} LIMIT 1 OFFSET ?"
+    )
 
 
 def _keys_in(key_columns: Sequence[str], count: int) -> str:

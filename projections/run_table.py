@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-from collections import defaultdict
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -16,6 +14,7 @@ from domain.release_states import ReleaseOutcome
 from domain.run import Run
 from domain.states import BudgetKind, DbStatus, Intent, ModelStepPurpose
 from projections.base import Positioned, Written, begun_before, text, uuid_text
+from projections.daily_stats import DailyStats
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -25,9 +24,16 @@ if TYPE_CHECKING:
 
 GROUP = ("intent", "release_outcome", "fallback_type", "termination_state")
 DAILY_KEY = ("day", *GROUP)
-KEY_WIDTH = len(DAILY_KEY)
-TOTALS = ("runs", "tokens_in", "tokens_out")
-PERCENTILES = (50, 95)
+RUN_DAILY = DailyStats(
+    table="run_daily",
+    index="run_duration",
+    key=DAILY_KEY,
+    measure="duration_ms",
+    stem="duration",
+    ident="run_id",
+    sums=("tokens_in", "tokens_out"),
+    count="runs",
+)
 
 
 class RunTable:
@@ -194,57 +200,17 @@ def _group_key(row: Row) -> tuple[str, ...]:
 def _add_to_daily(view: ViewWriter, finished: list[Row]) -> int:
     """Count the runs that finished in this batch into their ``run_daily`` groups; rows written.
 
-    A few statements per batch, whatever the number of groups: record the durations, read the
-    groups' stored rows, read every new percentile by rank in one query, rewrite the rows.
+    A few statements per batch, whatever the number of groups (:class:`DailyStats`).
     """
-    if not finished:
-        return 0
-    groups: dict[tuple[str, ...], list[Row]] = defaultdict(list)
-    for row in finished:
-        groups[_group_key(row)].append(row)
-    durations = [
-        [*key, int(row["duration_ms"] or 0), row["run_id"]]
-        for key, rows in groups.items()
-        for row in rows
-    ]
-    written = view.insert_values("run_duration", (*DAILY_KEY, "duration_ms", "run_id"), durations)
-    stored = {
-        found[:KEY_WIDTH]: found[KEY_WIDTH:]
-        for found in view.select("run_daily", (*DAILY_KEY, *TOTALS), DAILY_KEY, list(groups))
-    }
-    totals = [_total(key, rows, stored.get(key, (0, 0, 0))) for key, rows in groups.items()]
-    _add_percentiles(view, totals)
-    view.delete("run_daily", DAILY_KEY, list(stored))
-    return written + view.insert("run_daily", totals)
-
-
-def _total(key: tuple[str, ...], rows: list[Row], stored: tuple[int, ...]) -> Row:
-    """A group's ``run_daily`` row: its stored totals plus the runs that finished now."""
-    runs, tokens_in, tokens_out = stored
-    return {
-        **dict(zip(DAILY_KEY, key, strict=True)),
-        "runs": runs + len(rows),
-        "tokens_in": tokens_in + sum(r["tokens_in"] for r in rows),
-        "tokens_out": tokens_out + sum(r["tokens_out"] for r in rows),
-    }
-
-
-def _add_percentiles(view: ViewWriter, totals: list[Row]) -> None:
-    """Every group's new duration percentiles, read by rank in one statement."""
-    wanted = [(total, p) for total in totals for p in PERCENTILES]
-    ranked = view.nth_smallest(
-        "run_duration",
-        "duration_ms",
-        DAILY_KEY,
+    return RUN_DAILY.add(
+        view,
         [
-            (tuple(total[name] for name in DAILY_KEY), _rank(p, total["runs"]) - 1)
-            for total, p in wanted
+            (
+                _group_key(row),
+                int(row["duration_ms"] or 0),
+                row["run_id"],
+                (row["tokens_in"], row["tokens_out"]),
+            )
+            for row in finished
         ],
     )
-    for (total, p), duration in zip(wanted, ranked, strict=True):
-        total[f"duration_p{p}_ms"] = float(duration or 0)
-
-
-def _rank(p: int, count: int) -> int:
-    """The nearest rank (1-based) of percentile ``p`` among ``count`` ordered values."""
-    return max(1, math.ceil(p / 100 * count))
