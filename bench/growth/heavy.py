@@ -31,7 +31,14 @@ def big_result() -> dict[str, Any]:
         "tools": {"search_logs": {"size": BIG_RESULT}},
         "steps": [
             {"tool": "search_logs", "arguments": {"service": "checkout"}},
-            {"draft": {"conclusion": None, "facts": [], "missing_info": []}},
+            {  # an honest draft: nothing proven, what is missing named
+                "progress": {"gain": "NO_GAIN", "facts": []},
+                "draft": {
+                    "conclusion": None,
+                    "facts": [],
+                    "missing_info": [{"kind": "TIME_WINDOW"}],
+                },
+            },
         ],
     }
 

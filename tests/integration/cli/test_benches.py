@@ -57,6 +57,9 @@ def test_a_bench_reports_its_ratios_on_sqlite(name: str) -> None:
     ratios = [line for line in lines if line["kind"] == "ratio"]
     assert ratios
     assert {line["backend"] for line in ratios} == {"sqlite"}
+    if name == "growth":  # the heavy runs are scripted: each ends as its script says
+        heavy = {line["name"]: line["outcome"] for line in lines if line["kind"] == "heavy"}
+        assert heavy == {"5MB result": "SUCCESS/FALLBACK", "50 tool calls": "SUCCESS/FALLBACK"}
 
 
 @pytest.mark.parametrize(
