@@ -207,10 +207,8 @@ class SqlViewWriter:
         is the steps, not the group's size (``OFFSET`` from the group's first row walked half
         a day's rows for a median).
         """
-        found: list[tuple[Any, Any] | None] = [None] * len(wanted)
+        found = [start if steps == 0 else None for _, start, steps in wanted]  # staying put
         walks = [n for n, (_, start, steps) in enumerate(wanted) if start is None or steps]
-        for n, (_, start, _) in enumerate(wanted):
-            found[n] = start  # where it stays (at 0 steps), else the walk's answer or None
         for first in range(0, len(walks), WALKS):
             parts: list[str] = []
             params: list[Any] = []
@@ -219,7 +217,6 @@ class SqlViewWriter:
                 walk = _step(table, order, group_columns, start, steps)
                 parts.append(f"SELECT {n}, m, i FROM ({walk}) AS s{n}")
                 params += [*group, *(start or ()), abs(steps) - (start is not None)]
-                found[n] = None
             answers = driver_query(self.connection, " UNION ALL ".join(parts), params)
             for n, measure, ident in answers:
                 found[n] = (measure, ident)

@@ -43,9 +43,8 @@ def _observations(stats: DailyStats, rng: random.Random, count: int) -> list[Obs
     found: list[Observation] = []
     for _ in range(count):
         measure = rng.choice([0, 0, 0, 1, 2, 2, 3, rng.randrange(0, 10_000)])
-        ident: Any = str(uuid.UUID(int=rng.getrandbits(128))) if stats is RUN_DAILY else None
-        if ident is None:
-            ident = rng.randrange(1, 2**40)
+        run_id = str(uuid.UUID(int=rng.getrandbits(128)))  # run_daily's ids; model_stats' are
+        ident: Any = run_id if stats is RUN_DAILY else rng.randrange(1, 2**40)  # log positions
         amounts = tuple(rng.randrange(0, 50) for _ in stats.sums)
         found.append((rng.choice(groups), measure, ident, amounts))
     return found
@@ -145,3 +144,18 @@ def test_a_walk_answers_none_past_either_end_of_its_group(engine: Engine) -> Non
             + [(key, last, -4), (key, last, -5), (key, last, 0), ((DAY, "x", "", "", ""), None, 0)],
         )
     assert found == [last, None, last, None, first, None, last, None]
+
+
+def test_walks_of_more_groups_than_sqlite_takes_in_one_compound_statement(engine: Engine) -> None:
+    create_read_tables(engine)
+    groups = [(DAY, f"i{n}", "", "", "") for n in range(600)]  # SQLite: 500 UNION parts at most
+    with SqlReadStore(engine).transaction() as writer:
+        writer.insert_values(
+            "run_duration",
+            (*RUN_DAILY.key, "duration_ms", "run_id"),
+            [[*key, n, f"run-{n}"] for n, key in enumerate(groups)],
+        )
+        found = writer.step_through(
+            "run_duration", ("duration_ms", "run_id"), RUN_DAILY.key, [(k, None, 0) for k in groups]
+        )
+    assert found == [(n, f"run-{n}") for n in range(len(groups))]
